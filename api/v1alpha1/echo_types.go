@@ -1,0 +1,405 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Condition types of an Echo.
+//
+// Ready is owned by the Echo controller. The other types are written by the
+// Helm release reconciler and describe the release, not the workload.
+const (
+	// EchoConditionReady is True when the release for the current spec is
+	// deployed and every desired replica is updated and available.
+	EchoConditionReady = "Ready"
+
+	// EchoConditionDeployed is True when the Helm release exists.
+	EchoConditionDeployed = "Deployed"
+	// EchoConditionReleaseFailed is True when the last install or upgrade failed.
+	EchoConditionReleaseFailed = "ReleaseFailed"
+	// EchoConditionIrreconcilable is True when the release cannot be reconciled.
+	EchoConditionIrreconcilable = "Irreconcilable"
+	// EchoConditionInitialized is True once the release reconciler has seen the Echo.
+	EchoConditionInitialized = "Initialized"
+	// EchoConditionPaused is True while reconciliation is paused by annotation.
+	EchoConditionPaused = "Paused"
+)
+
+// Reasons of the Ready condition.
+const (
+	// EchoReasonAvailable: every desired replica is updated and available.
+	EchoReasonAvailable = "Available"
+	// EchoReasonScaledToZero: zero replicas are desired, so there is nothing to wait for.
+	EchoReasonScaledToZero = "ScaledToZero"
+	// EchoReasonRollingOut: the Deployment is converging on the current spec.
+	EchoReasonRollingOut = "RollingOut"
+	// EchoReasonReleasePending: the release for the current spec is not deployed yet.
+	EchoReasonReleasePending = "ReleasePending"
+	// EchoReasonReleaseFailed: Helm could not install or upgrade the release.
+	EchoReasonReleaseFailed = "ReleaseFailed"
+	// EchoReasonDeploymentFailed: the Deployment reports it cannot make progress.
+	EchoReasonDeploymentFailed = "DeploymentFailed"
+	// EchoReasonPaused: reconciliation of the release is paused.
+	EchoReasonPaused = "Paused"
+)
+
+// Event reasons emitted for an Echo.
+const (
+	EventReasonReady                = "Ready"
+	EventReasonNotReady             = "NotReady"
+	EventReasonReleaseInstalled     = "ReleaseInstalled"
+	EventReasonReleaseUpgraded      = "ReleaseUpgraded"
+	EventReasonReleaseUninstalled   = "ReleaseUninstalled"
+	EventReasonReleaseInstallFailed = "ReleaseInstallFailed"
+	EventReasonReleaseUpgradeFailed = "ReleaseUpgradeFailed"
+	EventReasonReleaseRecovered     = "ReleaseRecovered"
+)
+
+// SpecGenerationAnnotation is set on the Echo's Deployment to the generation
+// of the Echo spec that the deployed release was rendered from.
+const SpecGenerationAnnotation = "echo.dev/spec-generation"
+
+// EchoSpec is the desired state of an echo HTTP service.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.highAvailability) || !self.highAvailability.enabled || (has(self.autoscaling) && self.autoscaling.enabled ? self.autoscaling.minReplicas >= 3 : self.replicas >= 3)",message="highAvailability needs at least 3 replicas: set spec.replicas (or spec.autoscaling.minReplicas when autoscaling is enabled) to 3 or more"
+// +kubebuilder:validation:XValidation:rule="!has(self.persistence) || !self.persistence.enabled || 'ReadWriteMany' in self.persistence.accessModes || (self.replicas <= 1 && !(has(self.autoscaling) && self.autoscaling.enabled) && !(has(self.highAvailability) && self.highAvailability.enabled))",message="a ReadWriteOnce volume can serve a single replica: set spec.persistence.accessModes to [ReadWriteMany] to run more than one"
+type EchoSpec struct {
+	// Replicas is the number of echo server pods. Ignored while autoscaling
+	// is enabled.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Replicas",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:podCount"}
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// Image is the echo server image reference (tag or digest). Defaults to
+	// the image the operator was installed with (RELATED_IMAGE_ECHO).
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^[^\s]+$`
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Image"
+	Image string `json:"image,omitempty"`
+
+	// ImagePullPolicy is the pull policy of the echo server container.
+	// +kubebuilder:validation:Enum=Always;IfNotPresent;Never
+	// +kubebuilder:default=IfNotPresent
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Image Pull Policy",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:imagePullPolicy"}
+	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+
+	// ImagePullSecrets name Secrets in the Echo's namespace used to pull the image.
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Image Pull Secrets"
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+
+	// Message is added to every echoed response.
+	// +kubebuilder:default="Hello from Echo"
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Message"
+	Message string `json:"message,omitempty"`
+
+	// Port is the port the echo server listens on inside the pod. Ports
+	// below 1024 need privileges the restricted pod security profile denies.
+	// +kubebuilder:default=8080
+	// +kubebuilder:validation:Minimum=1024
+	// +kubebuilder:validation:Maximum=65535
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Port",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number"}
+	Port int32 `json:"port,omitempty"`
+
+	// Resources of the echo server container. Defaults to requests of 10m
+	// CPU and 32Mi memory and limits of 200m CPU and 64Mi memory.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Resources",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:resourceRequirements"}
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// Service exposes the echo server inside the cluster.
+	// +kubebuilder:default={}
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Service"
+	Service ServiceSpec `json:"service,omitempty"`
+
+	// Ingress exposes the Service outside the cluster through an Ingress.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Ingress"
+	Ingress *IngressSpec `json:"ingress,omitempty"`
+
+	// HighAvailability runs at least 3 replicas spread across nodes and
+	// zones, guarded by a PodDisruptionBudget, with zero-downtime rollouts.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="High Availability"
+	HighAvailability *HighAvailabilitySpec `json:"highAvailability,omitempty"`
+
+	// Autoscaling scales the echo server on CPU load with a HorizontalPodAutoscaler.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Autoscaling"
+	Autoscaling *AutoscalingSpec `json:"autoscaling,omitempty"`
+
+	// Persistence gives the echo server a PersistentVolumeClaim as its data
+	// directory, where it keeps a durable journal of the requests it served.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Persistence"
+	Persistence *PersistenceSpec `json:"persistence,omitempty"`
+
+	// NodeSelector constrains the echo server pods to nodes with these labels.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Node Selector",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:selector:core:v1:Node"}
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// Tolerations of the echo server pods.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Tolerations"
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// Affinity of the echo server pods. When set it replaces the
+	// anti-affinity that highAvailability adds.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Affinity",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:nodeAffinity","urn:alm:descriptor:com.tectonic.ui:podAffinity","urn:alm:descriptor:com.tectonic.ui:podAntiAffinity"}
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+
+	// PodAnnotations are added to the echo server pods.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Pod Annotations"
+	PodAnnotations map[string]string `json:"podAnnotations,omitempty"`
+}
+
+// ServiceType is the type of the Service in front of the echo server.
+// +kubebuilder:validation:Enum=ClusterIP;NodePort;LoadBalancer
+type ServiceType string
+
+// ServiceSpec describes the Service in front of the echo server.
+type ServiceSpec struct {
+	// Type of the Service. The Service balances requests over every ready
+	// replica; use LoadBalancer to also get an external load balancer.
+	// +kubebuilder:default=ClusterIP
+	// +optional
+	Type ServiceType `json:"type,omitempty"`
+
+	// Port of the Service.
+	// +kubebuilder:default=80
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +optional
+	Port int32 `json:"port,omitempty"`
+
+	// Annotations are added to the Service, for example to configure a cloud load balancer.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// IngressSpec describes the Ingress in front of the Service.
+//
+// +kubebuilder:validation:XValidation:rule="!self.enabled || self.host != ''",message="ingress.host is required when ingress is enabled"
+type IngressSpec struct {
+	// Enabled creates the Ingress.
+	// +kubebuilder:default=false
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
+
+	// ClassName is the IngressClass to use; empty means the cluster default.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?$`
+	// +optional
+	ClassName string `json:"className,omitempty"`
+
+	// Host is the fully qualified host name the Ingress serves, optionally
+	// with a leading wildcard label (*.example.com).
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^((\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?$`
+	// +optional
+	Host string `json:"host,omitempty"`
+
+	// TLSSecretName names a Secret of type kubernetes.io/tls in the Echo's
+	// namespace that terminates TLS for Host. Empty means plain HTTP.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?$`
+	// +optional
+	TLSSecretName string `json:"tlsSecretName,omitempty"`
+}
+
+// HighAvailabilitySpec switches on highly available operation.
+type HighAvailabilitySpec struct {
+	// Enabled requires at least 3 replicas, adds a PodDisruptionBudget that
+	// keeps all but one available, and spreads the pods across nodes and zones.
+	// +kubebuilder:default=false
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
+}
+
+// AutoscalingSpec describes the HorizontalPodAutoscaler of the echo server.
+//
+// +kubebuilder:validation:XValidation:rule="self.maxReplicas >= self.minReplicas",message="autoscaling.maxReplicas must be greater than or equal to autoscaling.minReplicas"
+type AutoscalingSpec struct {
+	// Enabled creates the HorizontalPodAutoscaler; spec.replicas is then ignored.
+	// +kubebuilder:default=false
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
+
+	// MinReplicas is the lower bound of the autoscaler.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	// +optional
+	MinReplicas int32 `json:"minReplicas,omitempty"`
+
+	// MaxReplicas is the upper bound of the autoscaler.
+	// +kubebuilder:default=5
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	// +optional
+	MaxReplicas int32 `json:"maxReplicas,omitempty"`
+
+	// TargetCPUUtilizationPercentage is the average CPU utilization, in
+	// percent of the CPU request, that the autoscaler aims for.
+	// +kubebuilder:default=80
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	TargetCPUUtilizationPercentage int32 `json:"targetCPUUtilizationPercentage,omitempty"`
+}
+
+// PersistenceSpec describes the PersistentVolumeClaim of the echo server.
+//
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.storageClassName) || (has(self.storageClassName) && self.storageClassName == oldSelf.storageClassName)",message="persistence.storageClassName cannot change once set: a claim's storage class is immutable"
+// +kubebuilder:validation:XValidation:rule="self.accessModes == oldSelf.accessModes",message="persistence.accessModes cannot change: a claim's access modes are immutable"
+type PersistenceSpec struct {
+	// Enabled creates the claim and mounts it as the data directory.
+	// +kubebuilder:default=false
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
+
+	// Size requested for the claim. It can grow (if the storage class
+	// allows expansion) but not shrink.
+	// +kubebuilder:default="1Gi"
+	// +optional
+	Size resource.Quantity `json:"size,omitempty"`
+
+	// StorageClassName of the claim; unset means the cluster default.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	StorageClassName *string `json:"storageClassName,omitempty"`
+
+	// AccessModes of the claim. More than one replica needs ReadWriteMany.
+	// +kubebuilder:default={"ReadWriteOnce"}
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=3
+	// +kubebuilder:validation:items:Enum=ReadWriteOnce;ReadWriteMany;ReadWriteOncePod
+	// +listType=set
+	// +optional
+	AccessModes []corev1.PersistentVolumeAccessMode `json:"accessModes,omitempty"`
+}
+
+// EchoStatus is the observed state of an Echo, rebuilt from its Deployment,
+// Service and Helm release.
+type EchoStatus struct {
+	// ObservedGeneration is the generation of the spec that Ready describes.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Observed Generation"
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready (workload), and Initialized, Deployed, ReleaseFailed,
+	// Irreconcilable and Paused (Helm release).
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Conditions",xDescriptors={"urn:alm:descriptor:io.kubernetes.conditions"}
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Replicas is the number of replicas desired by the Deployment.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Replicas",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:podCount"}
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// ReadyReplicas is the number of ready pods.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Ready Replicas"
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+
+	// AvailableReplicas is the number of pods ready for at least minReadySeconds.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Available Replicas"
+	AvailableReplicas int32 `json:"availableReplicas,omitempty"`
+
+	// UpdatedReplicas is the number of pods running the current pod template.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Updated Replicas"
+	UpdatedReplicas int32 `json:"updatedReplicas,omitempty"`
+
+	// Selector is the label selector of the echo server pods, for the scale subresource.
+	// +optional
+	Selector string `json:"selector,omitempty"`
+
+	// Address is the in-cluster URL of the Service.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Address",xDescriptors={"urn:alm:descriptor:org.w3:link"}
+	Address string `json:"address,omitempty"`
+
+	// ExternalAddress is the URL reachable from outside the cluster: the
+	// Ingress host, or the load balancer's address, once known.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="External Address",xDescriptors={"urn:alm:descriptor:org.w3:link"}
+	ExternalAddress string `json:"externalAddress,omitempty"`
+
+	// DeployedRelease names the Helm release that renders this Echo. The
+	// rendered manifest is deliberately not kept in status.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Deployed Release"
+	DeployedRelease *DeployedRelease `json:"deployedRelease,omitempty"`
+}
+
+// DeployedRelease identifies a Helm release.
+type DeployedRelease struct {
+	// Name of the release; always the Echo's name.
+	// +optional
+	Name string `json:"name,omitempty"`
+}
+
+// Echo is an echo HTTP service: a Deployment of the echo server behind a
+// Service, optionally with an Ingress, high availability, autoscaling and
+// persistent storage. It is rendered through the echo Helm chart.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
+// +kubebuilder:resource:shortName=ec,categories={echo,all}
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.status.replicas`
+// +kubebuilder:printcolumn:name="Available",type=integer,JSONPath=`.status.availableReplicas`
+// +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.status.address`,priority=1
+// +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 53",message="an Echo name is at most 53 characters: it names a Helm release"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="an Echo name must be a DNS-1035 label (lower-case letters, digits and '-', starting with a letter): it names a Service"
+// +operator-sdk:csv:customresourcedefinitions:displayName="Echo",resources={{Deployment,v1},{Service,v1},{Ingress,v1},{HorizontalPodAutoscaler,v2},{PodDisruptionBudget,v1},{PersistentVolumeClaim,v1},{Secret,v1}}
+type Echo struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +kubebuilder:default={}
+	// +optional
+	Spec EchoSpec `json:"spec"`
+	// +optional
+	Status EchoStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// EchoList is a list of Echo.
+type EchoList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Echo `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Echo{}, &EchoList{})
+}

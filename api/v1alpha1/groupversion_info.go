@@ -1,0 +1,22 @@
+// Package v1alpha1 contains the echo.dev/v1alpha1 API: the Echo service and,
+// alongside it, the kinds that back it up and restore it.
+//
+// +kubebuilder:object:generate=true
+// +groupName=echo.dev
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/scheme"
+)
+
+var (
+	// GroupVersion is the group and version of every kind in this package.
+	GroupVersion = schema.GroupVersion{Group: "echo.dev", Version: "v1alpha1"}
+
+	// SchemeBuilder registers the kinds of this package with a scheme.
+	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+
+	// AddToScheme adds the kinds of this package to a scheme.
+	AddToScheme = SchemeBuilder.AddToScheme
+)
