@@ -1,0 +1,94 @@
+// Command manager runs echo-operator: the Helm release reconcilers loaded
+// from watches.yaml and the Go controllers, in one controller manager.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/echo-operator/echo-operator/internal/operator"
+)
+
+// defaultEchoImage is the echo server image when RELATED_IMAGE_ECHO is unset.
+const defaultEchoImage = "quay.io/echo-operator/echo-server:v0.1.0"
+
+func main() {
+	opts := parseFlags()
+	if err := run(opts); err != nil {
+		ctrl.Log.Error(err, "Manager exited with an error")
+		os.Exit(1)
+	}
+}
+
+func parseFlags() operator.Options {
+	var o operator.Options
+	var qps float64
+	var burst int
+	flag.StringVar(&o.MetricsAddr, "metrics-bind-address", "0", "Address of the metrics endpoint (:8443 for HTTPS, :8080 for HTTP); 0 disables it.")
+	flag.BoolVar(&o.MetricsSecure, "metrics-secure", true, "Serve metrics over HTTPS, authenticated and authorized by the API server.")
+	flag.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints; 0 disables them.")
+	flag.StringVar(&o.PprofAddr, "pprof-bind-address", "", "Address of the pprof endpoints; empty disables them.")
+	flag.BoolVar(&o.LeaderElect, "leader-elect", false, "Elect a leader so that only one replica reconciles at a time.")
+	flag.StringVar(&o.LeaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election Lease; defaults to the operator's namespace.")
+	flag.DurationVar(&o.GracefulShutdown, "graceful-shutdown-timeout", 30*time.Second, "Time to let reconciles finish on SIGTERM.")
+	flag.StringVar(&o.Helm.WatchesFile, "watches-file", envOr("WATCHES_FILE", "watches.yaml"), "Path of the watches file that maps kinds to Helm charts.")
+	flag.IntVar(&o.Helm.MaxReleaseHistory, "max-release-history", 3, "Revisions kept per Helm release (0 keeps all).")
+	flag.IntVar(&o.Helm.DefaultMaxConcurrentReconciles, "max-concurrent-reconciles", 4, "Workers per Helm reconciler, for watches entries that set none.")
+	flag.Float64Var(&qps, "kube-api-qps", 50, "Queries per second to the API server.")
+	flag.IntVar(&burst, "kube-api-burst", 100, "Burst of queries to the API server.")
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+
+	o.Helm.DefaultEchoImage = envOr("RELATED_IMAGE_ECHO", defaultEchoImage)
+	o.WatchNamespaces = splitNamespaces(os.Getenv("WATCH_NAMESPACE"))
+	o.QPS, o.Burst = float32(qps), burst
+	return o
+}
+
+func run(o operator.Options) error {
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	mgr, err := operator.NewManager(cfg, o)
+	if err != nil {
+		return err
+	}
+	ctrl.Log.WithName("setup").Info("Starting manager",
+		"namespaces", namespacesForLog(o.WatchNamespaces), "watchesFile", o.Helm.WatchesFile, "echoImage", o.Helm.DefaultEchoImage)
+	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// splitNamespaces parses WATCH_NAMESPACE: empty for all namespaces, or a
+// comma-separated list.
+func splitNamespaces(v string) []string {
+	var out []string
+	for _, ns := range strings.Split(v, ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			out = append(out, ns)
+		}
+	}
+	return out
+}
+
+func namespacesForLog(ns []string) string {
+	if len(ns) == 0 {
+		return "all"
+	}
+	return strings.Join(ns, ",")
+}
+
+func envOr(key, def string) string {
+	if v, ok := os.LookupEnv(key); ok && v != "" {
+		return v
+	}
+	return def
+}

@@ -1,0 +1,117 @@
+// Package helmreconciler wires the Helm side of the operator: one Helm
+// release reconciler per entry of watches.yaml, each rendering its chart for
+// every object of its kind.
+//
+// On top of the stock reconciler it adds what the operator's Go side relies
+// on: typed values for Echo, status writes that leave other controllers'
+// fields alone and keep the rendered manifest out of the API, recovery of
+// releases an interrupted operator left pending, and Events.
+package helmreconciler
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
+	"github.com/operator-framework/helm-operator-plugins/pkg/reconciler"
+	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+)
+
+// PauseAnnotation pauses the Helm reconciliation of an object while "true".
+const PauseAnnotation = "echo.dev/pause-reconcile"
+
+// Options configure the Helm reconcilers.
+type Options struct {
+	// WatchesFile is the path of watches.yaml.
+	WatchesFile string
+	// DefaultEchoImage is the echo server image used when an Echo names none.
+	DefaultEchoImage string
+	// MaxReleaseHistory bounds the stored revisions of each release.
+	MaxReleaseHistory int
+	// DefaultMaxConcurrentReconciles applies to entries that set none.
+	DefaultMaxConcurrentReconciles int
+}
+
+var echoGVK = echov1alpha1.GroupVersion.WithKind("Echo")
+
+// SetupWithManager builds a Helm reconciler for every entry of the watches
+// file and registers it with the manager.
+func SetupWithManager(mgr ctrl.Manager, opts Options) error {
+	ws, err := watches.Load(opts.WatchesFile)
+	if err != nil {
+		return fmt.Errorf("loading %s: %w", opts.WatchesFile, err)
+	}
+	for _, w := range ws {
+		r, err := newReconciler(mgr, w, opts)
+		if err != nil {
+			return fmt.Errorf("building the reconciler of %s: %w", w.GroupVersionKind, err)
+		}
+		if err := r.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("registering the reconciler of %s: %w", w.GroupVersionKind, err)
+		}
+	}
+	return nil
+}
+
+func newReconciler(mgr ctrl.Manager, w watches.Watch, opts Options) (*reconciler.Reconciler, error) {
+	log := ctrl.Log.WithName("helm").WithValues("kind", w.Kind)
+	recorder := mgr.GetEventRecorderFor("echo-operator")
+
+	acg, err := newActionClientGetter(mgr, recorder, log)
+	if err != nil {
+		return nil, err
+	}
+
+	workers := opts.DefaultMaxConcurrentReconciles
+	if w.MaxConcurrentReconciles != nil {
+		workers = *w.MaxConcurrentReconciles
+	}
+	var period time.Duration
+	if w.ReconcilePeriod != nil {
+		period = w.ReconcilePeriod.Duration
+	}
+
+	rOpts := []reconciler.Option{
+		reconciler.WithGroupVersionKind(w.GroupVersionKind),
+		reconciler.WithChart(*w.Chart),
+		reconciler.WithLog(log),
+		reconciler.WithEventRecorder(recorder),
+		reconciler.WithActionClientGetter(acg),
+		reconciler.WithOverrideValues(w.OverrideValues),
+		reconciler.SkipDependentWatches(w.WatchDependentResources != nil && !*w.WatchDependentResources),
+		reconciler.WithMaxConcurrentReconciles(workers),
+		reconciler.WithReconcilePeriod(period),
+		reconciler.WithMaxReleaseHistory(opts.MaxReleaseHistory),
+		reconciler.WithPauseReconcileHandler(reconciler.PauseReconcileIfAnnotationTrue(PauseAnnotation)),
+	}
+	if w.Selector != nil {
+		rOpts = append(rOpts, reconciler.WithSelector(*w.Selector))
+	}
+	if w.GroupVersionKind == echoGVK {
+		rOpts = append(rOpts,
+			reconciler.WithValueTranslator(EchoTranslator{DefaultImage: opts.DefaultEchoImage}),
+			reconciler.WithClient(newStatusClient(mgr.GetClient(), echoGVK)),
+			// Echo is in the scheme as a typed kind already.
+			reconciler.SkipPrimaryGVKSchemeRegistration(true),
+		)
+	}
+	return reconciler.New(rOpts...)
+}
+
+// newActionClientGetter builds the stock action client getter and wraps it.
+func newActionClientGetter(mgr ctrl.Manager, recorder record.EventRecorder, log logr.Logger) (helmclient.ActionClientGetter, error) {
+	acg, err := helmclient.NewActionConfigGetter(mgr.GetConfig(), mgr.GetRESTMapper())
+	if err != nil {
+		return nil, fmt.Errorf("creating the Helm action config getter: %w", err)
+	}
+	inner, err := helmclient.NewActionClientGetter(acg)
+	if err != nil {
+		return nil, fmt.Errorf("creating the Helm action client getter: %w", err)
+	}
+	return &actionClientGetter{inner: inner, recorder: recorder, log: log}, nil
+}

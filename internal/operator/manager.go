@@ -1,0 +1,150 @@
+// Package operator assembles the operator's controller manager: the Helm
+// release reconcilers of watches.yaml and the Go controllers, sharing one
+// cache scoped to what the operator manages.
+package operator
+
+import (
+	"crypto/tls"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/controllers"
+	"github.com/echo-operator/echo-operator/internal/helmreconciler"
+)
+
+// ChartLabelSelector selects what the echo chart renders. The cache holds
+// only those objects (and Helm's release Secrets), not every Deployment,
+// Service or Secret of the cluster.
+const ChartLabelSelector = "app.kubernetes.io/name=echo"
+
+// Options configure the manager.
+type Options struct {
+	MetricsAddr      string
+	MetricsSecure    bool
+	ProbeAddr        string
+	PprofAddr        string
+	LeaderElect      bool
+	LeaderElectionNS string
+	GracefulShutdown time.Duration
+	// QPS and Burst limit the requests to the API server.
+	QPS   float32
+	Burst int
+	// WatchNamespaces limits the operator to these namespaces; empty means all.
+	WatchNamespaces []string
+
+	Helm helmreconciler.Options
+}
+
+// NewScheme returns the scheme of every kind the operator reads or writes.
+func NewScheme() *runtime.Scheme {
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(echov1alpha1.AddToScheme(scheme))
+	return scheme
+}
+
+// NewManager builds the manager with every reconciler registered.
+func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
+	cacheOpts, err := cacheOptions(o.WatchNamespaces)
+	if err != nil {
+		return nil, err
+	}
+	if o.QPS > 0 {
+		cfg = rest.CopyConfig(cfg)
+		cfg.QPS, cfg.Burst = o.QPS, o.Burst
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        NewScheme(),
+		Metrics:                       metricsOptions(o),
+		HealthProbeBindAddress:        o.ProbeAddr,
+		PprofBindAddress:              o.PprofAddr,
+		LeaderElection:                o.LeaderElect,
+		LeaderElectionID:              "echo-operator.echo.dev",
+		LeaderElectionNamespace:       o.LeaderElectionNS,
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       &o.GracefulShutdown,
+		Cache:                         cacheOpts,
+		// The Helm reconcilers read their objects as unstructured; serve
+		// those reads from the cache too.
+		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+
+	if err := helmreconciler.SetupWithManager(mgr, o.Helm); err != nil {
+		return nil, err
+	}
+	if err := (&controllers.EchoReconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorderFor("echo-operator"),
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the Echo controller: %w", err)
+	}
+
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("adding the health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("adding the ready check: %w", err)
+	}
+	return mgr, nil
+}
+
+// cacheOptions scopes the cache to the watched namespaces, to the objects
+// the chart renders and to Helm's release Secrets, without managed fields.
+func cacheOptions(namespaces []string) (cache.Options, error) {
+	chartObjects, err := labels.Parse(ChartLabelSelector)
+	if err != nil {
+		return cache.Options{}, fmt.Errorf("parsing the chart label selector: %w", err)
+	}
+	releaseSecrets := labels.SelectorFromSet(labels.Set{"owner": "helm"})
+	opts := cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Secret{}:                         {Label: releaseSecrets},
+			&appsv1.Deployment{}:                     {Label: chartObjects},
+			&corev1.Service{}:                        {Label: chartObjects},
+			&corev1.PersistentVolumeClaim{}:          {Label: chartObjects},
+			&networkingv1.Ingress{}:                  {Label: chartObjects},
+			&autoscalingv2.HorizontalPodAutoscaler{}: {Label: chartObjects},
+			&policyv1.PodDisruptionBudget{}:          {Label: chartObjects},
+		},
+	}
+	if len(namespaces) > 0 {
+		opts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range namespaces {
+			opts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	return opts, nil
+}
+
+func metricsOptions(o Options) metricsserver.Options {
+	m := metricsserver.Options{BindAddress: o.MetricsAddr, SecureServing: o.MetricsSecure}
+	if o.MetricsSecure {
+		m.FilterProvider = filters.WithAuthenticationAndAuthorization
+		// HTTP/2 is off: it is exposed to the rapid-reset and stream
+		// cancellation attacks.
+		m.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
+	}
+	return m
+}
