@@ -1,0 +1,136 @@
+// Package controllers holds the Go reconcilers of the operator: what the
+// Helm chart cannot do on its own.
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+)
+
+// StatusFieldOwner is the server-side apply field manager of the status
+// fields the Echo controller owns.
+const StatusFieldOwner = "echo-operator-status"
+
+// EchoReconciler reports the real readiness of every Echo: it reads the
+// Deployment, Service and Ingress the Helm release made and owns the Ready
+// condition, the replica counts, the observed generation and the addresses
+// in the Echo's status. It never changes the children: the Helm release
+// reconciler does that.
+type EchoReconciler struct {
+	client.Client
+	Recorder record.EventRecorder
+}
+
+// +kubebuilder:rbac:groups=echo.dev,resources=echoes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=echo.dev,resources=echoes/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch
+// +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile brings the workload status of one Echo in line with its children.
+func (r *EchoReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	echo := &echov1alpha1.Echo{}
+	if err := r.Get(ctx, req.NamespacedName, echo); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !echo.DeletionTimestamp.IsZero() {
+		// The release is being uninstalled; there is no readiness to report.
+		return ctrl.Result{}, nil
+	}
+
+	world, err := r.observe(ctx, echo)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, r.ensureStatus(ctx, echo, computeWorkloadStatus(echo, world, metav1.Now()))
+}
+
+// observe reads the children of an Echo. They carry the Echo's name.
+func (r *EchoReconciler) observe(ctx context.Context, echo *echov1alpha1.Echo) (echoWorld, error) {
+	var w echoWorld
+	key := client.ObjectKeyFromObject(echo)
+	var err error
+	if w.deployment, err = getOptional(ctx, r.Client, key, &appsv1.Deployment{}); err != nil {
+		return w, err
+	}
+	if w.service, err = getOptional(ctx, r.Client, key, &corev1.Service{}); err != nil {
+		return w, err
+	}
+	if echo.Spec.Ingress != nil && echo.Spec.Ingress.Enabled {
+		if w.ingress, err = getOptional(ctx, r.Client, key, &networkingv1.Ingress{}); err != nil {
+			return w, err
+		}
+	}
+	return w, nil
+}
+
+// ensureStatus applies the workload status when it differs from what the
+// Echo holds, and records an Event when readiness flips.
+func (r *EchoReconciler) ensureStatus(ctx context.Context, echo *echov1alpha1.Echo, desired workloadStatus) error {
+	current := currentWorkloadStatus(echo)
+	if sameWorkloadStatus(current, desired) {
+		return nil
+	}
+
+	patch := &unstructured.Unstructured{Object: map[string]any{"status": desired.toApplyMap()}}
+	patch.SetGroupVersionKind(echov1alpha1.GroupVersion.WithKind("Echo"))
+	patch.SetName(echo.Name)
+	patch.SetNamespace(echo.Namespace)
+	//nolint:staticcheck // client.Apply is the way to apply an unstructured object in this controller-runtime.
+	if err := r.Status().Patch(ctx, patch, client.Apply, client.FieldOwner(StatusFieldOwner), client.ForceOwnership); err != nil {
+		return fmt.Errorf("applying the status of Echo %s/%s: %w", echo.Namespace, echo.Name, err)
+	}
+	log.FromContext(ctx).V(1).Info("Updated status", "ready", desired.ready.Status, "reason", desired.ready.Reason)
+
+	switch {
+	case desired.ready.Status == metav1.ConditionTrue && current.ready.Status != metav1.ConditionTrue:
+		r.Recorder.Event(echo, corev1.EventTypeNormal, echov1alpha1.EventReasonReady, desired.ready.Message)
+	case desired.ready.Status != metav1.ConditionTrue && current.ready.Status == metav1.ConditionTrue:
+		r.Recorder.Event(echo, corev1.EventTypeWarning, echov1alpha1.EventReasonNotReady, desired.ready.Message)
+	}
+	return nil
+}
+
+// sameWorkloadStatus compares two workload statuses, ignoring when Ready
+// last changed.
+func sameWorkloadStatus(a, b workloadStatus) bool {
+	a.ready.LastTransitionTime, b.ready.LastTransitionTime = metav1.Time{}, metav1.Time{}
+	return a == b
+}
+
+func getOptional[T client.Object](ctx context.Context, c client.Reader, key client.ObjectKey, obj T) (T, error) {
+	var zero T
+	if err := c.Get(ctx, key, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return zero, nil
+		}
+		return zero, fmt.Errorf("reading %T %s: %w", obj, key, err)
+	}
+	return obj, nil
+}
+
+// SetupWithManager registers the controller. Children are mapped to their
+// Echo through the owner reference the Helm release puts on them.
+func (r *EchoReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("echo-status").
+		For(&echov1alpha1.Echo{}).
+		Owns(&appsv1.Deployment{}).
+		Owns(&corev1.Service{}).
+		Owns(&networkingv1.Ingress{}).
+		Complete(r)
+}

@@ -1,0 +1,325 @@
+package controllers_test
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+)
+
+func TestEchoCreateRendersChildrenAndBecomesReady(t *testing.T) {
+	RegisterTestingT(t)
+	ns := newNamespace(t)
+	key := types.NamespacedName{Namespace: ns, Name: "hello"}
+	createEcho(t, newEcho(ns, key.Name))
+
+	d := getDeployment(t, key, 1)
+	Expect(d.Spec.Replicas).To(Equal(ptr.To[int32](1)))
+	Expect(metav1.IsControlledBy(d, getEcho(Default, key))).To(BeTrue(), "the Deployment is controlled by the Echo")
+	c := d.Spec.Template.Spec.Containers[0]
+	Expect(c.Image).To(Equal(testEchoImage), "the default image comes from RELATED_IMAGE_ECHO")
+	Expect(c.Env).To(ContainElement(corev1.EnvVar{Name: "ECHO_MESSAGE", Value: "Hello from Echo"}))
+	Expect(*c.SecurityContext.ReadOnlyRootFilesystem).To(BeTrue())
+	Expect(*d.Spec.Template.Spec.SecurityContext.RunAsNonRoot).To(BeTrue())
+
+	svc := &corev1.Service{}
+	Expect(k8sClient.Get(context.Background(), key, svc)).To(Succeed())
+	Expect(svc.Spec.Ports[0].Port).To(BeEquivalentTo(80))
+
+	// The Deployment exists but no pod is available: not Ready yet.
+	Eventually(func(g Gomega) {
+		e := getEcho(g, key)
+		g.Expect(e.Finalizers).To(ContainElement("uninstall-helm-release"))
+		g.Expect(readyCondition(e).Reason).To(Equal(echov1alpha1.EchoReasonRollingOut))
+		g.Expect(conditionStatus(e, echov1alpha1.EchoConditionDeployed)).To(Equal(metav1.ConditionTrue))
+	}, timeout, interval).Should(Succeed())
+
+	markDeploymentAvailable(t, key)
+	e := waitReady(t, key)
+	Expect(readyCondition(e).Reason).To(Equal(echov1alpha1.EchoReasonAvailable))
+	Expect(e.Status.ReadyReplicas).To(BeEquivalentTo(1))
+	Expect(e.Status.AvailableReplicas).To(BeEquivalentTo(1))
+	Expect(e.Status.Address).To(Equal("http://hello." + ns + ".svc:80"))
+	Expect(e.Status.Selector).To(ContainSubstring("app.kubernetes.io/instance=hello"))
+	Expect(e.Status.DeployedRelease).To(Equal(&echov1alpha1.DeployedRelease{Name: "hello"}))
+	Eventually(func(g Gomega) []string { return eventReasons(g, ns, key.Name) }, timeout, interval).
+		Should(ContainElements(echov1alpha1.EventReasonReleaseInstalled, echov1alpha1.EventReasonReady))
+}
+
+func TestEchoStatusKeepsTheManifestOut(t *testing.T) {
+	RegisterTestingT(t)
+	ns := newNamespace(t)
+	key := types.NamespacedName{Namespace: ns, Name: "lean"}
+	createEcho(t, newEcho(ns, key.Name))
+	rollOut(t, key)
+
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(echov1alpha1.GroupVersion.WithKind("Echo"))
+	Expect(k8sClient.Get(context.Background(), key, u)).To(Succeed())
+	release, found, err := unstructured.NestedMap(u.Object, "status", "deployedRelease")
+	Expect(err).NotTo(HaveOccurred())
+	Expect(found).To(BeTrue())
+	Expect(release).To(Equal(map[string]any{"name": "lean"}), "the rendered manifest is not stored in status")
+}
+
+func TestEchoUpdatesConverge(t *testing.T) {
+	RegisterTestingT(t)
+	ns := newNamespace(t)
+	key := types.NamespacedName{Namespace: ns, Name: "changing"}
+	createEcho(t, newEcho(ns, key.Name))
+	rollOut(t, key)
+	ctx := context.Background()
+
+	t.Run("replicas, image and message", func(t *testing.T) {
+		RegisterTestingT(t)
+		updateEcho(t, key, func(e *echov1alpha1.Echo) {
+			e.Spec.Replicas = ptr.To[int32](2)
+			e.Spec.Image = "registry.example.test/echo-server:v2"
+			e.Spec.Message = "changed"
+		})
+		e := rollOut(t, key)
+		Expect(e.Status.Replicas).To(BeEquivalentTo(2))
+		d := getDeployment(t, key, e.Generation)
+		Expect(d.Spec.Replicas).To(Equal(ptr.To[int32](2)))
+		Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("registry.example.test/echo-server:v2"))
+		Expect(d.Spec.Template.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "ECHO_MESSAGE", Value: "changed"}))
+	})
+
+	t.Run("high availability on and off", func(t *testing.T) {
+		RegisterTestingT(t)
+		updateEcho(t, key, func(e *echov1alpha1.Echo) {
+			e.Spec.Replicas = ptr.To[int32](3)
+			e.Spec.HighAvailability = &echov1alpha1.HighAvailabilitySpec{Enabled: true}
+		})
+		e := rollOut(t, key)
+		Expect(k8sClient.Get(ctx, key, &policyv1.PodDisruptionBudget{})).To(Succeed())
+		d := getDeployment(t, key, e.Generation)
+		Expect(d.Spec.Template.Spec.TopologySpreadConstraints).NotTo(BeEmpty())
+
+		updateEcho(t, key, func(e *echov1alpha1.Echo) { e.Spec.HighAvailability.Enabled = false })
+		rollOut(t, key)
+		expectGone(t, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name}})
+	})
+
+	t.Run("autoscaling on and off", func(t *testing.T) {
+		RegisterTestingT(t)
+		updateEcho(t, key, func(e *echov1alpha1.Echo) {
+			e.Spec.Autoscaling = &echov1alpha1.AutoscalingSpec{Enabled: true, MinReplicas: 2, MaxReplicas: 6, TargetCPUUtilizationPercentage: 70}
+		})
+		rollOut(t, key)
+		hpa := &autoscalingv2.HorizontalPodAutoscaler{}
+		Expect(k8sClient.Get(ctx, key, hpa)).To(Succeed())
+		Expect(hpa.Spec.MaxReplicas).To(BeEquivalentTo(6))
+		Expect(*hpa.Spec.MinReplicas).To(BeEquivalentTo(2))
+		Expect(hpa.Spec.ScaleTargetRef.Name).To(Equal(key.Name))
+
+		updateEcho(t, key, func(e *echov1alpha1.Echo) { e.Spec.Autoscaling.Enabled = false })
+		rollOut(t, key)
+		expectGone(t, &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name}})
+	})
+
+	t.Run("persistence", func(t *testing.T) {
+		RegisterTestingT(t)
+		updateEcho(t, key, func(e *echov1alpha1.Echo) {
+			e.Spec.Replicas = ptr.To[int32](1)
+			e.Spec.Persistence = &echov1alpha1.PersistenceSpec{Enabled: true, Size: resource.MustParse("2Gi")}
+		})
+		e := rollOut(t, key)
+		pvc := &corev1.PersistentVolumeClaim{}
+		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: key.Name + "-data"}, pvc)).To(Succeed())
+		Expect(pvc.Spec.Resources.Requests.Storage().String()).To(Equal("2Gi"))
+		d := getDeployment(t, key, e.Generation)
+		Expect(d.Spec.Template.Spec.Containers[0].VolumeMounts).To(ContainElement(HaveField("MountPath", "/data")))
+		Expect(d.Spec.Strategy.Type).To(Equal(appsv1.RecreateDeploymentStrategyType))
+	})
+
+	t.Run("ingress", func(t *testing.T) {
+		RegisterTestingT(t)
+		updateEcho(t, key, func(e *echov1alpha1.Echo) {
+			e.Spec.Ingress = &echov1alpha1.IngressSpec{Enabled: true, Host: "echo.example.test", TLSSecretName: "echo-tls"}
+		})
+		rollOut(t, key)
+		ing := &networkingv1.Ingress{}
+		Expect(k8sClient.Get(ctx, key, ing)).To(Succeed())
+		Expect(ing.Spec.Rules[0].Host).To(Equal("echo.example.test"))
+		Eventually(func(g Gomega) string { return getEcho(g, key).Status.ExternalAddress }, timeout, interval).
+			Should(Equal("https://echo.example.test"))
+	})
+}
+
+func TestEchoDriftIsRepaired(t *testing.T) {
+	RegisterTestingT(t)
+	ns := newNamespace(t)
+	key := types.NamespacedName{Namespace: ns, Name: "drifty"}
+	createEcho(t, newEcho(ns, key.Name, func(e *echov1alpha1.Echo) { e.Spec.Replicas = ptr.To[int32](2) }))
+	rollOut(t, key)
+	ctx := context.Background()
+
+	t.Run("deleted Deployment is recreated", func(t *testing.T) {
+		RegisterTestingT(t)
+		d := getDeployment(t, key, 0)
+		Expect(k8sClient.Delete(ctx, d)).To(Succeed())
+		Eventually(func(g Gomega) {
+			again := &appsv1.Deployment{}
+			g.Expect(k8sClient.Get(ctx, key, again)).To(Succeed())
+			g.Expect(again.UID).NotTo(Equal(d.UID))
+		}, timeout, interval).Should(Succeed())
+		rollOut(t, key)
+	})
+
+	t.Run("edited Deployment is restored", func(t *testing.T) {
+		RegisterTestingT(t)
+		d := getDeployment(t, key, 0)
+		d.Spec.Replicas = ptr.To[int32](7)
+		d.Spec.Template.Spec.Containers[0].Image = "registry.example.test/someone-else:latest"
+		Expect(k8sClient.Update(ctx, d)).To(Succeed())
+		Eventually(func(g Gomega) {
+			again := &appsv1.Deployment{}
+			g.Expect(k8sClient.Get(ctx, key, again)).To(Succeed())
+			g.Expect(again.Spec.Replicas).To(Equal(ptr.To[int32](2)))
+			g.Expect(again.Spec.Template.Spec.Containers[0].Image).To(Equal(testEchoImage))
+		}, timeout, interval).Should(Succeed())
+	})
+
+	t.Run("deleted Service is recreated", func(t *testing.T) {
+		RegisterTestingT(t)
+		svc := &corev1.Service{}
+		Expect(k8sClient.Get(ctx, key, svc)).To(Succeed())
+		Expect(k8sClient.Delete(ctx, svc)).To(Succeed())
+		Eventually(func(g Gomega) {
+			again := &corev1.Service{}
+			g.Expect(k8sClient.Get(ctx, key, again)).To(Succeed())
+			g.Expect(again.UID).NotTo(Equal(svc.UID))
+		}, timeout, interval).Should(Succeed())
+	})
+
+	t.Run("edited Service is restored", func(t *testing.T) {
+		RegisterTestingT(t)
+		svc := &corev1.Service{}
+		Expect(k8sClient.Get(ctx, key, svc)).To(Succeed())
+		svc.Spec.Ports[0].Port = 9999
+		Expect(k8sClient.Update(ctx, svc)).To(Succeed())
+		Eventually(func(g Gomega) {
+			again := &corev1.Service{}
+			g.Expect(k8sClient.Get(ctx, key, again)).To(Succeed())
+			g.Expect(again.Spec.Ports).To(HaveLen(1))
+			g.Expect(again.Spec.Ports[0].Port).To(BeEquivalentTo(80))
+		}, timeout, interval).Should(Succeed())
+	})
+}
+
+func TestEchoSteadyStateWritesNothing(t *testing.T) {
+	RegisterTestingT(t)
+	ns := newNamespace(t)
+	key := types.NamespacedName{Namespace: ns, Name: "quiet"}
+	createEcho(t, newEcho(ns, key.Name))
+	rollOut(t, key)
+	ctx := context.Background()
+
+	// Let both controllers settle on the Ready status, then poke them both
+	// with an event that changes nothing they own.
+	before := getEcho(Default, key)
+	dep := getDeployment(t, key, 0)
+	helmRuns, statusRuns := reconcileCount("echo-controller"), reconcileCount("echo-status")
+
+	svc := &corev1.Service{}
+	Expect(k8sClient.Get(ctx, key, svc)).To(Succeed())
+	patch := client.MergeFrom(svc.DeepCopy())
+	svc.Annotations = map[string]string{"example.test/poke": "1"}
+	Expect(k8sClient.Patch(ctx, svc, patch)).To(Succeed())
+
+	Eventually(func() bool {
+		return reconcileCount("echo-controller") > helmRuns && reconcileCount("echo-status") > statusRuns
+	}, timeout, interval).Should(BeTrue(), "both controllers reconciled the Echo")
+
+	after := getEcho(Default, key)
+	Expect(after.ResourceVersion).To(Equal(before.ResourceVersion), "an unchanged Echo is not written")
+	depAfter := getDeployment(t, key, 0)
+	Expect(depAfter.ResourceVersion).To(Equal(dep.ResourceVersion), "an unchanged Deployment is not written")
+}
+
+func TestEchoesWithTheSameNameInTwoNamespaces(t *testing.T) {
+	RegisterTestingT(t)
+	nsA, nsB := newNamespace(t), newNamespace(t)
+	keyA := types.NamespacedName{Namespace: nsA, Name: "twin"}
+	keyB := types.NamespacedName{Namespace: nsB, Name: "twin"}
+	createEcho(t, newEcho(nsA, "twin", func(e *echov1alpha1.Echo) { e.Spec.Message = "from A" }))
+	createEcho(t, newEcho(nsB, "twin", func(e *echov1alpha1.Echo) { e.Spec.Message = "from B" }))
+	rollOut(t, keyA)
+	rollOut(t, keyB)
+
+	dA, dB := getDeployment(t, keyA, 0), getDeployment(t, keyB, 0)
+	Expect(dA.Spec.Template.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "ECHO_MESSAGE", Value: "from A"}))
+	Expect(dB.Spec.Template.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "ECHO_MESSAGE", Value: "from B"}))
+
+	Expect(k8sClient.Delete(context.Background(), getEcho(Default, keyA))).To(Succeed())
+	expectGone(t, &echov1alpha1.Echo{ObjectMeta: metav1.ObjectMeta{Namespace: nsA, Name: "twin"}})
+	expectGone(t, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: nsA, Name: "twin"}})
+
+	Consistently(func(g Gomega) {
+		g.Expect(readyCondition(getEcho(g, keyB)).Status).To(Equal(metav1.ConditionTrue))
+	}, "1s", interval).Should(Succeed())
+	Expect(getDeployment(t, keyB, 0).UID).To(Equal(dB.UID), "the twin in the other namespace is untouched")
+}
+
+func TestEchoDeleteRemovesEverything(t *testing.T) {
+	RegisterTestingT(t)
+	ns := newNamespace(t)
+	key := types.NamespacedName{Namespace: ns, Name: "doomed"}
+	createEcho(t, newEcho(ns, key.Name, func(e *echov1alpha1.Echo) {
+		e.Spec.Persistence = &echov1alpha1.PersistenceSpec{Enabled: true}
+		e.Spec.Ingress = &echov1alpha1.IngressSpec{Enabled: true, Host: "doomed.example.test"}
+	}))
+	rollOut(t, key)
+	ctx := context.Background()
+
+	Expect(k8sClient.Delete(ctx, getEcho(Default, key))).To(Succeed())
+	expectGone(t, &echov1alpha1.Echo{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name}})
+	for _, obj := range []client.Object{
+		&appsv1.Deployment{}, &corev1.Service{}, &networkingv1.Ingress{},
+	} {
+		obj.SetNamespace(ns)
+		obj.SetName(key.Name)
+		expectGone(t, obj)
+	}
+	// The control plane here runs no controller to lift the claim's
+	// pvc-protection finalizer: deletion requested is all there is to see.
+	Eventually(func(g Gomega) {
+		pvc := &corev1.PersistentVolumeClaim{}
+		err := k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: key.Name + "-data"}, pvc)
+		if err == nil {
+			g.Expect(pvc.DeletionTimestamp).NotTo(BeNil(), "the claim is being deleted")
+		} else {
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+		}
+	}, timeout, interval).Should(Succeed())
+	Eventually(func(g Gomega) {
+		secrets := &corev1.SecretList{}
+		g.Expect(k8sClient.List(ctx, secrets, client.InNamespace(ns), client.MatchingLabels{"owner": "helm"})).To(Succeed())
+		g.Expect(secrets.Items).To(BeEmpty(), "release history is removed")
+	}, timeout, interval).Should(Succeed())
+}
+
+// conditionStatus reads the status of a condition.
+func conditionStatus(e *echov1alpha1.Echo, condType string) metav1.ConditionStatus {
+	for _, c := range e.Status.Conditions {
+		if c.Type == condType {
+			return c.Status
+		}
+	}
+	return ""
+}

@@ -1,0 +1,200 @@
+package controllers
+
+import (
+	"fmt"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+)
+
+// echoWorld is what the Echo controller observes of an Echo's children.
+// A nil pointer means the object does not exist.
+type echoWorld struct {
+	deployment *appsv1.Deployment
+	service    *corev1.Service
+	ingress    *networkingv1.Ingress
+}
+
+// workloadStatus is the part of an Echo's status the Echo controller owns.
+type workloadStatus struct {
+	observedGeneration int64
+	ready              metav1.Condition
+	replicas           int32
+	readyReplicas      int32
+	availableReplicas  int32
+	updatedReplicas    int32
+	selector           string
+	address            string
+	externalAddress    string
+}
+
+// computeWorkloadStatus derives the workload status of an Echo from its
+// children. It is pure, and it is built from the world alone, never from
+// the status it replaces (but for the transition time of Ready and the
+// observed generation, which only the Deployment can advance).
+func computeWorkloadStatus(echo *echov1alpha1.Echo, w echoWorld, now metav1.Time) workloadStatus {
+	st := workloadStatus{observedGeneration: echo.Status.ObservedGeneration}
+	status, reason, message := readiness(echo, w)
+
+	if d := w.deployment; d != nil {
+		st.replicas = d.Status.Replicas
+		st.readyReplicas = d.Status.ReadyReplicas
+		st.availableReplicas = d.Status.AvailableReplicas
+		st.updatedReplicas = d.Status.UpdatedReplicas
+		if sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector); err == nil && d.Spec.Selector != nil {
+			st.selector = sel.String()
+		}
+		if gen, ok := specGeneration(d); ok {
+			st.observedGeneration = gen
+		}
+	}
+	st.address, st.externalAddress = addresses(w)
+
+	st.ready = metav1.Condition{
+		Type:               echov1alpha1.EchoConditionReady,
+		Status:             status,
+		Reason:             reason,
+		Message:            message,
+		ObservedGeneration: echo.Generation,
+		LastTransitionTime: now,
+	}
+	if prev := meta.FindStatusCondition(echo.Status.Conditions, echov1alpha1.EchoConditionReady); prev != nil && prev.Status == status {
+		st.ready.LastTransitionTime = prev.LastTransitionTime
+	}
+	return st
+}
+
+// readiness decides the Ready condition, from the most to the least
+// fundamental reason an Echo can fail to serve.
+func readiness(echo *echov1alpha1.Echo, w echoWorld) (metav1.ConditionStatus, string, string) {
+	conds := echo.Status.Conditions
+	if c := meta.FindStatusCondition(conds, echov1alpha1.EchoConditionPaused); c != nil && c.Status == metav1.ConditionTrue {
+		return metav1.ConditionFalse, echov1alpha1.EchoReasonPaused, "Reconciliation of the release is paused by the echo.dev/pause-reconcile annotation"
+	}
+	if c := meta.FindStatusCondition(conds, echov1alpha1.EchoConditionReleaseFailed); c != nil && c.Status == metav1.ConditionTrue {
+		return metav1.ConditionFalse, echov1alpha1.EchoReasonReleaseFailed, "The Helm release failed: " + c.Message
+	}
+	d := w.deployment
+	if d == nil {
+		return metav1.ConditionFalse, echov1alpha1.EchoReasonReleasePending, "Waiting for the release to create the Deployment"
+	}
+	if gen, ok := specGeneration(d); !ok || gen != echo.Generation {
+		return metav1.ConditionFalse, echov1alpha1.EchoReasonReleasePending,
+			fmt.Sprintf("Waiting for the release of generation %d (the Deployment renders generation %s)", echo.Generation, d.Annotations[echov1alpha1.SpecGenerationAnnotation])
+	}
+	if c := deploymentCondition(d, appsv1.DeploymentProgressing); c != nil && c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded" {
+		return metav1.ConditionFalse, echov1alpha1.EchoReasonDeploymentFailed, "The Deployment exceeded its progress deadline: " + c.Message
+	}
+	desired := int32(1)
+	if d.Spec.Replicas != nil {
+		desired = *d.Spec.Replicas
+	}
+	s := d.Status
+	if s.ObservedGeneration < d.Generation || s.UpdatedReplicas < desired || s.AvailableReplicas < desired || s.Replicas > s.UpdatedReplicas {
+		return metav1.ConditionFalse, echov1alpha1.EchoReasonRollingOut,
+			fmt.Sprintf("%d of %d replicas updated and available", min(s.UpdatedReplicas, s.AvailableReplicas), desired)
+	}
+	if desired == 0 {
+		return metav1.ConditionTrue, echov1alpha1.EchoReasonScaledToZero, "Scaled to zero replicas"
+	}
+	return metav1.ConditionTrue, echov1alpha1.EchoReasonAvailable, fmt.Sprintf("%d of %d replicas available", s.AvailableReplicas, desired)
+}
+
+// specGeneration reads the Echo generation a Deployment was rendered from.
+func specGeneration(d *appsv1.Deployment) (int64, bool) {
+	gen, err := strconv.ParseInt(d.Annotations[echov1alpha1.SpecGenerationAnnotation], 10, 64)
+	return gen, err == nil
+}
+
+func deploymentCondition(d *appsv1.Deployment, t appsv1.DeploymentConditionType) *appsv1.DeploymentCondition {
+	for i := range d.Status.Conditions {
+		if d.Status.Conditions[i].Type == t {
+			return &d.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// addresses gives the in-cluster URL of the Service and the URL reachable
+// from outside, when there is one.
+func addresses(w echoWorld) (internal, external string) {
+	svc := w.service
+	if svc == nil || len(svc.Spec.Ports) == 0 {
+		return "", ""
+	}
+	port := svc.Spec.Ports[0].Port
+	internal = fmt.Sprintf("http://%s.%s.svc:%d", svc.Name, svc.Namespace, port)
+
+	if ing := w.ingress; ing != nil && len(ing.Spec.Rules) > 0 && ing.Spec.Rules[0].Host != "" {
+		scheme := "http"
+		if len(ing.Spec.TLS) > 0 {
+			scheme = "https"
+		}
+		return internal, scheme + "://" + ing.Spec.Rules[0].Host
+	}
+	if svc.Spec.Type == corev1.ServiceTypeLoadBalancer {
+		for _, lb := range svc.Status.LoadBalancer.Ingress {
+			host := lb.Hostname
+			if host == "" {
+				host = lb.IP
+			}
+			if host != "" {
+				return internal, fmt.Sprintf("http://%s:%d", host, port)
+			}
+		}
+	}
+	return internal, ""
+}
+
+// current reads the workload status an Echo holds now.
+func currentWorkloadStatus(echo *echov1alpha1.Echo) workloadStatus {
+	st := workloadStatus{
+		observedGeneration: echo.Status.ObservedGeneration,
+		replicas:           echo.Status.Replicas,
+		readyReplicas:      echo.Status.ReadyReplicas,
+		availableReplicas:  echo.Status.AvailableReplicas,
+		updatedReplicas:    echo.Status.UpdatedReplicas,
+		selector:           echo.Status.Selector,
+		address:            echo.Status.Address,
+		externalAddress:    echo.Status.ExternalAddress,
+	}
+	if c := meta.FindStatusCondition(echo.Status.Conditions, echov1alpha1.EchoConditionReady); c != nil {
+		st.ready = *c
+	}
+	return st
+}
+
+// toApplyMap renders the workload status as the status of a server-side
+// apply request. Zero values are left out, which releases those fields.
+func (st workloadStatus) toApplyMap() map[string]any {
+	out := map[string]any{
+		"conditions": []any{map[string]any{
+			"type":               st.ready.Type,
+			"status":             string(st.ready.Status),
+			"reason":             st.ready.Reason,
+			"message":            st.ready.Message,
+			"observedGeneration": st.ready.ObservedGeneration,
+			"lastTransitionTime": st.ready.LastTransitionTime.UTC().Format("2006-01-02T15:04:05Z"),
+		}},
+	}
+	setIf := func(key string, v any, zero bool) {
+		if !zero {
+			out[key] = v
+		}
+	}
+	setIf("observedGeneration", st.observedGeneration, st.observedGeneration == 0)
+	setIf("replicas", st.replicas, st.replicas == 0)
+	setIf("readyReplicas", st.readyReplicas, st.readyReplicas == 0)
+	setIf("availableReplicas", st.availableReplicas, st.availableReplicas == 0)
+	setIf("updatedReplicas", st.updatedReplicas, st.updatedReplicas == 0)
+	setIf("selector", st.selector, st.selector == "")
+	setIf("address", st.address, st.address == "")
+	setIf("externalAddress", st.externalAddress, st.externalAddress == "")
+	return out
+}

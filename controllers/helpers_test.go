@@ -1,0 +1,204 @@
+package controllers_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	dto "github.com/prometheus/client_model/go"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+)
+
+const (
+	timeout  = 30 * time.Second
+	interval = 50 * time.Millisecond
+)
+
+// newNamespace creates a namespace of its own for a test.
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "echo-test-"}}
+	if err := k8sClient.Create(context.Background(), ns); err != nil {
+		t.Fatalf("creating a namespace: %v", err)
+	}
+	return ns.Name
+}
+
+// newEcho returns an Echo with the given changes applied.
+func newEcho(ns, name string, mutate ...func(*echov1alpha1.Echo)) *echov1alpha1.Echo {
+	e := &echov1alpha1.Echo{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	for _, m := range mutate {
+		m(e)
+	}
+	return e
+}
+
+func createEcho(t *testing.T, e *echov1alpha1.Echo) *echov1alpha1.Echo {
+	t.Helper()
+	if err := k8sClient.Create(context.Background(), e); err != nil {
+		t.Fatalf("creating Echo %s/%s: %v", e.Namespace, e.Name, err)
+	}
+	return e
+}
+
+// updateEcho applies a change to the latest version of an Echo.
+func updateEcho(t *testing.T, key types.NamespacedName, mutate func(*echov1alpha1.Echo)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		e := &echov1alpha1.Echo{}
+		if err := k8sClient.Get(context.Background(), key, e); err != nil {
+			return err
+		}
+		mutate(e)
+		return k8sClient.Update(context.Background(), e)
+	})
+	if err != nil {
+		t.Fatalf("updating Echo %s: %v", key, err)
+	}
+}
+
+func getEcho(g Gomega, key types.NamespacedName) *echov1alpha1.Echo {
+	e := &echov1alpha1.Echo{}
+	g.Expect(k8sClient.Get(context.Background(), key, e)).To(Succeed())
+	return e
+}
+
+func readyCondition(e *echov1alpha1.Echo) metav1.Condition {
+	if c := meta.FindStatusCondition(e.Status.Conditions, echov1alpha1.EchoConditionReady); c != nil {
+		return *c
+	}
+	return metav1.Condition{}
+}
+
+// getDeployment waits for the Deployment of an Echo to render generation gen
+// of its spec (any generation when gen is 0).
+func getDeployment(t *testing.T, key types.NamespacedName, gen int64) *appsv1.Deployment {
+	t.Helper()
+	d := &appsv1.Deployment{}
+	Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(context.Background(), key, d)).To(Succeed())
+		if gen > 0 {
+			g.Expect(d.Annotations).To(HaveKeyWithValue(echov1alpha1.SpecGenerationAnnotation, itoa(gen)))
+		}
+	}, timeout, interval).Should(Succeed())
+	return d
+}
+
+// markDeploymentAvailable plays the Deployment controller: it reports
+// every desired replica updated, ready and available.
+func markDeploymentAvailable(t *testing.T, key types.NamespacedName) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		d := &appsv1.Deployment{}
+		if err := k8sClient.Get(context.Background(), key, d); err != nil {
+			return err
+		}
+		n := ptr.Deref(d.Spec.Replicas, 1)
+		d.Status = appsv1.DeploymentStatus{
+			ObservedGeneration: d.Generation,
+			Replicas:           n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n,
+			Conditions: []appsv1.DeploymentCondition{{
+				Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable",
+				LastUpdateTime: metav1.Now(), LastTransitionTime: metav1.Now(),
+			}},
+		}
+		return k8sClient.Status().Update(context.Background(), d)
+	})
+	if err != nil {
+		t.Fatalf("marking Deployment %s available: %v", key, err)
+	}
+}
+
+// waitReady waits for an Echo to be Ready for its current generation.
+func waitReady(t *testing.T, key types.NamespacedName) *echov1alpha1.Echo {
+	t.Helper()
+	var e *echov1alpha1.Echo
+	Eventually(func(g Gomega) {
+		e = getEcho(g, key)
+		c := readyCondition(e)
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "Ready: %s: %s", c.Reason, c.Message)
+		g.Expect(c.ObservedGeneration).To(Equal(e.Generation))
+		g.Expect(e.Status.ObservedGeneration).To(Equal(e.Generation))
+	}, timeout, interval).Should(Succeed())
+	return e
+}
+
+// rollOut waits for the release of the Echo's current generation, then
+// reports its Deployment available and waits for the Echo to be Ready.
+func rollOut(t *testing.T, key types.NamespacedName) *echov1alpha1.Echo {
+	t.Helper()
+	e := &echov1alpha1.Echo{}
+	if err := k8sClient.Get(context.Background(), key, e); err != nil {
+		t.Fatal(err)
+	}
+	getDeployment(t, key, e.Generation)
+	markDeploymentAvailable(t, key)
+	return waitReady(t, key)
+}
+
+// expectGone waits until an object no longer exists.
+func expectGone(t *testing.T, obj client.Object) {
+	t.Helper()
+	Eventually(func() bool {
+		err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
+		return apierrors.IsNotFound(err)
+	}, timeout, interval).Should(BeTrue(), "%T %s still exists", obj, client.ObjectKeyFromObject(obj))
+}
+
+// reconcileCount reads how many reconciles a controller has finished, from
+// the manager's own metrics.
+func reconcileCount(controller string) float64 {
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		return -1
+	}
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if labelValue(m, "controller") == controller {
+				total += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return total
+}
+
+func labelValue(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+// eventReasons lists the reasons of the Events recorded for an object.
+func eventReasons(g Gomega, ns, name string) []string {
+	list := &corev1.EventList{}
+	g.Expect(k8sClient.List(context.Background(), list, client.InNamespace(ns))).To(Succeed())
+	var out []string
+	for _, ev := range list.Items {
+		if ev.InvolvedObject.Name == name {
+			out = append(out, ev.Reason)
+		}
+	}
+	return out
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

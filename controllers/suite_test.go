@@ -1,0 +1,146 @@
+package controllers_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/echo-operator/echo-operator/internal/helmreconciler"
+	"github.com/echo-operator/echo-operator/internal/operator"
+)
+
+// The integration tests run the operator's whole manager (Helm release
+// reconcilers and Go controllers) in process against a real kube-apiserver
+// and etcd. Nothing runs Deployments there: tests play the part of the
+// Deployment controller by writing Deployment status themselves.
+
+const testEchoImage = "registry.example.test/echo-server:test"
+
+var (
+	cfg       *rest.Config
+	k8sClient client.Client
+	clientset *kubernetes.Clientset
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		fmt.Println("skipping the integration tests in -short mode")
+		os.Exit(0)
+	}
+	os.Exit(runSuite(m))
+}
+
+func runSuite(m *testing.M) int {
+	if os.Getenv("TEST_ASSET_KUBE_APISERVER") == "" || os.Getenv("TEST_ASSET_ETCD") == "" {
+		fmt.Fprintln(os.Stderr, "TEST_ASSET_KUBE_APISERVER and TEST_ASSET_ETCD are unset: run the tests with `make test`")
+		return 1
+	}
+	if os.Getenv("TEST_VERBOSE") != "" {
+		ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr)))
+	} else {
+		ctrl.SetLogger(logr.Discard())
+	}
+
+	env := &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join("..", "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+	}
+	var err error
+	if cfg, err = env.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "starting the control plane:", err)
+		return 1
+	}
+	defer func() { _ = env.Stop() }()
+
+	if k8sClient, err = client.New(cfg, client.Options{Scheme: operator.NewScheme()}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	clientset = kubernetes.NewForConfigOrDie(cfg)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done, err := startManager(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting the manager:", err)
+		cancel()
+		return 1
+	}
+	code := m.Run()
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		fmt.Fprintln(os.Stderr, "the manager did not stop within 30s")
+	}
+	return code
+}
+
+// startManager runs the operator's manager, configured as in production,
+// until ctx ends.
+func startManager(ctx context.Context) (<-chan struct{}, error) {
+	watches, err := writeWatchesFile()
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := operator.NewManager(cfg, operator.Options{
+		MetricsAddr: "0",
+		ProbeAddr:   "0",
+		Helm: helmreconciler.Options{
+			WatchesFile:                    watches,
+			DefaultEchoImage:               testEchoImage,
+			MaxReleaseHistory:              3,
+			DefaultMaxConcurrentReconciles: 4,
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "manager:", err)
+		}
+	}()
+	return done, nil
+}
+
+// writeWatchesFile copies the project's watches.yaml with the chart path
+// made absolute, since tests run in this package's directory.
+func writeWatchesFile() (string, error) {
+	chart, err := filepath.Abs(filepath.Join("..", "helm-charts", "echo"))
+	if err != nil {
+		return "", err
+	}
+	raw, err := os.ReadFile(filepath.Join("..", "watches.yaml"))
+	if err != nil {
+		return "", err
+	}
+	if !strings.Contains(string(raw), "chart: helm-charts/echo") {
+		return "", fmt.Errorf("watches.yaml no longer points at helm-charts/echo")
+	}
+	out := []byte(strings.ReplaceAll(string(raw), "chart: helm-charts/echo", "chart: "+chart))
+	f, err := os.CreateTemp("", "watches-*.yaml")
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = f.Close() }()
+	if _, err := f.Write(out); err != nil {
+		return "", err
+	}
+	return f.Name(), nil
+}
