@@ -1,0 +1,171 @@
+# echo-operator
+
+# VERSION is the operator's version: image tags, the chart's appVersion and,
+# later, the bundle's CSV name all derive from it.
+VERSION ?= 0.1.0
+
+IMAGE_REGISTRY ?= quay.io/echo-operator
+IMG ?= $(IMAGE_REGISTRY)/echo-operator:v$(VERSION)
+ECHO_IMG ?= $(IMAGE_REGISTRY)/echo-server:v$(VERSION)
+
+SHELL = /usr/bin/env bash -o pipefail
+.SHELLFLAGS = -ec
+
+LOCALBIN ?= $(shell pwd)/bin
+GOBIN_ENV = GOFLAGS=-buildvcs=false
+
+## Tool versions (installed into bin/<tool>/<version>/ on first use)
+CONTROLLER_TOOLS_VERSION ?= v0.20.1
+KUSTOMIZE_VERSION ?= v5.8.1
+GOLANGCI_LINT_VERSION ?= v2.15.0
+HELM_VERSION ?= v3.21.0
+# Control plane of the simulated cluster (see hack/build-control-plane.sh)
+KUBE_VERSION ?= v1.35.4
+ETCD_VERSION ?= v3.6.16
+KWOK_VERSION ?= v0.8.0
+
+CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen/$(CONTROLLER_TOOLS_VERSION)/controller-gen
+KUSTOMIZE ?= $(LOCALBIN)/kustomize/$(KUSTOMIZE_VERSION)/kustomize
+GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint/$(GOLANGCI_LINT_VERSION)/golangci-lint
+HELM ?= $(LOCALBIN)/helm/$(HELM_VERSION)/helm
+KUBECTL ?= $(LOCALBIN)/kubernetes/$(KUBE_VERSION)/kubectl
+
+# The simulated cluster's binaries, as the tests and `make run` find them.
+CONTROL_PLANE_ENV = \
+	KUBE_APISERVER=$(LOCALBIN)/kubernetes/$(KUBE_VERSION)/kube-apiserver \
+	KUBE_CONTROLLER_MANAGER=$(LOCALBIN)/kubernetes/$(KUBE_VERSION)/kube-controller-manager \
+	KUBE_SCHEDULER=$(LOCALBIN)/kubernetes/$(KUBE_VERSION)/kube-scheduler \
+	KUBECTL=$(KUBECTL) \
+	ETCD=$(LOCALBIN)/etcd/$(ETCD_VERSION)/etcd \
+	KWOK=$(LOCALBIN)/kwok/$(KWOK_VERSION)/kwok \
+	KWOK_STAGES=$(LOCALBIN)/kwok/$(KWOK_VERSION)/stages \
+	TEST_ASSET_KUBE_APISERVER=$(LOCALBIN)/kubernetes/$(KUBE_VERSION)/kube-apiserver \
+	TEST_ASSET_ETCD=$(LOCALBIN)/etcd/$(ETCD_VERSION)/etcd \
+	TEST_ASSET_KUBECTL=$(KUBECTL)
+
+# Go test flags; override e.g. TEST_FLAGS="-run TestEcho -v".
+TEST_FLAGS ?=
+GO_TEST_TIMEOUT ?= 40m
+
+.PHONY: all
+all: build
+
+##@ General
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"; printf "\nUsage:\n  make \033[36m<target>\033[0m\n"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) } ' $(MAKEFILE_LIST)
+
+##@ Development
+
+.PHONY: manifests
+manifests: controller-gen ## Generate the CRDs and RBAC from the Go types and markers.
+	$(CONTROLLER_GEN) rbac:roleName=manager-role crd:allowDangerousTypes=false webhook paths="./api/..." paths="./controllers/..." paths="./internal/..." output:crd:artifacts:config=config/crd/bases
+
+.PHONY: generate
+generate: controller-gen ## Generate the DeepCopy methods of the API types.
+	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
+
+.PHONY: verify-generated
+verify-generated: controller-gen ## Fail when generated files are stale against the Go types.
+	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+	cp -r config api $$tmp/; \
+	$(CONTROLLER_GEN) rbac:roleName=manager-role crd webhook paths="./api/..." paths="./controllers/..." paths="./internal/..." output:crd:artifacts:config=$$tmp/config/crd/bases output:rbac:artifacts:config=$$tmp/config/rbac; \
+	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..." output:object:artifacts:config=$$tmp/api/v1alpha1; \
+	diff -r config/crd/bases $$tmp/config/crd/bases && diff config/rbac/role.yaml $$tmp/config/rbac/role.yaml && \
+	diff api/v1alpha1/zz_generated.deepcopy.go $$tmp/api/v1alpha1/zz_generated.deepcopy.go || \
+	{ echo "Generated files are stale: run 'make manifests generate' and commit the result."; exit 1; }
+
+.PHONY: fmt
+fmt: ## Run go fmt.
+	go fmt ./...
+
+.PHONY: vet
+vet: ## Run go vet.
+	go vet ./...
+
+.PHONY: lint
+lint: golangci-lint helm vet ## Run golangci-lint, go vet and helm lint --strict.
+	$(GOLANGCI_LINT) run ./...
+	$(HELM) lint --strict helm-charts/echo
+	$(HELM) lint --strict helm-charts/echo -f helm-charts/echo/ci/all-enabled-values.yaml
+
+.PHONY: test
+test: verify-generated lint control-plane ## Run every test: unit, integration (envtest) and end to end (simulated cluster).
+	$(CONTROL_PLANE_ENV) go test ./... -timeout $(GO_TEST_TIMEOUT) -count=1 $(TEST_FLAGS)
+
+.PHONY: test-unit
+test-unit: ## Run the tests that need no control plane.
+	go test ./... -short -count=1 $(TEST_FLAGS)
+
+.PHONY: test-e2e
+test-e2e: control-plane ## Run only the end-to-end tests against the simulated cluster.
+	$(CONTROL_PLANE_ENV) go test ./test/e2e/... -timeout $(GO_TEST_TIMEOUT) -count=1 -v $(TEST_FLAGS)
+
+##@ Build
+
+.PHONY: build
+build: ## Build the manager and the echo server into bin/.
+	go build -trimpath -o $(LOCALBIN)/manager ./cmd/manager
+	go build -trimpath -o $(LOCALBIN)/echo-server ./cmd/echo-server
+
+.PHONY: run
+run: control-plane kustomize ## Run the operator against $KUBECONFIG, or a local simulated cluster when none is reachable.
+	$(CONTROL_PLANE_ENV) KUSTOMIZE=$(KUSTOMIZE) RELATED_IMAGE_ECHO=$(ECHO_IMG) hack/run.sh
+
+##@ Deployment
+
+.PHONY: install
+install: kustomize ## Install the CRDs into the cluster of $KUBECONFIG.
+	$(KUSTOMIZE) build config/crd | $(KUBECTL) apply --server-side -f -
+
+.PHONY: uninstall
+uninstall: kustomize ## Remove the CRDs from the cluster of $KUBECONFIG.
+	$(KUSTOMIZE) build config/crd | $(KUBECTL) delete --ignore-not-found -f -
+
+.PHONY: deploy
+deploy: kustomize ## Deploy the operator into the cluster of $KUBECONFIG.
+	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
+	$(KUSTOMIZE) build config/default | $(KUBECTL) apply --server-side -f -
+
+.PHONY: undeploy
+undeploy: kustomize ## Remove the operator from the cluster of $KUBECONFIG.
+	$(KUSTOMIZE) build config/default | $(KUBECTL) delete --ignore-not-found -f -
+
+##@ Tools
+
+.PHONY: control-plane
+control-plane: ## Build the simulated cluster's binaries (first run only).
+	KUBE_VERSION=$(KUBE_VERSION) ETCD_VERSION=$(ETCD_VERSION) KWOK_VERSION=$(KWOK_VERSION) BIN_DIR=$(LOCALBIN) hack/build-control-plane.sh build >/dev/null
+
+.PHONY: controller-gen
+controller-gen: $(CONTROLLER_GEN) ## Install controller-gen.
+$(CONTROLLER_GEN):
+	$(call go-install-tool,$(CONTROLLER_GEN),sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION))
+
+.PHONY: kustomize
+kustomize: $(KUSTOMIZE) ## Install kustomize.
+$(KUSTOMIZE):
+	$(call go-install-tool,$(KUSTOMIZE),sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION))
+
+.PHONY: golangci-lint
+golangci-lint: $(GOLANGCI_LINT) ## Install golangci-lint.
+$(GOLANGCI_LINT):
+	$(call go-install-tool,$(GOLANGCI_LINT),github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION))
+
+.PHONY: helm
+helm: $(HELM) ## Install the helm CLI.
+$(HELM):
+	BIN_DIR=$(LOCALBIN) HELM_VERSION=$(HELM_VERSION) hack/install-helm.sh >/dev/null
+
+# go-install-tool installs a Go tool at a pinned version into its own
+# versioned folder, so that changing a version installs it again.
+define go-install-tool
+@[ -f "$(1)" ] || { \
+	set -e; \
+	echo "Installing $(2)"; \
+	mkdir -p "$(dir $(1))"; \
+	[ -f "$(LOCALBIN)/go.mod" ] || printf 'module echo-operator.local/bin\n' >"$(LOCALBIN)/go.mod"; \
+	GOBIN="$(dir $(1))" $(GOBIN_ENV) go install "$(2)"; \
+}
+endef
