@@ -8,9 +8,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -136,7 +136,7 @@ func TestEchoUpdatesConverge(t *testing.T) {
 		RegisterTestingT(t)
 		updateEcho(t, key, func(e *echov1alpha1.Echo) {
 			e.Spec.Replicas = ptr.To[int32](1)
-			e.Spec.Persistence = &echov1alpha1.PersistenceSpec{Enabled: true, Size: resource.MustParse("2Gi")}
+			e.Spec.Persistence = &echov1alpha1.PersistenceSpec{Enabled: true, Size: ptr.To(resource.MustParse("2Gi"))}
 		})
 		e := rollOut(t, key)
 		pvc := &corev1.PersistentVolumeClaim{}

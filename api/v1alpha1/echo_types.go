@@ -270,6 +270,7 @@ type AutoscalingSpec struct {
 //
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.storageClassName) || (has(self.storageClassName) && self.storageClassName == oldSelf.storageClassName)",message="persistence.storageClassName cannot change once set: a claim's storage class is immutable"
 // +kubebuilder:validation:XValidation:rule="self.accessModes == oldSelf.accessModes",message="persistence.accessModes cannot change: a claim's access modes are immutable"
+// +kubebuilder:validation:XValidation:rule="!has(self.size) || quantity(string(self.size)).isGreaterThan(quantity('0'))",message="persistence.size must be greater than zero"
 type PersistenceSpec struct {
 	// Enabled creates the claim and mounts it as the data directory.
 	// +kubebuilder:default=false
@@ -280,7 +281,7 @@ type PersistenceSpec struct {
 	// allows expansion) but not shrink.
 	// +kubebuilder:default="1Gi"
 	// +optional
-	Size resource.Quantity `json:"size,omitempty"`
+	Size *resource.Quantity `json:"size,omitempty"`
 
 	// StorageClassName of the claim; unset means the cluster default.
 	// +kubebuilder:validation:MaxLength=253

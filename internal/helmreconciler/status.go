@@ -60,8 +60,7 @@ func applyReleaseStatus(ctx context.Context, c client.Client, u *unstructured.Un
 
 	current := &unstructured.Unstructured{}
 	current.SetGroupVersionKind(u.GroupVersionKind())
-	if err := c.Get(ctx, client.ObjectKeyFromObject(u), current); err == nil &&
-		reflect.DeepEqual(withoutTimes(releaseStatusOf(current)), withoutTimes(desired)) {
+	if err := c.Get(ctx, client.ObjectKeyFromObject(u), current); err == nil && equalReleaseStatus(releaseStatusOf(current), desired) {
 		return nil
 	}
 
@@ -139,7 +138,11 @@ func conditionReason(condType, status, reason string) string {
 	}
 }
 
-// withoutTimes drops what does not make two release statuses differ.
+// equalReleaseStatus compares release statuses, ignoring transition times.
+func equalReleaseStatus(a, b releaseStatus) bool {
+	return reflect.DeepEqual(withoutTimes(a), withoutTimes(b))
+}
+
 func withoutTimes(s releaseStatus) releaseStatus {
 	out := releaseStatus{releaseName: s.releaseName}
 	for _, c := range s.conditions {

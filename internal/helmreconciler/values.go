@@ -164,7 +164,7 @@ func (t EchoTranslator) values(echo *echov1alpha1.Echo) chartValues {
 	}
 	if p := spec.Persistence; p != nil {
 		v.Persistence.Enabled = p.Enabled
-		if !p.Size.IsZero() {
+		if p.Size != nil && !p.Size.IsZero() {
 			v.Persistence.Size = p.Size.String()
 		}
 		v.Persistence.StorageClassName = ptrOr(p.StorageClassName, "")

@@ -1,0 +1,101 @@
+package controllers_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	helmtime "helm.sh/helm/v3/pkg/time"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/internal/helmreconciler"
+)
+
+// An operator killed in the middle of a Helm install or upgrade leaves the
+// release pending-install or pending-upgrade, and Helm refuses every later
+// operation on it. These tests leave a release in exactly that state, as a
+// SIGKILL would, and check that the operator converges all the same.
+
+func releaseStorage(ns string) *storage.Storage {
+	return storage.Init(driver.NewSecrets(clientset.CoreV1().Secrets(ns)))
+}
+
+func TestEchoRecoversAReleaseLeftPendingInstall(t *testing.T) {
+	RegisterTestingT(t)
+	ns := newNamespace(t)
+	key := types.NamespacedName{Namespace: ns, Name: "interrupted"}
+
+	ch, err := loader.Load(filepath.Join("..", "helm-charts", "echo"))
+	Expect(err).NotTo(HaveOccurred())
+	now := helmtime.Now()
+	Expect(releaseStorage(ns).Create(&release.Release{
+		Name: key.Name, Namespace: ns, Version: 1, Chart: ch, Config: map[string]any{},
+		Info: &release.Info{Status: release.StatusPendingInstall, FirstDeployed: now, LastDeployed: now, Description: "Install started"},
+	})).To(Succeed())
+
+	createEcho(t, newEcho(ns, key.Name))
+	rollOut(t, key)
+
+	last, err := releaseStorage(ns).Last(key.Name)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(last.Info.Status).To(Equal(release.StatusDeployed))
+	Expect(last.Version).To(Equal(2), "the release was upgraded over the interrupted install")
+	first, err := releaseStorage(ns).Get(key.Name, 1)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(first.Info.Status.IsPending()).To(BeFalse())
+	Eventually(func(g Gomega) []string { return eventReasons(g, ns, key.Name) }, timeout, interval).
+		Should(ContainElement(echov1alpha1.EventReasonReleaseRecovered))
+}
+
+func TestEchoRecoversAReleaseLeftPendingUpgrade(t *testing.T) {
+	RegisterTestingT(t)
+	ns := newNamespace(t)
+	key := types.NamespacedName{Namespace: ns, Name: "interrupted"}
+	createEcho(t, newEcho(ns, key.Name))
+	rollOut(t, key)
+
+	// Hold the reconciler off while the release is doctored.
+	updateEcho(t, key, func(e *echov1alpha1.Echo) {
+		e.Annotations = map[string]string{helmreconciler.PauseAnnotation: "true"}
+	})
+	Eventually(func(g Gomega) metav1.ConditionStatus {
+		return conditionStatus(getEcho(g, key), echov1alpha1.EchoConditionPaused)
+	}, timeout, interval).Should(Equal(metav1.ConditionTrue))
+	Eventually(func(g Gomega) string { return readyCondition(getEcho(g, key)).Reason }, timeout, interval).
+		Should(Equal(echov1alpha1.EchoReasonPaused))
+
+	st := releaseStorage(ns)
+	deployed, err := st.Last(key.Name)
+	Expect(err).NotTo(HaveOccurred())
+	pending := *deployed
+	pending.Version = deployed.Version + 1
+	pending.Info = &release.Info{Status: release.StatusPendingUpgrade, LastDeployed: helmtime.Now(), Description: "Upgrade started"}
+	Expect(st.Create(&pending)).To(Succeed())
+
+	updateEcho(t, key, func(e *echov1alpha1.Echo) {
+		e.Annotations = nil
+		e.Spec.Message = "after the crash"
+	})
+	e := rollOut(t, key)
+	d := getDeployment(t, key, e.Generation)
+	Expect(d.Spec.Template.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "ECHO_MESSAGE", Value: "after the crash"}))
+
+	history, err := st.History(key.Name)
+	Expect(err).NotTo(HaveOccurred())
+	for _, r := range history {
+		Expect(r.Info.Status.IsPending()).To(BeFalse(), "revision %d is %s", r.Version, r.Info.Status)
+	}
+	last, err := st.Last(key.Name)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(last.Info.Status).To(Equal(release.StatusDeployed))
+	Expect(last.Version).To(BeNumerically(">", pending.Version))
+	Eventually(func(g Gomega) []string { return eventReasons(g, ns, key.Name) }, timeout, interval).
+		Should(ContainElement(echov1alpha1.EventReasonReleaseRecovered))
+}
