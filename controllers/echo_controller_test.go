@@ -323,3 +323,34 @@ func conditionStatus(e *echov1alpha1.Echo, condType string) metav1.ConditionStat
 	}
 	return ""
 }
+
+// A spec the API server accepts but the release cannot apply ends in a
+// condition and an Event that say what is wrong, and converges once fixed.
+func TestEchoReleaseFailureIsReportedAndRecovers(t *testing.T) {
+	RegisterTestingT(t)
+	ns := newNamespace(t)
+	key := types.NamespacedName{Namespace: ns, Name: "overcommitted"}
+	createEcho(t, newEcho(ns, key.Name, func(e *echov1alpha1.Echo) {
+		e.Spec.Resources = &corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
+		}
+	}))
+
+	Eventually(func(g Gomega) {
+		e := getEcho(g, key)
+		c := readyCondition(e)
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(echov1alpha1.EchoReasonReleaseFailed))
+		g.Expect(c.Message).To(ContainSubstring("must be less than or equal to cpu limit"))
+		g.Expect(conditionStatus(e, echov1alpha1.EchoConditionReleaseFailed)).To(Equal(metav1.ConditionTrue))
+	}, timeout, interval).Should(Succeed())
+	Eventually(func(g Gomega) []string { return eventReasons(g, ns, key.Name) }, timeout, interval).
+		Should(ContainElement(echov1alpha1.EventReasonReleaseInstallFailed))
+
+	updateEcho(t, key, func(e *echov1alpha1.Echo) {
+		e.Spec.Resources.Limits[corev1.ResourceCPU] = resource.MustParse("2")
+	})
+	rollOut(t, key)
+	Expect(conditionStatus(getEcho(Default, key), echov1alpha1.EchoConditionReleaseFailed)).To(Equal(metav1.ConditionFalse))
+}

@@ -43,6 +43,10 @@ type Options struct {
 	PprofAddr        string
 	LeaderElect      bool
 	LeaderElectionNS string
+	// LeaseDuration, RenewDeadline and RetryPeriod tune leader election.
+	LeaseDuration    time.Duration
+	RenewDeadline    time.Duration
+	RetryPeriod      time.Duration
 	GracefulShutdown time.Duration
 	// QPS and Burst limit the requests to the API server.
 	QPS   float32
@@ -80,6 +84,9 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		LeaderElectionID:              "echo-operator.echo.dev",
 		LeaderElectionNamespace:       o.LeaderElectionNS,
 		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 durationOrNil(o.LeaseDuration),
+		RenewDeadline:                 durationOrNil(o.RenewDeadline),
+		RetryPeriod:                   durationOrNil(o.RetryPeriod),
 		GracefulShutdownTimeout:       &o.GracefulShutdown,
 		Cache:                         cacheOpts,
 		// The Helm reconcilers read their objects as unstructured; serve
@@ -147,4 +154,12 @@ func metricsOptions(o Options) metricsserver.Options {
 		m.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
 	}
 	return m
+}
+
+// durationOrNil leaves a zero duration to the manager's default.
+func durationOrNil(d time.Duration) *time.Duration {
+	if d == 0 {
+		return nil
+	}
+	return &d
 }
