@@ -197,7 +197,7 @@ type ServiceSpec struct {
 
 // IngressSpec describes the Ingress in front of the Service.
 //
-// +kubebuilder:validation:XValidation:rule="!self.enabled || size(self.host) > 0",message="ingress.host is required when ingress is enabled"
+// +kubebuilder:validation:XValidation:rule="!self.enabled || (has(self.host) && size(self.host) > 0)",message="ingress.host is required when ingress is enabled"
 type IngressSpec struct {
 	// Enabled creates the Ingress.
 	// +kubebuilder:default=false
