@@ -1,0 +1,151 @@
+// Command simcluster runs a simulated cluster (see internal/simcluster)
+// until interrupted, for running the operator locally:
+//
+//	go run ./hack/simcluster --kubeconfig bin/simcluster/kubeconfig --crds config/crd/bases [--nodes N]
+//
+// It writes an admin kubeconfig to --kubeconfig, prints one line once the
+// cluster is ready, and on SIGINT or SIGTERM stops every component and
+// removes that kubeconfig. A second signal kills it at once; its child
+// processes still die with it. Component logs stay in --work-dir.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/echo-operator/echo-operator/internal/simcluster"
+)
+
+// stringList is a flag that may be repeated and takes comma-separated values.
+type stringList []string
+
+func (s *stringList) String() string { return strings.Join(*s, ",") }
+
+func (s *stringList) Set(v string) error {
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			*s = append(*s, p)
+		}
+	}
+	return nil
+}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "simcluster:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	// A flag set of its own: controller-runtime registers its own
+	// --kubeconfig on the global one.
+	fs := flag.NewFlagSet("simcluster", flag.ExitOnError)
+	var (
+		kubeconfig   = fs.String("kubeconfig", "bin/simcluster/kubeconfig", "where to write the admin kubeconfig")
+		crds         stringList
+		nodes        = fs.Int("nodes", 1, "number of fake nodes")
+		workDir      = fs.String("work-dir", "", "directory for component logs and state (default: the kubeconfig's directory)")
+		repoRoot     = fs.String("repo-root", "", "repository root holding hack/build-control-plane.sh (default: found from the working directory)")
+		storageClass = fs.Bool("storage-class", true, `create the default StorageClass "standard" whose claims KWOK binds`)
+		verbose      = fs.Bool("v", false, "also copy component logs to stderr")
+	)
+	fs.Var(&crds, "crds", "CRD directory or file to install (repeatable, comma-separated; optional)")
+	_ = fs.Parse(os.Args[1:])
+	if fs.NArg() != 0 {
+		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+
+	kubeconfigPath, err := filepath.Abs(*kubeconfig)
+	if err != nil {
+		return err
+	}
+	if err := checkOverwrite(kubeconfigPath); err != nil {
+		return err
+	}
+	if *workDir == "" {
+		*workDir = filepath.Dir(kubeconfigPath)
+	}
+
+	bins, err := simcluster.LocateBinaries(*repoRoot)
+	if err != nil {
+		return err
+	}
+	opts := simcluster.Options{
+		Binaries:            bins,
+		CRDDirectoryPaths:   crds,
+		Nodes:               *nodes,
+		WorkDir:             *workDir,
+		DefaultStorageClass: *storageClass,
+	}
+	if *verbose {
+		opts.Stdout = os.Stderr
+	}
+
+	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+
+	begin := time.Now()
+	cluster, err := simcluster.Start(ctx, opts)
+	if err != nil {
+		return err
+	}
+	err = copyFile(cluster.KubeconfigPath(), kubeconfigPath)
+	if err == nil {
+		fmt.Printf("simcluster ready in %s: %d node(s), server %s; export KUBECONFIG=%s (logs in %s)\n",
+			time.Since(begin).Round(100*time.Millisecond), *nodes, cluster.Config().Host, kubeconfigPath, cluster.WorkDir())
+		<-ctx.Done()
+		// A second signal now ends the process at once.
+		stopSignals()
+		fmt.Fprintln(os.Stderr, "simcluster: stopping")
+	}
+	stopErr := cluster.Stop()
+	_ = os.Remove(kubeconfigPath)
+	return errors.Join(err, stopErr)
+}
+
+// checkOverwrite refuses to replace a kubeconfig this command did not write.
+func checkOverwrite(path string) error {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	cfg, err := clientcmd.LoadFromFile(path)
+	if err != nil || cfg.CurrentContext != "simcluster" {
+		return fmt.Errorf("refusing to overwrite %s: it is not a kubeconfig written by simcluster", path)
+	}
+	return nil
+}
+
+func copyFile(from, to string) error {
+	if from == to {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		return err
+	}
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		_ = out.Close()
+		return err
+	}
+	return out.Close()
+}

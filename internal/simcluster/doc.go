@@ -1,0 +1,59 @@
+// Package simcluster starts a simulated Kubernetes cluster from real
+// binaries, for the operator's tests and for running it locally: etcd and
+// kube-apiserver (through controller-runtime's envtest), kube-controller-manager,
+// kube-scheduler, and KWOK standing in for the kubelets of fake nodes.
+// The binaries come from hack/build-control-plane.sh (`make control-plane`);
+// see LocateBinaries. The package runs on Unix systems only.
+//
+// Everything listens on 127.0.0.1 only, on ports chosen at start, so several
+// clusters can run side by side: etcd (client and peer port) and
+// kube-apiserver (one TLS port). kube-controller-manager and kube-scheduler
+// run with --secure-port=0 and KWOK without a server address, so they open
+// no port. Each component logs to <WorkDir>/<name>.log. The processes run in
+// their own process groups; on Linux the kernel kills the ones this package
+// starts when the parent dies, and a small reaper process kills all of them
+// (etcd and kube-apiserver included) and removes their state if the parent
+// goes away without calling Stop.
+//
+// # What runs and what does not
+//
+// No container ever runs. KWOK plays the kubelet through its "fast" stages:
+//   - node-initialize and node-heartbeat: nodes become Ready and stay so;
+//   - pod-ready: a scheduled pod goes straight to Running and Ready, with an
+//     IP from its node's pod CIDR; init containers count as completed and
+//     readiness gates as true; probes are never run;
+//   - pod-complete: a Running pod that has an owner reference of kind Job
+//     becomes Succeeded (exit code 0) at once. Nothing else needs to be set
+//     on a Job's pod; pods not owned by a Job (bare pods, Deployments,
+//     StatefulSets, DaemonSets) stay Running forever, and no pod ever fails;
+//   - pod-delete: a pod marked for deletion is removed at once (finalizers
+//     dropped), so there is no graceful termination period.
+//
+// kube-controller-manager runs every controller but the node-lifecycle,
+// node-ipam and cloud ones, so there are no not-ready taints or evictions.
+// The fake nodes (kwok-node-0, kwok-node-1, ...) have no taints, the labels
+// type=kwok, kubernetes.io/hostname, kubernetes.io/os=linux,
+// kubernetes.io/arch and topology.kubernetes.io/zone (zone-a, zone-b,
+// zone-c in turn), and 32 CPUs, 256Gi of memory and room for 1000 pods each.
+// There is no pod network, no kube-proxy and no DNS: Services get
+// EndpointSlices with the pods' made-up IPs, but nothing answers on them,
+// and exec, logs and port-forward do not work.
+//
+// Unlike plain envtest, the ServiceAccount admission plugin is on: a pod
+// naming a missing ServiceAccount is rejected, as in a real cluster. A pod
+// created directly right after its namespace may be rejected until the
+// serviceaccount controller has created the namespace's "default" account
+// (within milliseconds); workload controllers simply retry.
+//
+// # Volumes
+//
+// Without Options.DefaultStorageClass there is no StorageClass and no
+// provisioner: a PersistentVolumeClaim stays Pending, and so does a pod
+// using it, unless a matching PersistentVolume is created by hand (the
+// persistentvolume-binder controller binds it then). With
+// DefaultStorageClass the default class "standard" (provisioner
+// kwok.x-k8s.io/volume, immediate binding, reclaim policy Delete) exists,
+// and KWOK's volume stages create a hostPath PersistentVolume for each of
+// its claims, bind both, and delete the volume when the claim is deleted.
+// Nothing is written to the host path.
+package simcluster
