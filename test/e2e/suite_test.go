@@ -1,0 +1,189 @@
+// Package e2e runs the operator as users do: the real manager binary, built
+// from this tree, against a simulated cluster (kube-apiserver, etcd,
+// kube-controller-manager, kube-scheduler, KWOK nodes), driven only through
+// the Kubernetes API.
+package e2e
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/echo-operator/echo-operator/internal/operator"
+	"github.com/echo-operator/echo-operator/internal/simcluster"
+)
+
+const (
+	echoImage         = "registry.example.test/echo-server:e2e"
+	operatorNamespace = "echo-operator-system"
+)
+
+var (
+	repoRoot  string
+	cluster   *simcluster.Cluster
+	cfg       *rest.Config
+	k8sClient client.Client
+	clientset *kubernetes.Clientset
+	op        *operatorProcess
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		fmt.Println("skipping the end-to-end tests in -short mode")
+		os.Exit(0)
+	}
+	os.Exit(runSuite(m))
+}
+
+func runSuite(m *testing.M) int {
+	var err error
+	if repoRoot, err = filepath.Abs(filepath.Join("..", "..")); err != nil {
+		return fail(err)
+	}
+	bins, err := simcluster.LocateBinaries(repoRoot)
+	if err != nil {
+		return fail(err)
+	}
+	work, err := os.MkdirTemp("", "echo-e2e-")
+	if err != nil {
+		return fail(err)
+	}
+	defer func() { _ = os.RemoveAll(work) }()
+
+	manager := filepath.Join(work, "manager")
+	build := exec.Command("go", "build", "-o", manager, "./cmd/manager")
+	build.Dir, build.Stdout, build.Stderr = repoRoot, os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return fail(fmt.Errorf("building the manager: %w", err))
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cluster, err = simcluster.Start(ctx, simcluster.Options{
+		Binaries:            bins,
+		CRDDirectoryPaths:   []string{filepath.Join(repoRoot, "config", "crd", "bases")},
+		Nodes:               3,
+		WorkDir:             filepath.Join(work, "cluster"),
+		DefaultStorageClass: true,
+	})
+	if err != nil {
+		return fail(fmt.Errorf("starting the simulated cluster: %w", err))
+	}
+	defer func() {
+		if err := cluster.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the simulated cluster:", err)
+		}
+	}()
+	cfg = cluster.Config()
+	if k8sClient, err = client.New(cfg, client.Options{Scheme: operator.NewScheme()}); err != nil {
+		return fail(err)
+	}
+	clientset = kubernetes.NewForConfigOrDie(cfg)
+	if err := createNamespace(context.Background(), operatorNamespace, nil); err != nil {
+		return fail(err)
+	}
+
+	op = &operatorProcess{binary: manager, kubeconfig: cluster.KubeconfigPath(), logPath: filepath.Join(work, "manager.log")}
+	if err := op.start(); err != nil {
+		return fail(err)
+	}
+	code := m.Run()
+	if err := op.stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the operator:", err)
+		code = 1
+	}
+	if code != 0 {
+		dumpLog(op.logPath)
+		dumpLog(filepath.Join(work, "cluster", "kube-controller-manager.log"))
+	}
+	return code
+}
+
+func fail(err error) int {
+	fmt.Fprintln(os.Stderr, err)
+	return 1
+}
+
+func dumpLog(path string) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	const tail = 20000
+	if len(raw) > tail {
+		raw = raw[len(raw)-tail:]
+	}
+	fmt.Fprintf(os.Stderr, "---- last lines of %s ----\n%s\n", path, raw)
+}
+
+// operatorProcess is the manager binary, run as a user would run it out of
+// cluster: from the project's directory (watches.yaml, helm-charts/) with a
+// kubeconfig.
+type operatorProcess struct {
+	binary, kubeconfig, logPath string
+	cmd                         *exec.Cmd
+	log                         *os.File
+}
+
+func (p *operatorProcess) start() error {
+	log, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(p.binary,
+		"--leader-elect",
+		"--leader-election-namespace="+operatorNamespace,
+		// Short leases, so a killed operator's successor takes over quickly.
+		"--leader-elect-lease-duration=4s",
+		"--leader-elect-renew-deadline=3s",
+		"--leader-elect-retry-period=500ms",
+		"--health-probe-bind-address=0",
+		"--metrics-bind-address=0",
+	)
+	cmd.Dir = repoRoot
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+p.kubeconfig, "RELATED_IMAGE_ECHO="+echoImage, "WATCH_NAMESPACE=")
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		_ = log.Close()
+		return fmt.Errorf("starting the operator: %w", err)
+	}
+	fmt.Fprintf(log, "==== operator started, pid %d ====\n", cmd.Process.Pid)
+	p.cmd, p.log = cmd, log
+	return nil
+}
+
+// kill ends the operator at once, as an OOM kill or a node loss would.
+func (p *operatorProcess) kill() {
+	_ = p.cmd.Process.Kill()
+	_ = p.cmd.Wait()
+	_ = p.log.Close()
+}
+
+// stop asks the operator to shut down gracefully and waits for it.
+func (p *operatorProcess) stop() error {
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	defer func() { _ = p.log.Close() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(45 * time.Second):
+		_ = p.cmd.Process.Kill()
+		return fmt.Errorf("the operator did not stop within 45s of SIGTERM")
+	}
+}
