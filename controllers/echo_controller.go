@@ -90,7 +90,6 @@ func (r *EchoReconciler) ensureStatus(ctx context.Context, echo *echov1alpha1.Ec
 	patch.SetGroupVersionKind(echov1alpha1.GroupVersion.WithKind("Echo"))
 	patch.SetName(echo.Name)
 	patch.SetNamespace(echo.Namespace)
-	//nolint:staticcheck // client.Apply is the way to apply an unstructured object in this controller-runtime.
 	if err := r.Status().Patch(ctx, patch, client.Apply, client.FieldOwner(StatusFieldOwner), client.ForceOwnership); err != nil {
 		return fmt.Errorf("applying the status of Echo %s/%s: %w", echo.Namespace, echo.Name, err)
 	}

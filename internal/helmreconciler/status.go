@@ -68,7 +68,6 @@ func applyReleaseStatus(ctx context.Context, c client.Client, u *unstructured.Un
 	patch.SetGroupVersionKind(u.GroupVersionKind())
 	patch.SetName(u.GetName())
 	patch.SetNamespace(u.GetNamespace())
-	//nolint:staticcheck // client.Apply is the way to apply an unstructured object in this controller-runtime.
 	if err := c.Status().Patch(ctx, patch, client.Apply, client.FieldOwner(ReleaseStatusFieldOwner), client.ForceOwnership); err != nil {
 		return fmt.Errorf("applying release status of %s/%s: %w", u.GetNamespace(), u.GetName(), err)
 	}
