@@ -46,7 +46,8 @@ func run(args []string, lookupEnv func(string) (string, bool), stderr io.Writer)
 		return exitOK
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "echo-server: %v\n", err)
+		// Nothing sensible is left to do if stderr cannot be written.
+		_, _ = fmt.Fprintf(stderr, "echo-server: %v\n", err)
 		return exitUsage
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: opts.logLevel}))

@@ -127,7 +127,7 @@ func checkOverwrite(path string) error {
 	return nil
 }
 
-func copyFile(from, to string) error {
+func copyFile(from, to string) (err error) {
 	if from == to {
 		return nil
 	}
@@ -138,7 +138,11 @@ func copyFile(from, to string) error {
 	if err != nil {
 		return err
 	}
-	defer in.Close()
+	defer func() {
+		if cerr := in.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
 	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return err

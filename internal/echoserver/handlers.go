@@ -47,7 +47,11 @@ func (s *Server) handleJournal(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "cannot read journal")
 		return
 	}
-	defer f.Close()
+	defer func() {
+		if err := f.Close(); err != nil {
+			s.log.Warn("close journal snapshot", "error", err)
+		}
+	}()
 
 	h := w.Header()
 	h.Set("Content-Type", ndjsonContentType)

@@ -364,9 +364,12 @@ func syncDir(root *os.Root) error {
 	if err != nil {
 		return fmt.Errorf("open journal directory: %w", err)
 	}
-	defer d.Close()
 	if err := d.Sync(); err != nil {
+		_ = d.Close()
 		return fmt.Errorf("sync journal directory: %w", err)
+	}
+	if err := d.Close(); err != nil {
+		return fmt.Errorf("close journal directory: %w", err)
 	}
 	return nil
 }

@@ -19,9 +19,10 @@ import (
 	"time"
 )
 
-func openTestJournal(t *testing.T, dir, instance string) *Journal {
+// openTestJournal opens the journal of instance "web-0" in dir.
+func openTestJournal(t *testing.T, dir string) *Journal {
 	t.Helper()
-	j, err := OpenJournal(dir, instance, slog.New(slog.DiscardHandler))
+	j, err := OpenJournal(dir, "web-0", slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatalf("OpenJournal: %v", err)
 	}
@@ -98,7 +99,7 @@ func writeLines(t *testing.T, path string, n int, tail string) string {
 
 func TestJournalEntryFormat(t *testing.T) {
 	dir := t.TempDir()
-	j := openTestJournal(t, dir, "web-0")
+	j := openTestJournal(t, dir)
 	fixed := time.Date(2025, 3, 4, 5, 6, 7, 891011121, time.FixedZone("X", 3600))
 	j.now = func() time.Time { return fixed }
 
@@ -143,7 +144,7 @@ func TestJournalSequenceContinuesAfterReopen(t *testing.T) {
 	for _, before := range []int{0, 1, 5} {
 		t.Run(fmt.Sprintf("%d entries before restart", before), func(t *testing.T) {
 			dir := t.TempDir()
-			first := openTestJournal(t, dir, "web-0")
+			first := openTestJournal(t, dir)
 			for range before {
 				mustAppend(t, first, NewEntry("POST", "/", nil, "m"))
 			}
@@ -151,7 +152,7 @@ func TestJournalSequenceContinuesAfterReopen(t *testing.T) {
 				t.Fatalf("Close: %v", err)
 			}
 
-			second := openTestJournal(t, dir, "web-0")
+			second := openTestJournal(t, dir)
 			if got := second.Seq(); got != uint64(before) {
 				t.Fatalf("Seq after reopen = %d, want %d", got, before)
 			}
@@ -247,7 +248,7 @@ func TestJournalRefusesCorruptLastLine(t *testing.T) {
 func TestJournalConcurrentAppends(t *testing.T) {
 	const n = 64
 	dir := t.TempDir()
-	j := openTestJournal(t, dir, "web-0")
+	j := openTestJournal(t, dir)
 
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
@@ -288,20 +289,20 @@ func TestJournalConcurrentAppends(t *testing.T) {
 
 func TestJournalReopensLongLines(t *testing.T) {
 	dir := t.TempDir()
-	j := openTestJournal(t, dir, "web-0")
+	j := openTestJournal(t, dir)
 	long := "/" + strings.Repeat("a", 3*tailChunk)
 	mustAppend(t, j, NewEntry("GET", long, nil, "m"))
 	mustAppend(t, j, NewEntry("GET", long, nil, "m"))
 	if err := j.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if got := openTestJournal(t, dir, "web-0").Seq(); got != 2 {
+	if got := openTestJournal(t, dir).Seq(); got != 2 {
 		t.Errorf("Seq after reopening lines longer than a scan chunk = %d, want 2", got)
 	}
 }
 
 func TestJournalAfterClose(t *testing.T) {
-	j := openTestJournal(t, t.TempDir(), "web-0")
+	j := openTestJournal(t, t.TempDir())
 	if err := j.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
@@ -321,7 +322,7 @@ func TestJournalAfterClose(t *testing.T) {
 
 func TestJournalFailedWriteStopsJournal(t *testing.T) {
 	dir := t.TempDir()
-	j := openTestJournal(t, dir, "web-0")
+	j := openTestJournal(t, dir)
 	mustAppend(t, j, NewEntry("GET", "/", nil, "m"))
 	// Lose the file underneath the journal: writes and the rollback fail.
 	_ = j.f.Close()
@@ -342,7 +343,7 @@ func TestJournalFailedWriteStopsJournal(t *testing.T) {
 
 func TestJournalSnapshot(t *testing.T) {
 	dir := t.TempDir()
-	j := openTestJournal(t, dir, "web-0")
+	j := openTestJournal(t, dir)
 	mustAppend(t, j, NewEntry("POST", "/a", []byte("1"), "m"))
 	mustAppend(t, j, NewEntry("POST", "/b", []byte("2"), "m"))
 	own, err := os.ReadFile(journalFile(dir, "web-0"))
@@ -378,10 +379,10 @@ func TestJournalSnapshot(t *testing.T) {
 			f, size, err := j.Snapshot(tt.instance)
 			if tt.wantErr != nil {
 				if err == nil {
-					f.Close()
+					_ = f.Close()
 					t.Fatalf("Snapshot(%q) succeeded, want error", tt.instance)
 				}
-				if tt.wantErr != errAny && !errors.Is(err, tt.wantErr) {
+				if !errors.Is(tt.wantErr, errAny) && !errors.Is(err, tt.wantErr) {
 					t.Fatalf("Snapshot(%q) error = %v, want %v", tt.instance, err, tt.wantErr)
 				}
 				return
@@ -389,7 +390,7 @@ func TestJournalSnapshot(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Snapshot(%q): %v", tt.instance, err)
 			}
-			defer f.Close()
+			defer func() { _ = f.Close() }()
 			got, err := io.ReadAll(io.NewSectionReader(f, 0, size))
 			if err != nil {
 				t.Fatal(err)

@@ -95,7 +95,7 @@ func TestNew(t *testing.T) {
 				_ = s.Close()
 				t.Fatal("New succeeded, want error")
 			}
-			if tt.wantErr != errAny && !errors.Is(err, tt.wantErr) {
+			if !errors.Is(tt.wantErr, errAny) && !errors.Is(err, tt.wantErr) {
 				t.Errorf("New error = %v, want %v", err, tt.wantErr)
 			}
 		})
@@ -156,7 +156,7 @@ func TestRunGracefulShutdown(t *testing.T) {
 	if res.err != nil {
 		t.Fatalf("in-flight request failed: %v", res.err)
 	}
-	defer res.resp.Body.Close()
+	defer func() { _ = res.resp.Body.Close() }()
 	if res.resp.StatusCode != http.StatusOK {
 		t.Fatalf("in-flight request status = %d, want 200", res.resp.StatusCode)
 	}
@@ -168,7 +168,7 @@ func TestRunGracefulShutdown(t *testing.T) {
 		t.Fatalf("Run = %v, want nil after graceful shutdown", err)
 	}
 	if conn, err := net.Dial("tcp", s.Addr().String()); err == nil {
-		conn.Close()
+		_ = conn.Close()
 		t.Error("listener still accepts connections after Run returned")
 	}
 	if err := s.Close(); err != nil {
@@ -197,7 +197,7 @@ func TestRunShutdownTimeout(t *testing.T) {
 	go func() {
 		resp, err := http.Get("http://" + s.Addr().String() + "/stuck")
 		if err == nil {
-			resp.Body.Close()
+			_ = resp.Body.Close()
 		}
 	}()
 	wait(t, entered, "stuck request")
@@ -213,7 +213,7 @@ func TestRunListenError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer busy.Close()
+	defer func() { _ = busy.Close() }()
 	s := newTestServer(t, func(c *Config) { c.Listen = busy.Addr().String() })
 	if err := s.Run(t.Context()); err == nil {
 		t.Fatal("Run on a busy address succeeded")
@@ -263,7 +263,7 @@ func get(t *testing.T, c *http.Client, url string) int {
 	if err != nil {
 		t.Fatalf("GET %s: %v", url, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	_, _ = io.Copy(io.Discard, resp.Body)
 	return resp.StatusCode
 }

@@ -40,8 +40,14 @@ func (ch *child) exited() bool {
 
 // exitError describes an early exit together with the end of the log.
 func (ch *child) exitError() error {
-	return fmt.Errorf("%s exited unexpectedly (%v); last lines of %s:\n%s",
-		ch.name, ch.err, ch.logPath, logTail(ch.logPath, 20))
+	status := ch.err
+	if status == nil {
+		// Wait reports a zero exit status as no error; here that exit is
+		// just as unexpected.
+		status = errors.New("exit status 0")
+	}
+	return fmt.Errorf("%s exited unexpectedly (%w); last lines of %s:\n%s",
+		ch.name, status, ch.logPath, logTail(ch.logPath, 20))
 }
 
 // stop sends SIGTERM to the process group, waits up to timeout, then sends

@@ -113,56 +113,17 @@ type Cluster struct {
 // On error everything started so far is stopped, and the work directory,
 // even a temporary one, is kept for its logs.
 func Start(ctx context.Context, opts Options) (_ *Cluster, retErr error) {
-	if err := opts.Binaries.Validate(); err != nil {
+	if err := opts.check(); err != nil {
 		return nil, err
 	}
-	for _, p := range opts.CRDDirectoryPaths {
-		if _, err := os.Stat(p); err != nil {
-			return nil, fmt.Errorf("CRD path: %w", err)
-		}
-	}
-	if opts.Nodes < 0 {
-		return nil, fmt.Errorf("invalid node count %d", opts.Nodes)
-	}
-	if opts.Nodes == 0 {
-		opts.Nodes = 1
-	}
-	if opts.ControllerManagerQPS == 0 {
-		opts.ControllerManagerQPS = 500
-	}
-	if opts.ControllerManagerBurst == 0 {
-		opts.ControllerManagerBurst = 1000
-	}
-	if opts.StartTimeout == 0 {
-		opts.StartTimeout = defaultStartLimit
-	}
+	opts.setDefaults()
 	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer cancel()
 
-	c := &Cluster{opts: opts, workDir: opts.WorkDir}
-	if c.workDir == "" {
-		dir, err := os.MkdirTemp("", "simcluster-")
-		if err != nil {
-			return nil, err
-		}
-		c.workDir, c.removeWorkDir = dir, true
-	} else {
-		abs, err := filepath.Abs(c.workDir)
-		if err != nil {
-			return nil, err
-		}
-		c.workDir = abs
-		if err := os.MkdirAll(c.workDir, 0o755); err != nil {
-			return nil, err
-		}
+	c, err := newCluster(opts)
+	if err != nil {
+		return nil, err
 	}
-	c.stateDir = filepath.Join(c.workDir, "state")
-	c.pidDir = filepath.Join(c.stateDir, "pids")
-	c.kubeconfigPath = filepath.Join(c.workDir, "kubeconfig")
-	if opts.Stdout != nil {
-		c.out = &lockedWriter{w: opts.Stdout}
-	}
-	c.starter = newStarter()
 	defer func() {
 		if retErr != nil {
 			// Keep even a temporary work directory: its logs explain
@@ -171,40 +132,135 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, retErr error) {
 			_ = c.Stop()
 		}
 	}()
-
-	if err := os.RemoveAll(c.stateDir); err != nil {
+	if err := c.start(ctx); err != nil {
 		return nil, err
+	}
+	return c, nil
+}
+
+// check reports invalid options: missing binaries, missing CRD paths or a
+// negative node count.
+func (o *Options) check() error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	for _, p := range o.CRDDirectoryPaths {
+		if _, err := os.Stat(p); err != nil {
+			return fmt.Errorf("CRD path: %w", err)
+		}
+	}
+	if o.Nodes < 0 {
+		return fmt.Errorf("invalid node count %d", o.Nodes)
+	}
+	return nil
+}
+
+// setDefaults replaces the zero values that stand for a default.
+func (o *Options) setDefaults() {
+	if o.Nodes == 0 {
+		o.Nodes = 1
+	}
+	if o.ControllerManagerQPS == 0 {
+		o.ControllerManagerQPS = 500
+	}
+	if o.ControllerManagerBurst == 0 {
+		o.ControllerManagerBurst = 1000
+	}
+	if o.StartTimeout == 0 {
+		o.StartTimeout = defaultStartLimit
+	}
+}
+
+// newCluster creates the work directory (or makes opts.WorkDir absolute and
+// creates it) and sets up a Cluster that has started nothing yet but its
+// process starter.
+func newCluster(opts Options) (*Cluster, error) {
+	workDir, temporary, err := makeWorkDir(opts.WorkDir)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{
+		opts:           opts,
+		workDir:        workDir,
+		removeWorkDir:  temporary,
+		stateDir:       filepath.Join(workDir, "state"),
+		kubeconfigPath: filepath.Join(workDir, "kubeconfig"),
+	}
+	c.pidDir = filepath.Join(c.stateDir, "pids")
+	if opts.Stdout != nil {
+		c.out = &lockedWriter{w: opts.Stdout}
+	}
+	c.starter = newStarter()
+	return c, nil
+}
+
+// makeWorkDir returns the absolute work directory, creating it; an empty dir
+// means a new temporary directory, reported as temporary.
+func makeWorkDir(dir string) (path string, temporary bool, err error) {
+	if dir == "" {
+		path, err = os.MkdirTemp("", "simcluster-")
+		return path, err == nil, err
+	}
+	if path, err = filepath.Abs(dir); err != nil {
+		return "", false, err
+	}
+	if err := os.MkdirAll(path, 0o755); err != nil {
+		return "", false, err
+	}
+	return path, false, nil
+}
+
+// start brings the cluster up step by step; the caller stops it on error.
+func (c *Cluster) start(ctx context.Context) error {
+	if err := c.resetStateDir(); err != nil {
+		return err
+	}
+	if err := c.armReaper(); err != nil {
+		return err
+	}
+	if err := c.startControlPlane(); err != nil {
+		return err
+	}
+	if err := c.installCRDs(); err != nil {
+		return err
+	}
+	if err := c.startComponents(); err != nil {
+		return err
+	}
+	if err := c.createObjects(ctx); err != nil {
+		return err
+	}
+	return c.waitReady(ctx)
+}
+
+// resetStateDir wipes the state directory left by an earlier run and
+// creates its subdirectories.
+func (c *Cluster) resetStateDir() error {
+	if err := os.RemoveAll(c.stateDir); err != nil {
+		return err
 	}
 	for _, d := range []string{c.pidDir, filepath.Join(c.stateDir, "pki"), filepath.Join(c.stateDir, "kwok")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
-			return nil, err
+			return err
 		}
 	}
+	return nil
+}
+
+// armReaper starts the reaper, which cleans up what Stop would if this
+// process dies first: the state directory and the kubeconfig, or the whole
+// work directory if it is a temporary one.
+func (c *Cluster) armReaper() error {
 	remove := []string{c.stateDir, c.kubeconfigPath}
 	if c.removeWorkDir {
 		remove = []string{c.workDir}
 	}
-	var err error
-	if c.reaper, err = startReaper(c.pidDir, remove...); err != nil {
-		return nil, err
+	r, err := startReaper(c.pidDir, remove...)
+	if err != nil {
+		return err
 	}
-
-	if err := c.startControlPlane(); err != nil {
-		return nil, err
-	}
-	if err := c.installCRDs(); err != nil {
-		return nil, err
-	}
-	if err := c.startComponents(); err != nil {
-		return nil, err
-	}
-	if err := c.createObjects(ctx); err != nil {
-		return nil, err
-	}
-	if err := c.waitReady(ctx); err != nil {
-		return nil, err
-	}
-	return c, nil
+	c.reaper = r
+	return nil
 }
 
 // Config returns a copy of the admin (system:masters) client configuration.
@@ -404,7 +460,7 @@ func (c *Cluster) startComponents() error {
 		return fmt.Errorf("service-account signing key of envtest's kube-apiserver: %w", err)
 	}
 	rootCA := filepath.Join(c.stateDir, "serving-ca.crt")
-	if err := os.WriteFile(rootCA, c.cp.APIServer.SecureServing.CA, 0o600); err != nil {
+	if err := os.WriteFile(rootCA, c.cp.APIServer.CA, 0o600); err != nil {
 		return err
 	}
 	qps := strconv.FormatFloat(float64(c.opts.ControllerManagerQPS), 'f', -1, 32)
@@ -572,7 +628,10 @@ func (c *Cluster) waitFor(ctx context.Context, what string, cond func(context.Co
 		return nil
 	}
 	if last != nil {
-		return fmt.Errorf("waiting for %s: %w (last error: %v; logs in %s)", what, err, last, c.workDir)
+		// Only the outcome of the wait is wrapped. last, the condition's
+		// latest transient error (a NotFound, say), is there to read, not
+		// for callers' errors.Is/As to match.
+		return fmt.Errorf("waiting for %s: %w (last error: %s; logs in %s)", what, err, last.Error(), c.workDir)
 	}
 	return fmt.Errorf("waiting for %s: %w (logs in %s)", what, err, c.workDir)
 }

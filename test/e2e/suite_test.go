@@ -159,7 +159,7 @@ func (p *operatorProcess) start() error {
 		_ = log.Close()
 		return fmt.Errorf("starting the operator: %w", err)
 	}
-	fmt.Fprintf(log, "==== operator started, pid %d ====\n", cmd.Process.Pid)
+	_, _ = fmt.Fprintf(log, "==== operator started, pid %d ====\n", cmd.Process.Pid)
 	p.cmd, p.log = cmd, log
 	return nil
 }
