@@ -199,7 +199,7 @@ func TestDefaults(t *testing.T) {
 		if o.GetName() != releaseName || o.GetNamespace() != namespace {
 			t.Errorf("%s: name/namespace = %s/%s, want %s/%s", o.GetKind(), o.GetNamespace(), o.GetName(), namespace, releaseName)
 		}
-		expect(t, o, commonLabels("0.1.0"), "metadata", "labels")
+		expect(t, o, commonLabels("v0.1.0"), "metadata", "labels")
 	}
 
 	d := find(t, objs, "Deployment")
@@ -207,7 +207,7 @@ func TestDefaults(t *testing.T) {
 	expect(t, d, int64(1), "spec", "replicas")
 	expect(t, d, int64(3), "spec", "revisionHistoryLimit")
 	expect(t, d, selectorLabels, "spec", "selector", "matchLabels")
-	expect(t, d, commonLabels("0.1.0"), "spec", "template", "metadata", "labels")
+	expect(t, d, commonLabels("v0.1.0"), "spec", "template", "metadata", "labels")
 	expect(t, d, "RollingUpdate", "spec", "strategy", "type")
 	expectAbsent(t, d, "metadata", "annotations")
 	expect(t, d, map[string]any{
@@ -234,7 +234,7 @@ func TestDefaults(t *testing.T) {
 	}
 
 	c := container(t, d)
-	if c["name"] != "echo" || c["image"] != "quay.io/echo-operator/echo-server:0.1.0" || c["imagePullPolicy"] != "IfNotPresent" {
+	if c["name"] != "echo" || c["image"] != "quay.io/echo-operator/echo-server:v0.1.0" || c["imagePullPolicy"] != "IfNotPresent" {
 		t.Errorf("container name/image/pullPolicy = %v/%v/%v", c["name"], c["image"], c["imagePullPolicy"])
 	}
 	wantCSec := map[string]any{
@@ -325,7 +325,7 @@ func TestAutoscaling(t *testing.T) {
 			expect(t, h, "autoscaling/v2", "apiVersion")
 			expect(t, h, releaseName, "metadata", "name")
 			expect(t, h, namespace, "metadata", "namespace")
-			expect(t, h, commonLabels("0.1.0"), "metadata", "labels")
+			expect(t, h, commonLabels("v0.1.0"), "metadata", "labels")
 			expect(t, h, map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": releaseName}, "spec", "scaleTargetRef")
 			expect(t, h, tc.wantMin, "spec", "minReplicas")
 			expect(t, h, tc.wantMax, "spec", "maxReplicas")
@@ -434,7 +434,7 @@ func TestHighAvailability(t *testing.T) {
 			expect(t, p, "policy/v1", "apiVersion")
 			expect(t, p, releaseName, "metadata", "name")
 			expect(t, p, namespace, "metadata", "namespace")
-			expect(t, p, commonLabels("0.1.0"), "metadata", "labels")
+			expect(t, p, commonLabels("v0.1.0"), "metadata", "labels")
 			expect(t, p, int64(1), "spec", "maxUnavailable")
 			expect(t, p, selectorLabels, "spec", "selector", "matchLabels")
 			expectAbsent(t, p, "spec", "minAvailable")
@@ -490,7 +490,7 @@ func TestPersistence(t *testing.T) {
 			expect(t, pvc, "v1", "apiVersion")
 			expect(t, pvc, releaseName+"-data", "metadata", "name")
 			expect(t, pvc, namespace, "metadata", "namespace")
-			expect(t, pvc, commonLabels("0.1.0"), "metadata", "labels")
+			expect(t, pvc, commonLabels("v0.1.0"), "metadata", "labels")
 			expectAbsent(t, pvc, "metadata", "annotations")
 			expect(t, pvc, tc.wantAccessModes, "spec", "accessModes")
 			expect(t, pvc, tc.wantSize, "spec", "resources", "requests", "storage")
@@ -554,7 +554,7 @@ func TestIngress(t *testing.T) {
 			expect(t, ing, "networking.k8s.io/v1", "apiVersion")
 			expect(t, ing, releaseName, "metadata", "name")
 			expect(t, ing, namespace, "metadata", "namespace")
-			expect(t, ing, commonLabels("0.1.0"), "metadata", "labels")
+			expect(t, ing, commonLabels("v0.1.0"), "metadata", "labels")
 			if tc.wantClass == nil {
 				expectAbsent(t, ing, "spec", "ingressClassName")
 			} else {
@@ -670,7 +670,7 @@ imagePullPolicy: Always
 imagePullSecrets: [{name: regcred}]
 message: "costs $(PRICE) or $$5"
 port: 9090
-resources: {requests: {cpu: 100m, memory: 128Mi}, limits: {cpu: null, memory: 256Mi}}
+resources: {requests: {cpu: 100m, memory: 128Mi}, limits: {memory: 256Mi}}
 podAnnotations: {example.com/team: platform, prometheus.io/scrape: "false"}
 `)), "Deployment")
 	c := container(t, d)
@@ -755,6 +755,16 @@ func TestOperatorTypedValues(t *testing.T) {
 	expect(t, d, "Recreate", "spec", "strategy", "type")
 }
 
+// TestResourcesReplaceDefaults checks that resources are used as given:
+// requests without limits render no limits, rather than the defaults'.
+func TestResourcesReplaceDefaults(t *testing.T) {
+	d := find(t, render(t, values(t, "resources: {requests: {cpu: '2'}}")), "Deployment")
+	want := map[string]any{"requests": map[string]any{"cpu": "2"}}
+	if got := container(t, d)["resources"]; !reflect.DeepEqual(got, want) {
+		t.Errorf("resources = %#v, want %#v", got, want)
+	}
+}
+
 func TestExtendedResources(t *testing.T) {
 	d := find(t, render(t, values(t, `
 resources:
@@ -785,8 +795,12 @@ func TestNullPassThroughValues(t *testing.T) {
 	for _, k := range []string{"imagePullSecrets", "nodeSelector", "tolerations", "affinity"} {
 		expectAbsent(t, d, "spec", "template", "spec", k)
 	}
-	if _, ok := container(t, d)["resources"]; ok {
-		t.Error("resources rendered for null resources")
+	wantRes := map[string]any{
+		"requests": map[string]any{"cpu": "10m", "memory": "32Mi"},
+		"limits":   map[string]any{"cpu": "200m", "memory": "64Mi"},
+	}
+	if got := container(t, d)["resources"]; !reflect.DeepEqual(got, wantRes) {
+		t.Errorf("null resources should render defaultResources, got %#v", got)
 	}
 	expect(t, d, "true", "spec", "template", "metadata", "annotations", "prometheus.io/scrape")
 }

@@ -97,26 +97,16 @@ func (t EchoTranslator) Translate(_ context.Context, u *unstructured.Unstructure
 	if err != nil {
 		return nil, fmt.Errorf("encoding chart values: %w", err)
 	}
-	nullMissingResources(vals)
+	dropResourceClaims(vals)
 	return vals, nil
 }
 
-// nullMissingResources sets requests or limits the Echo leaves out to null:
-// Helm merges values key by key with the chart's defaults, and a null is
-// how a value says "none" rather than "the chart's default" (a request
-// above a default limit would make an invalid Deployment).
-func nullMissingResources(vals map[string]any) {
-	res, ok := vals["resources"].(map[string]any)
-	if !ok {
-		return
+// dropResourceClaims keeps dynamic resource claims, which the echo server
+// has no use for, away from the chart.
+func dropResourceClaims(vals map[string]any) {
+	if res, ok := vals["resources"].(map[string]any); ok {
+		delete(res, "claims")
 	}
-	for _, k := range []string{"requests", "limits"} {
-		if _, set := res[k]; !set {
-			res[k] = nil
-		}
-	}
-	// Dynamic resource claims are not something the echo server uses.
-	delete(res, "claims")
 }
 
 // values builds the chart values of an Echo. It is pure: the same Echo
