@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
@@ -32,6 +33,8 @@ const StatusFieldOwner = "echo-operator-status"
 type EchoReconciler struct {
 	client.Client
 	Recorder record.EventRecorder
+	// MaxConcurrentReconciles is the number of workers; 0 means 1.
+	MaxConcurrentReconciles int
 }
 
 // +kubebuilder:rbac:groups=echo.dev,resources=echoes,verbs=get;list;watch
@@ -127,6 +130,7 @@ func getOptional[T client.Object](ctx context.Context, c client.Reader, key clie
 func (r *EchoReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("echo-status").
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		For(&echov1alpha1.Echo{}).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/internal/helmreconciler"
 )
 
 func TestEchoCreateRendersChildrenAndBecomesReady(t *testing.T) {
@@ -120,6 +121,11 @@ func TestEchoUpdatesConverge(t *testing.T) {
 		updateEcho(t, key, func(e *echov1alpha1.Echo) {
 			e.Spec.Autoscaling = &echov1alpha1.AutoscalingSpec{Enabled: true, MinReplicas: 2, MaxReplicas: 6, TargetCPUUtilizationPercentage: 70}
 		})
+		e := getEcho(Default, key)
+		getDeployment(t, key, e.Generation)
+		Consistently(func(g Gomega) string { return readyCondition(getEcho(g, key)).Reason }, "500ms", interval).
+			Should(Equal(echov1alpha1.EchoReasonRollingOut), "not Ready below the autoscaler's minimum")
+		scaleDeployment(t, key, 2) // as the autoscaler would
 		rollOut(t, key)
 		hpa := &autoscalingv2.HorizontalPodAutoscaler{}
 		Expect(k8sClient.Get(ctx, key, hpa)).To(Succeed())
@@ -353,4 +359,23 @@ func TestEchoReleaseFailureIsReportedAndRecovers(t *testing.T) {
 	})
 	rollOut(t, key)
 	Expect(conditionStatus(getEcho(Default, key), echov1alpha1.EchoConditionReleaseFailed)).To(Equal(metav1.ConditionFalse))
+}
+
+// A forgotten pause annotation must not keep an Echo from being deleted.
+func TestPausedEchoCanBeDeleted(t *testing.T) {
+	RegisterTestingT(t)
+	ns := newNamespace(t)
+	key := types.NamespacedName{Namespace: ns, Name: "paused"}
+	createEcho(t, newEcho(ns, key.Name))
+	rollOut(t, key)
+	updateEcho(t, key, func(e *echov1alpha1.Echo) {
+		e.Annotations = map[string]string{helmreconciler.PauseAnnotation: "true"}
+	})
+	Eventually(func(g Gomega) metav1.ConditionStatus {
+		return conditionStatus(getEcho(g, key), echov1alpha1.EchoConditionPaused)
+	}, timeout, interval).Should(Equal(metav1.ConditionTrue))
+
+	Expect(k8sClient.Delete(context.Background(), getEcho(Default, key))).To(Succeed())
+	expectGone(t, &echov1alpha1.Echo{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name}})
+	expectGone(t, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name}})
 }

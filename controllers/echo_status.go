@@ -77,8 +77,10 @@ func readiness(echo *echov1alpha1.Echo, w echoWorld) (metav1.ConditionStatus, st
 	if c := meta.FindStatusCondition(conds, echov1alpha1.EchoConditionPaused); c != nil && c.Status == metav1.ConditionTrue {
 		return metav1.ConditionFalse, echov1alpha1.EchoReasonPaused, "Reconciliation of the release is paused by the echo.dev/pause-reconcile annotation"
 	}
-	if c := meta.FindStatusCondition(conds, echov1alpha1.EchoConditionReleaseFailed); c != nil && c.Status == metav1.ConditionTrue {
-		return metav1.ConditionFalse, echov1alpha1.EchoReasonReleaseFailed, "The Helm release failed: " + c.Message
+	for _, t := range []string{echov1alpha1.EchoConditionReleaseFailed, echov1alpha1.EchoConditionIrreconcilable} {
+		if c := meta.FindStatusCondition(conds, t); c != nil && c.Status == metav1.ConditionTrue {
+			return metav1.ConditionFalse, echov1alpha1.EchoReasonReleaseFailed, "The Helm release failed: " + c.Message
+		}
 	}
 	d := w.deployment
 	if d == nil {
@@ -91,10 +93,7 @@ func readiness(echo *echov1alpha1.Echo, w echoWorld) (metav1.ConditionStatus, st
 	if c := deploymentCondition(d, appsv1.DeploymentProgressing); c != nil && c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded" {
 		return metav1.ConditionFalse, echov1alpha1.EchoReasonDeploymentFailed, "The Deployment exceeded its progress deadline: " + c.Message
 	}
-	desired := int32(1)
-	if d.Spec.Replicas != nil {
-		desired = *d.Spec.Replicas
-	}
+	desired := desiredReplicas(echo, d)
 	s := d.Status
 	if s.ObservedGeneration < d.Generation || s.UpdatedReplicas < desired || s.AvailableReplicas < desired || s.Replicas > s.UpdatedReplicas {
 		return metav1.ConditionFalse, echov1alpha1.EchoReasonRollingOut,
@@ -104,6 +103,24 @@ func readiness(echo *echov1alpha1.Echo, w echoWorld) (metav1.ConditionStatus, st
 		return metav1.ConditionTrue, echov1alpha1.EchoReasonScaledToZero, "Scaled to zero replicas"
 	}
 	return metav1.ConditionTrue, echov1alpha1.EchoReasonAvailable, fmt.Sprintf("%d of %d replicas available", s.AvailableReplicas, desired)
+}
+
+// desiredReplicas is what the Deployment must have available. Under an
+// autoscaler that is at least its minimum, which a Deployment created with
+// the default single replica reaches only after the autoscaler's first sync.
+func desiredReplicas(echo *echov1alpha1.Echo, d *appsv1.Deployment) int32 {
+	desired := int32(1)
+	if d.Spec.Replicas != nil {
+		desired = *d.Spec.Replicas
+	}
+	if as := echo.Spec.Autoscaling; as != nil && as.Enabled {
+		minimum := as.MinReplicas
+		if ha := echo.Spec.HighAvailability; ha != nil && ha.Enabled {
+			minimum = max(minimum, 3)
+		}
+		desired = max(desired, minimum)
+	}
+	return desired
 }
 
 // specGeneration reads the Echo generation a Deployment was rendered from.

@@ -77,6 +77,15 @@ func TestComputeWorkloadStatus(t *testing.T) {
 		{name: "release failed", echo: echo(2, metav1.Condition{Type: echov1alpha1.EchoConditionReleaseFailed, Status: metav1.ConditionTrue, Message: "boom"}),
 			world:      echoWorld{deployment: deployment("2", 1)},
 			wantStatus: metav1.ConditionFalse, wantReason: echov1alpha1.EchoReasonReleaseFailed, wantObsGen: 2},
+		{name: "irreconcilable", echo: echo(2, metav1.Condition{Type: echov1alpha1.EchoConditionIrreconcilable, Status: metav1.ConditionTrue, Message: "values rejected"}),
+			world:      echoWorld{deployment: deployment("2", 1)},
+			wantStatus: metav1.ConditionFalse, wantReason: echov1alpha1.EchoReasonReleaseFailed, wantObsGen: 2},
+		{name: "autoscaler minimum not reached yet", echo: func() *echov1alpha1.Echo {
+			e := echo(2)
+			e.Spec.Autoscaling = &echov1alpha1.AutoscalingSpec{Enabled: true, MinReplicas: 2, MaxReplicas: 4}
+			return e
+		}(), world: echoWorld{deployment: deployment("2", 1)},
+			wantStatus: metav1.ConditionFalse, wantReason: echov1alpha1.EchoReasonRollingOut, wantObsGen: 2},
 		{name: "paused", echo: echo(2, metav1.Condition{Type: echov1alpha1.EchoConditionPaused, Status: metav1.ConditionTrue}),
 			world:      echoWorld{deployment: deployment("2", 1)},
 			wantStatus: metav1.ConditionFalse, wantReason: echov1alpha1.EchoReasonPaused, wantObsGen: 2},

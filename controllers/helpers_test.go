@@ -126,6 +126,22 @@ func markDeploymentAvailable(t *testing.T, key types.NamespacedName) {
 	}
 }
 
+// scaleDeployment plays the autoscaler: it sets the Deployment's replicas.
+func scaleDeployment(t *testing.T, key types.NamespacedName, n int32) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		d := &appsv1.Deployment{}
+		if err := k8sClient.Get(context.Background(), key, d); err != nil {
+			return err
+		}
+		d.Spec.Replicas = ptr.To(n)
+		return k8sClient.Update(context.Background(), d)
+	})
+	if err != nil {
+		t.Fatalf("scaling Deployment %s: %v", key, err)
+	}
+}
+
 // waitReady waits for an Echo to be Ready for its current generation.
 func waitReady(t *testing.T, key types.NamespacedName) *echov1alpha1.Echo {
 	t.Helper()

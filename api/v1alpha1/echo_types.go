@@ -65,6 +65,7 @@ const SpecGenerationAnnotation = "echo.dev/spec-generation"
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.highAvailability) || !self.highAvailability.enabled || (has(self.autoscaling) && self.autoscaling.enabled ? self.autoscaling.minReplicas >= 3 : self.replicas >= 3)",message="highAvailability needs at least 3 replicas: set spec.replicas (or spec.autoscaling.minReplicas when autoscaling is enabled) to 3 or more"
 // +kubebuilder:validation:XValidation:rule="!has(self.persistence) || !self.persistence.enabled || 'ReadWriteMany' in self.persistence.accessModes || (self.replicas <= 1 && !(has(self.autoscaling) && self.autoscaling.enabled) && !(has(self.highAvailability) && self.highAvailability.enabled))",message="a ReadWriteOnce volume can serve a single replica: set spec.persistence.accessModes to [ReadWriteMany] to run more than one"
+// +kubebuilder:validation:XValidation:rule="!has(self.autoscaling) || !self.autoscaling.enabled || !has(self.resources) || (has(self.resources.requests) && 'cpu' in self.resources.requests)",message="autoscaling targets CPU utilization: spec.resources.requests.cpu is required when autoscaling is enabled"
 type EchoSpec struct {
 	// Replicas is the number of echo server pods. Ignored while autoscaling
 	// is enabled.
@@ -78,7 +79,7 @@ type EchoSpec struct {
 	// Image is the echo server image reference (tag or digest). Defaults to
 	// the image the operator was installed with (RELATED_IMAGE_ECHO).
 	// +kubebuilder:validation:MaxLength=512
-	// +kubebuilder:validation:Pattern=`^[^\s]+$`
+	// +kubebuilder:validation:Pattern=`^([a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?(\.[a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?)*(:[0-9]+)?/)?[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*(/[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*)*(:[a-zA-Z0-9_][a-zA-Z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$`
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Image"
 	Image string `json:"image,omitempty"`
@@ -285,6 +286,7 @@ type PersistenceSpec struct {
 
 	// StorageClassName of the claim; unset means the cluster default.
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	// +optional
 	StorageClassName *string `json:"storageClassName,omitempty"`
 
@@ -301,7 +303,8 @@ type PersistenceSpec struct {
 // EchoStatus is the observed state of an Echo, rebuilt from its Deployment,
 // Service and Helm release.
 type EchoStatus struct {
-	// ObservedGeneration is the generation of the spec that Ready describes.
+	// ObservedGeneration is the generation of the Echo spec that the
+	// deployed release, and so the workload counts here, were rendered from.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Observed Generation"
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`

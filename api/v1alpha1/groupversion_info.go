@@ -1,5 +1,4 @@
-// Package v1alpha1 contains the echo.dev/v1alpha1 API: the Echo service and,
-// alongside it, the kinds that back it up and restore it.
+// Package v1alpha1 contains the echo.dev/v1alpha1 API: the Echo service.
 //
 // +kubebuilder:object:generate=true
 // +groupName=echo.dev

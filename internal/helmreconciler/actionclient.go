@@ -95,6 +95,11 @@ func (c *actionClient) Install(name, namespace string, chrt *chart.Chart, vals m
 func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals map[string]any, opts ...helmclient.UpgradeOption) (*release.Release, error) {
 	rel, err := c.ActionInterface.Upgrade(name, namespace, chrt, vals, opts...)
 	if dryRun(opts, func(a *action.Upgrade) bool { return a.DryRun }) {
+		if err != nil {
+			// The reconciler renders every change as a dry run first: a
+			// failure here is what stops the release from moving on.
+			c.recorder.Eventf(c.obj, corev1.EventTypeWarning, echov1alpha1.EventReasonReleaseUpgradeFailed, "Rendering the release failed: %v", err)
+		}
 		return rel, err
 	}
 	if err != nil {

@@ -9,6 +9,7 @@
 package helmreconciler
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"github.com/operator-framework/helm-operator-plugins/pkg/reconciler"
 	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -87,7 +89,7 @@ func newReconciler(mgr ctrl.Manager, w watches.Watch, opts Options) (*reconciler
 		reconciler.WithMaxConcurrentReconciles(workers),
 		reconciler.WithReconcilePeriod(period),
 		reconciler.WithMaxReleaseHistory(opts.MaxReleaseHistory),
-		reconciler.WithPauseReconcileHandler(reconciler.PauseReconcileIfAnnotationTrue(PauseAnnotation)),
+		reconciler.WithPauseReconcileHandler(pauseUnlessDeleting),
 	}
 	if w.Selector != nil {
 		rOpts = append(rOpts, reconciler.WithSelector(*w.Selector))
@@ -101,6 +103,16 @@ func newReconciler(mgr ctrl.Manager, w watches.Watch, opts Options) (*reconciler
 		)
 	}
 	return reconciler.New(rOpts...)
+}
+
+// pauseUnlessDeleting pauses the release of an object annotated with
+// PauseAnnotation, except while the object is being deleted: deletion must
+// not hang on a forgotten annotation.
+func pauseUnlessDeleting(ctx context.Context, obj *unstructured.Unstructured) (bool, error) {
+	if obj.GetDeletionTimestamp() != nil {
+		return false, nil
+	}
+	return reconciler.PauseReconcileIfAnnotationTrue(PauseAnnotation)(ctx, obj)
 }
 
 // newActionClientGetter builds the stock action client getter and wraps it.

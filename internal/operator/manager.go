@@ -101,8 +101,9 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	if err := (&controllers.EchoReconciler{
-		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorderFor("echo-operator"),
+		Client:                  mgr.GetClient(),
+		Recorder:                mgr.GetEventRecorderFor("echo-operator"),
+		MaxConcurrentReconciles: o.Helm.DefaultMaxConcurrentReconciles,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the Echo controller: %w", err)
 	}
