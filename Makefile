@@ -110,26 +110,40 @@ build: ## Build the manager and the echo server into bin/.
 	go build -trimpath -o $(LOCALBIN)/echo-server ./cmd/echo-server
 
 .PHONY: run
-run: control-plane kustomize ## Run the operator against $KUBECONFIG, or a local simulated cluster when none is reachable.
-	$(CONTROL_PLANE_ENV) KUSTOMIZE=$(KUSTOMIZE) RELATED_IMAGE_ECHO=$(ECHO_IMG) hack/run.sh
+run: control-plane ## Run the operator against $KUBECONFIG, or a local simulated cluster when none is reachable.
+	$(CONTROL_PLANE_ENV) RELATED_IMAGE_ECHO=$(ECHO_IMG) hack/run.sh
+
+# No container engine is needed for anything else; these are for release machines.
+CONTAINER_TOOL ?= docker
+
+.PHONY: docker-build
+docker-build: ## Build the operator and echo server images with $(CONTAINER_TOOL).
+	$(CONTAINER_TOOL) build --target operator -t $(IMG) .
+	$(CONTAINER_TOOL) build --target echo-server -t $(ECHO_IMG) .
+
+.PHONY: docker-push
+docker-push: ## Push the operator and echo server images.
+	$(CONTAINER_TOOL) push $(IMG)
+	$(CONTAINER_TOOL) push $(ECHO_IMG)
 
 ##@ Deployment
 
 .PHONY: install
-install: kustomize ## Install the CRDs into the cluster of $KUBECONFIG.
+install: kustomize control-plane ## Install the CRDs into the cluster of $KUBECONFIG.
 	$(KUSTOMIZE) build config/crd | $(KUBECTL) apply --server-side -f -
 
 .PHONY: uninstall
-uninstall: kustomize ## Remove the CRDs from the cluster of $KUBECONFIG.
+uninstall: kustomize control-plane ## Remove the CRDs from the cluster of $KUBECONFIG.
 	$(KUSTOMIZE) build config/crd | $(KUBECTL) delete --ignore-not-found -f -
 
 .PHONY: deploy
-deploy: kustomize ## Deploy the operator into the cluster of $KUBECONFIG.
+deploy: kustomize control-plane ## Deploy the operator into the cluster of $KUBECONFIG.
 	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
+	sed -i 's|value: .*echo-server:.*|value: $(ECHO_IMG)|' config/manager/manager.yaml
 	$(KUSTOMIZE) build config/default | $(KUBECTL) apply --server-side -f -
 
 .PHONY: undeploy
-undeploy: kustomize ## Remove the operator from the cluster of $KUBECONFIG.
+undeploy: kustomize control-plane ## Remove the operator from the cluster of $KUBECONFIG.
 	$(KUSTOMIZE) build config/default | $(KUBECTL) delete --ignore-not-found -f -
 
 ##@ Tools

@@ -39,6 +39,9 @@ func restrictedPodSpec(restart corev1.RestartPolicy) corev1.PodSpec {
 }
 
 func TestCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a simulated cluster: not run in -short mode")
+	}
 	bins, err := LocateBinaries("")
 	if err != nil {
 		if os.Getenv("CI") == "" {
