@@ -1,0 +1,159 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Condition types of an EchoBackup, as batch/v1 Jobs have them: a finished
+// backup has exactly one of them True.
+const (
+	// BackupConditionComplete is True once the artifact is stored and verified.
+	BackupConditionComplete = "Complete"
+	// BackupConditionFailed is True once the backup failed for good.
+	BackupConditionFailed = "Failed"
+)
+
+// Reasons of EchoBackup conditions.
+const (
+	BackupReasonCompleted         = "Completed"
+	BackupReasonEchoNotFound      = "EchoNotFound"
+	BackupReasonJobFailed         = "JobFailed"
+	BackupReasonStorageError      = "StorageError"
+	BackupReasonCredentialsError  = "CredentialsError"
+	BackupReasonDeadlineExceeded  = "DeadlineExceeded"
+	BackupReasonArtifactMissing   = "ArtifactMissing"
+	BackupReasonArtifactDeleteErr = "ArtifactDeleteFailed"
+)
+
+// Compression of a backup archive.
+// +kubebuilder:validation:Enum=Gzip;None
+type Compression string
+
+const (
+	CompressionGzip Compression = "Gzip"
+	CompressionNone Compression = "None"
+)
+
+// DeletionPolicy says what deleting an EchoBackup does to its artifact.
+// +kubebuilder:validation:Enum=Retain;Delete
+type DeletionPolicy string
+
+const (
+	// DeletionPolicyRetain keeps the artifact in storage.
+	DeletionPolicyRetain DeletionPolicy = "Retain"
+	// DeletionPolicyDelete deletes the artifact with the EchoBackup.
+	DeletionPolicyDelete DeletionPolicy = "Delete"
+)
+
+// EchoBackupSpec says which Echo to back up and where to.
+type EchoBackupSpec struct {
+	// EchoName names the Echo to back up, in the EchoBackup's namespace.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=53
+	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Echo"
+	EchoName string `json:"echoName"`
+
+	// Storage is where the artifact is written.
+	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Storage"
+	Storage BackupStorage `json:"storage"`
+
+	// Compression of the archive.
+	// +kubebuilder:default=Gzip
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Compression"
+	Compression Compression `json:"compression,omitempty"`
+
+	// DeletionPolicy says whether deleting the EchoBackup deletes its artifact.
+	// +kubebuilder:default=Retain
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Deletion Policy"
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+}
+
+// EchoBackupStatus is the observed state of an EchoBackup.
+type EchoBackupStatus struct {
+	// ObservedGeneration is the generation last reconciled.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Complete and Failed.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Conditions",xDescriptors={"urn:alm:descriptor:io.kubernetes.conditions"}
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// StartTime is when the backup started.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Start Time"
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+
+	// CompletionTime is when the backup completed.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Completion Time"
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+
+	// Size of the stored archive in bytes.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Size"
+	Size int64 `json:"size,omitempty"`
+
+	// Checksum of the stored archive, "sha256:<hex>".
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Checksum"
+	Checksum string `json:"checksum,omitempty"`
+
+	// Location of the artifact: its key in the storage.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Location"
+	Location string `json:"location,omitempty"`
+
+	// EchoGeneration is the generation of the Echo that was captured.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Echo Generation"
+	EchoGeneration int64 `json:"echoGeneration,omitempty"`
+
+	// Error says why the backup failed.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Error"
+	Error string `json:"error,omitempty"`
+}
+
+// EchoBackup is a backup of one Echo: its configuration and, with
+// persistence on, its data, stored as a verified archive.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=ecb,categories={echo}
+// +kubebuilder:printcolumn:name="Echo",type=string,JSONPath=`.spec.echoName`
+// +kubebuilder:printcolumn:name="Complete",type=string,JSONPath=`.status.conditions[?(@.type=="Complete")].status`
+// +kubebuilder:printcolumn:name="Failed",type=string,JSONPath=`.status.conditions[?(@.type=="Failed")].status`
+// +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.status.size`
+// +kubebuilder:printcolumn:name="Location",type=string,JSONPath=`.status.location`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.spec == oldSelf.spec",message="an EchoBackup's spec is immutable: create a new EchoBackup instead"
+// +operator-sdk:csv:customresourcedefinitions:displayName="Echo Backup",resources={{Job,v1},{ConfigMap,v1},{Secret,v1}}
+type EchoBackup struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec EchoBackupSpec `json:"spec"`
+	// +optional
+	Status EchoBackupStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// EchoBackupList is a list of EchoBackup.
+type EchoBackupList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []EchoBackup `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&EchoBackup{}, &EchoBackupList{})
+}

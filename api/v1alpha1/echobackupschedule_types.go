@@ -1,0 +1,139 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Condition types and reasons of an EchoBackupSchedule.
+const (
+	// ScheduleConditionReady is True while the schedule is valid and running.
+	ScheduleConditionReady = "Ready"
+
+	ScheduleReasonScheduled       = "Scheduled"
+	ScheduleReasonSuspended       = "Suspended"
+	ScheduleReasonInvalidSchedule = "InvalidSchedule"
+)
+
+// EchoBackupScheduleSpec says when to back up an Echo and how many backups to keep.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.retention) || has(self.retention.keepLast) || has(self.retention.maxAge)",message="retention needs keepLast, maxAge or both"
+type EchoBackupScheduleSpec struct {
+	// Schedule in cron format: five fields (minute hour day-of-month month
+	// day-of-week), or @hourly, @daily, @weekly, @monthly, @yearly, or
+	// "@every <duration>". It is read in TimeZone.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:Pattern=`^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|@every ([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+|((\*|\?|[0-9A-Za-z]+(-[0-9A-Za-z]+)?)(/[0-9]+)?(,(\*|\?|[0-9A-Za-z]+(-[0-9A-Za-z]+)?)(/[0-9]+)?)*)( ((\*|\?|[0-9A-Za-z]+(-[0-9A-Za-z]+)?)(/[0-9]+)?(,(\*|\?|[0-9A-Za-z]+(-[0-9A-Za-z]+)?)(/[0-9]+)?)*)){4})$`
+	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Schedule"
+	Schedule string `json:"schedule"`
+
+	// TimeZone is the IANA time zone the schedule is read in, e.g.
+	// "Europe/Paris". Defaults to UTC, whatever the operator's own zone.
+	// +kubebuilder:default="UTC"
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[A-Za-z][A-Za-z0-9_+/-]*$`
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Time Zone"
+	TimeZone string `json:"timeZone,omitempty"`
+
+	// Suspend stops new backups from being started; running ones finish.
+	// +kubebuilder:default=false
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Suspend",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
+	Suspend bool `json:"suspend,omitempty"`
+
+	// Retention bounds the history: older backups made by this schedule,
+	// and their artifacts, are pruned.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Retention"
+	Retention *RetentionPolicy `json:"retention,omitempty"`
+
+	// Template of the EchoBackups the schedule creates.
+	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Backup Template"
+	Template EchoBackupSpec `json:"template"`
+}
+
+// RetentionPolicy bounds a schedule's backup history. Successful backups
+// are kept by KeepLast and MaxAge; the newest successful backup is never pruned.
+type RetentionPolicy struct {
+	// KeepLast keeps this many of the newest successful backups.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	// +optional
+	KeepLast *int32 `json:"keepLast,omitempty"`
+
+	// MaxAge prunes backups older than this, e.g. "168h".
+	// +optional
+	MaxAge *metav1.Duration `json:"maxAge,omitempty"`
+}
+
+// EchoBackupScheduleStatus is the observed state of an EchoBackupSchedule.
+type EchoBackupScheduleStatus struct {
+	// ObservedGeneration is the generation last reconciled.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Conditions",xDescriptors={"urn:alm:descriptor:io.kubernetes.conditions"}
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// LastScheduleTime is when the last backup was started.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last Schedule Time"
+	LastScheduleTime *metav1.Time `json:"lastScheduleTime,omitempty"`
+
+	// NextScheduleTime is when the next backup will start.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Next Schedule Time"
+	NextScheduleTime *metav1.Time `json:"nextScheduleTime,omitempty"`
+
+	// LastSuccessfulBackup names the newest completed EchoBackup.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last Successful Backup"
+	LastSuccessfulBackup string `json:"lastSuccessfulBackup,omitempty"`
+
+	// LastSuccessfulTime is when that backup completed.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last Successful Time"
+	LastSuccessfulTime *metav1.Time `json:"lastSuccessfulTime,omitempty"`
+}
+
+// EchoBackupSchedule backs up an Echo on a cron schedule and prunes old backups.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=ecbs,categories={echo}
+// +kubebuilder:printcolumn:name="Echo",type=string,JSONPath=`.spec.template.echoName`
+// +kubebuilder:printcolumn:name="Schedule",type=string,JSONPath=`.spec.schedule`
+// +kubebuilder:printcolumn:name="Suspend",type=boolean,JSONPath=`.spec.suspend`
+// +kubebuilder:printcolumn:name="Last",type=date,JSONPath=`.status.lastScheduleTime`
+// +kubebuilder:printcolumn:name="Next",type=date,JSONPath=`.status.nextScheduleTime`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +operator-sdk:csv:customresourcedefinitions:displayName="Echo Backup Schedule",resources={{EchoBackup,v1alpha1}}
+type EchoBackupSchedule struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec EchoBackupScheduleSpec `json:"spec"`
+	// +optional
+	Status EchoBackupScheduleStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// EchoBackupScheduleList is a list of EchoBackupSchedule.
+type EchoBackupScheduleList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []EchoBackupSchedule `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&EchoBackupSchedule{}, &EchoBackupScheduleList{})
+}

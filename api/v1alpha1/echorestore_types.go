@@ -1,0 +1,146 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Condition types and reasons of an EchoRestore.
+const (
+	// RestoreConditionComplete is True once the Echo runs on the restored data.
+	RestoreConditionComplete = "Complete"
+	// RestoreConditionFailed is True once the restore failed for good.
+	RestoreConditionFailed = "Failed"
+
+	RestoreReasonCompleted        = "Completed"
+	RestoreReasonBackupNotFound   = "BackupNotFound"
+	RestoreReasonBackupIncomplete = "BackupNotComplete"
+	RestoreReasonTargetHasData    = "TargetHasData"
+	RestoreReasonVerifyFailed     = "VerificationFailed"
+	RestoreReasonJobFailed        = "JobFailed"
+)
+
+// ExistingDataPolicy says what a restore does when its target already holds data.
+// +kubebuilder:validation:Enum=Fail;Replace
+type ExistingDataPolicy string
+
+const (
+	// ExistingDataFail refuses to restore over data.
+	ExistingDataFail ExistingDataPolicy = "Fail"
+	// ExistingDataReplace restores over data, keeping the old data aside
+	// in the data directory (.echo-pre-restore-<time>).
+	ExistingDataReplace ExistingDataPolicy = "Replace"
+)
+
+// RestoreSource is an EchoBackup of the restore's namespace or, for a
+// cluster that has none (disaster recovery), a storage location and key.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.backupName) != has(self.storage)",message="set exactly one of source.backupName and source.storage"
+// +kubebuilder:validation:XValidation:rule="has(self.storage) == has(self.key)",message="source.key goes with source.storage"
+type RestoreSource struct {
+	// BackupName names a completed EchoBackup in the restore's namespace.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	BackupName string `json:"backupName,omitempty"`
+
+	// Storage holding the artifact.
+	// +optional
+	Storage *BackupStorage `json:"storage,omitempty"`
+
+	// Key of the artifact in Storage, as an EchoBackup's status.location gives it.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Key string `json:"key,omitempty"`
+}
+
+// EchoRestoreSpec says what to restore and into which Echo.
+type EchoRestoreSpec struct {
+	// Source of the restore.
+	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Source"
+	Source RestoreSource `json:"source"`
+
+	// EchoName is the Echo to restore into, in the restore's namespace: an
+	// existing Echo is restored in place, a missing one is created from the
+	// backed-up configuration. Defaults to the backed-up Echo's name.
+	// +kubebuilder:validation:MaxLength=53
+	// +kubebuilder:validation:Pattern=`^([a-z]([-a-z0-9]*[a-z0-9])?)?$`
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Target Echo"
+	EchoName string `json:"echoName,omitempty"`
+
+	// ExistingData says what to do when the target already holds data.
+	// +kubebuilder:default=Fail
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Existing Data"
+	ExistingData ExistingDataPolicy `json:"existingData,omitempty"`
+}
+
+// EchoRestoreStatus is the observed state of an EchoRestore.
+type EchoRestoreStatus struct {
+	// ObservedGeneration is the generation last reconciled.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Complete and Failed.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Conditions",xDescriptors={"urn:alm:descriptor:io.kubernetes.conditions"}
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// StartTime is when the restore started.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Start Time"
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+
+	// CompletionTime is when the restore completed.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Completion Time"
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+
+	// RestoredFrom is the artifact restored, "<storage>/<key>".
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Restored From"
+	RestoredFrom string `json:"restoredFrom,omitempty"`
+
+	// Error says why the restore failed.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Error"
+	Error string `json:"error,omitempty"`
+}
+
+// EchoRestore restores an Echo from a backup: in place, into a new Echo,
+// or into a cluster that has never seen it.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=ecr,categories={echo}
+// +kubebuilder:printcolumn:name="Echo",type=string,JSONPath=`.spec.echoName`
+// +kubebuilder:printcolumn:name="Complete",type=string,JSONPath=`.status.conditions[?(@.type=="Complete")].status`
+// +kubebuilder:printcolumn:name="Failed",type=string,JSONPath=`.status.conditions[?(@.type=="Failed")].status`
+// +kubebuilder:printcolumn:name="From",type=string,JSONPath=`.status.restoredFrom`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.spec == oldSelf.spec",message="an EchoRestore's spec is immutable: create a new EchoRestore instead"
+// +operator-sdk:csv:customresourcedefinitions:displayName="Echo Restore",resources={{Echo,v1alpha1},{Job,v1},{PersistentVolumeClaim,v1}}
+type EchoRestore struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec EchoRestoreSpec `json:"spec"`
+	// +optional
+	Status EchoRestoreStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// EchoRestoreList is a list of EchoRestore.
+type EchoRestoreList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []EchoRestore `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&EchoRestore{}, &EchoRestoreList{})
+}

@@ -1,0 +1,109 @@
+package v1alpha1
+
+// BackupStorage is where backup artifacts are kept: S3-compatible object
+// storage or a PersistentVolumeClaim. Exactly one is set.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.s3) != has(self.persistentVolumeClaim)",message="set exactly one of storage.s3 and storage.persistentVolumeClaim"
+type BackupStorage struct {
+	// S3 stores artifacts in a bucket of an S3-compatible object store.
+	// +optional
+	S3 *S3Storage `json:"s3,omitempty"`
+
+	// PersistentVolumeClaim stores artifacts in a claim of the backup's namespace.
+	// +optional
+	PersistentVolumeClaim *PVCStorage `json:"persistentVolumeClaim,omitempty"`
+}
+
+// S3Storage locates a bucket of an S3-compatible object store.
+type S3Storage struct {
+	// Bucket name.
+	// +kubebuilder:validation:MinLength=3
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9][a-z0-9.-]*[a-z0-9]$`
+	// +required
+	Bucket string `json:"bucket"`
+
+	// Endpoint is the URL of the object store, e.g. https://s3.eu-west-1.amazonaws.com
+	// or http://minio.storage.svc:9000.
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="isURL(self) && (url(self).getScheme() == 'http' || url(self).getScheme() == 'https')",message="storage.s3.endpoint must be an http or https URL"
+	// +required
+	Endpoint string `json:"endpoint"`
+
+	// Region of the bucket.
+	// +kubebuilder:default="us-east-1"
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	Region string `json:"region,omitempty"`
+
+	// Prefix is prepended to every artifact key, e.g. "team-a/echo".
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^([A-Za-z0-9!_.*'()-]+/)*[A-Za-z0-9!_.*'()-]*$`
+	// +optional
+	Prefix string `json:"prefix,omitempty"`
+
+	// ForcePathStyle addresses the bucket as <endpoint>/<bucket> rather
+	// than <bucket>.<endpoint>, as most self-hosted stores need.
+	// +kubebuilder:default=false
+	// +optional
+	ForcePathStyle bool `json:"forcePathStyle,omitempty"`
+
+	// CredentialsSecretRef names a Secret of the backup's namespace holding
+	// the access key ID and secret access key.
+	// +required
+	CredentialsSecretRef S3CredentialsSecretRef `json:"credentialsSecretRef"`
+
+	// CABundle names a key of a Secret of the backup's namespace holding
+	// the PEM certificates that sign the endpoint's certificate.
+	// +optional
+	CABundle *SecretKeyRef `json:"caBundle,omitempty"`
+}
+
+// S3CredentialsSecretRef names a Secret holding S3 credentials.
+type S3CredentialsSecretRef struct {
+	// Name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +required
+	Name string `json:"name"`
+
+	// AccessKeyIDKey is the key of the access key ID in the Secret.
+	// +kubebuilder:default="AWS_ACCESS_KEY_ID"
+	// +optional
+	AccessKeyIDKey string `json:"accessKeyIDKey,omitempty"`
+
+	// SecretAccessKeyKey is the key of the secret access key in the Secret.
+	// +kubebuilder:default="AWS_SECRET_ACCESS_KEY"
+	// +optional
+	SecretAccessKeyKey string `json:"secretAccessKeyKey,omitempty"`
+}
+
+// SecretKeyRef names one key of a Secret in the same namespace.
+type SecretKeyRef struct {
+	// Name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +required
+	Name string `json:"name"`
+
+	// Key in the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +required
+	Key string `json:"key"`
+}
+
+// PVCStorage stores artifacts in a PersistentVolumeClaim.
+type PVCStorage struct {
+	// ClaimName names the claim, in the backup's namespace.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +required
+	ClaimName string `json:"claimName"`
+
+	// SubPath is a directory inside the claim that holds the artifacts.
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.split('/').exists(p, p == '..')",message="storage.persistentVolumeClaim.subPath must be a relative path without '..'"
+	// +optional
+	SubPath string `json:"subPath,omitempty"`
+}
