@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
-	"github.com/echo-operator/echo-operator/internal/helmreconciler"
 )
 
 func TestEchoCreateRendersChildrenAndBecomesReady(t *testing.T) {
@@ -368,12 +367,7 @@ func TestPausedEchoCanBeDeleted(t *testing.T) {
 	key := types.NamespacedName{Namespace: ns, Name: "paused"}
 	createEcho(t, newEcho(ns, key.Name))
 	rollOut(t, key)
-	updateEcho(t, key, func(e *echov1alpha1.Echo) {
-		e.Annotations = map[string]string{helmreconciler.PauseAnnotation: "true"}
-	})
-	Eventually(func(g Gomega) metav1.ConditionStatus {
-		return conditionStatus(getEcho(g, key), echov1alpha1.EchoConditionPaused)
-	}, timeout, interval).Should(Equal(metav1.ConditionTrue))
+	pauseEcho(t, key)
 
 	Expect(k8sClient.Delete(context.Background(), getEcho(Default, key))).To(Succeed())
 	expectGone(t, &echov1alpha1.Echo{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name}})

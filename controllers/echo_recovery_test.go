@@ -11,11 +11,9 @@ import (
 	"helm.sh/helm/v3/pkg/storage/driver"
 	helmtime "helm.sh/helm/v3/pkg/time"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
-	"github.com/echo-operator/echo-operator/internal/helmreconciler"
 )
 
 // An operator killed in the middle of a Helm install or upgrade leaves the
@@ -62,12 +60,7 @@ func TestEchoRecoversAReleaseLeftPendingUpgrade(t *testing.T) {
 	rollOut(t, key)
 
 	// Hold the reconciler off while the release is doctored.
-	updateEcho(t, key, func(e *echov1alpha1.Echo) {
-		e.Annotations = map[string]string{helmreconciler.PauseAnnotation: "true"}
-	})
-	Eventually(func(g Gomega) metav1.ConditionStatus {
-		return conditionStatus(getEcho(g, key), echov1alpha1.EchoConditionPaused)
-	}, timeout, interval).Should(Equal(metav1.ConditionTrue))
+	pauseEcho(t, key)
 	Eventually(func(g Gomega) string { return readyCondition(getEcho(g, key)).Reason }, timeout, interval).
 		Should(Equal(echov1alpha1.EchoReasonPaused))
 

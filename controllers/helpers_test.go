@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/internal/helmreconciler"
 )
 
 const (
@@ -140,6 +141,18 @@ func scaleDeployment(t *testing.T, key types.NamespacedName, n int32) {
 	if err != nil {
 		t.Fatalf("scaling Deployment %s: %v", key, err)
 	}
+}
+
+// pauseEcho annotates an Echo to pause its release and waits until the
+// release reconciler reports it paused.
+func pauseEcho(t *testing.T, key types.NamespacedName) {
+	t.Helper()
+	updateEcho(t, key, func(e *echov1alpha1.Echo) {
+		e.Annotations = map[string]string{helmreconciler.PauseAnnotation: "true"}
+	})
+	Eventually(func(g Gomega) metav1.ConditionStatus {
+		return conditionStatus(getEcho(g, key), echov1alpha1.EchoConditionPaused)
+	}, timeout, interval).Should(Equal(metav1.ConditionTrue))
 }
 
 // waitReady waits for an Echo to be Ready for its current generation.
