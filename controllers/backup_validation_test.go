@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
@@ -104,7 +105,14 @@ func TestBackupKindsValidateAtAdmission(t *testing.T) {
 		Expect(b.Spec.Storage.S3.Region).To(Equal("us-east-1"))
 		Expect(b.Spec.Storage.S3.CredentialsSecretRef.AccessKeyIDKey).To(Equal("AWS_ACCESS_KEY_ID"))
 
-		b.Spec.EchoName = "other"
-		Expect(k8sClient.Update(ctx, b)).To(MatchError(ContainSubstring("an EchoBackup's spec is immutable")))
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			latest := &echov1alpha1.EchoBackup{}
+			if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(b), latest); err != nil {
+				return err
+			}
+			latest.Spec.EchoName = "other"
+			return k8sClient.Update(ctx, latest)
+		})
+		Expect(err).To(MatchError(ContainSubstring("an EchoBackup's spec is immutable")))
 	})
 }

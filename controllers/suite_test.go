@@ -27,7 +27,10 @@ import (
 // and etcd. Nothing runs Deployments there: tests play the part of the
 // Deployment controller by writing Deployment status themselves.
 
-const testEchoImage = "registry.example.test/echo-server:test"
+const (
+	testEchoImage  = "registry.example.test/echo-server:test"
+	testMoverImage = "registry.example.test/echo-operator:test"
+)
 
 var (
 	cfg       *rest.Config
@@ -99,6 +102,7 @@ func startManager(ctx context.Context) (<-chan struct{}, error) {
 	mgr, err := operator.NewManager(cfg, operator.Options{
 		MetricsAddr: "0",
 		ProbeAddr:   "0",
+		MoverImage:  testMoverImage,
 		Helm: helmreconciler.Options{
 			WatchesFile:                    watches,
 			DefaultEchoImage:               testEchoImage,

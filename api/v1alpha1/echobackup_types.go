@@ -134,6 +134,7 @@ type EchoBackupStatus struct {
 // +kubebuilder:printcolumn:name="Location",type=string,JSONPath=`.status.location`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.spec == oldSelf.spec",message="an EchoBackup's spec is immutable: create a new EchoBackup instead"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63",message="an EchoBackup name is at most 63 characters: it labels the backup's Job and pods"
 // +operator-sdk:csv:customresourcedefinitions:displayName="Echo Backup",resources={{Job,v1},{ConfigMap,v1},{Secret,v1}}
 type EchoBackup struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -55,6 +56,9 @@ type Options struct {
 	WatchNamespaces []string
 
 	Helm helmreconciler.Options
+
+	// MoverImage is the operator's own image, run by backup and restore Jobs.
+	MoverImage string
 }
 
 // NewScheme returns the scheme of every kind the operator reads or writes.
@@ -108,6 +112,15 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("setting up the Echo controller: %w", err)
 	}
 
+	if err := (&controllers.EchoBackupReconciler{
+		Client:     mgr.GetClient(),
+		Scheme:     mgr.GetScheme(),
+		Recorder:   mgr.GetEventRecorderFor("echo-operator"),
+		MoverImage: o.MoverImage,
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the EchoBackup controller: %w", err)
+	}
+
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("adding the health check: %w", err)
 	}
@@ -125,6 +138,7 @@ func cacheOptions(namespaces []string) (cache.Options, error) {
 		return cache.Options{}, fmt.Errorf("parsing the chart label selector: %w", err)
 	}
 	releaseSecrets := labels.SelectorFromSet(labels.Set{"owner": "helm"})
+	moverObjects := labels.SelectorFromSet(labels.Set{controllers.ManagedByLabel: controllers.ManagedByValue})
 	opts := cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
@@ -135,6 +149,9 @@ func cacheOptions(namespaces []string) (cache.Options, error) {
 			&networkingv1.Ingress{}:                  {Label: chartObjects},
 			&autoscalingv2.HorizontalPodAutoscaler{}: {Label: chartObjects},
 			&policyv1.PodDisruptionBudget{}:          {Label: chartObjects},
+			&batchv1.Job{}:                           {Label: moverObjects},
+			&corev1.ConfigMap{}:                      {Label: moverObjects},
+			&corev1.Pod{}:                            {Label: moverObjects},
 		},
 	}
 	if len(namespaces) > 0 {

@@ -1,0 +1,125 @@
+package controllers
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"helm.sh/helm/v3/pkg/release"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+)
+
+// backedUpConfig is the configuration a backup captures: enough to
+// recreate the Echo and to know what was deployed for it.
+type backedUpConfig struct {
+	Echo    backedUpEcho     `json:"echo"`
+	Release *backedUpRelease `json:"release,omitempty"`
+}
+
+type backedUpEcho struct {
+	APIVersion string                `json:"apiVersion"`
+	Kind       string                `json:"kind"`
+	Metadata   backedUpMeta          `json:"metadata"`
+	Spec       echov1alpha1.EchoSpec `json:"spec"`
+}
+
+type backedUpMeta struct {
+	Name        string            `json:"name"`
+	Namespace   string            `json:"namespace"`
+	UID         string            `json:"uid"`
+	Generation  int64             `json:"generation"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+type backedUpRelease struct {
+	Name         string         `json:"name"`
+	Revision     int            `json:"revision"`
+	Chart        string         `json:"chart"`
+	ChartVersion string         `json:"chartVersion"`
+	AppVersion   string         `json:"appVersion,omitempty"`
+	Values       map[string]any `json:"values"`
+}
+
+// lastAppliedAnnotation is left out: it repeats the spec.
+const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+
+// backupConfig renders the configuration of an Echo as JSON.
+func backupConfig(ctx context.Context, c client.Reader, echo *echov1alpha1.Echo) ([]byte, error) {
+	annotations := map[string]string{}
+	for k, v := range echo.Annotations {
+		if k != lastAppliedAnnotation {
+			annotations[k] = v
+		}
+	}
+	cfg := backedUpConfig{Echo: backedUpEcho{
+		APIVersion: echov1alpha1.GroupVersion.String(),
+		Kind:       "Echo",
+		Metadata: backedUpMeta{Name: echo.Name, Namespace: echo.Namespace, UID: string(echo.UID), Generation: echo.Generation,
+			Labels: echo.Labels, Annotations: annotations},
+		Spec: echo.Spec,
+	}}
+	rel, err := deployedRelease(ctx, c, echo)
+	if err != nil {
+		return nil, err
+	}
+	if rel != nil && rel.Chart != nil && rel.Chart.Metadata != nil {
+		cfg.Release = &backedUpRelease{Name: rel.Name, Revision: rel.Version, Chart: rel.Chart.Metadata.Name,
+			ChartVersion: rel.Chart.Metadata.Version, AppVersion: rel.Chart.Metadata.AppVersion, Values: rel.Config}
+	}
+	out, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encoding the configuration of Echo %s: %w", echo.Name, err)
+	}
+	return out, nil
+}
+
+// deployedRelease reads the deployed revision of an Echo's Helm release
+// from its storage Secret; nil when there is none yet.
+func deployedRelease(ctx context.Context, c client.Reader, echo *echov1alpha1.Echo) (*release.Release, error) {
+	secrets := &corev1.SecretList{}
+	if err := c.List(ctx, secrets, client.InNamespace(echo.Namespace),
+		client.MatchingLabels{"owner": "helm", "name": echo.Name, "status": string(release.StatusDeployed)}); err != nil {
+		return nil, fmt.Errorf("listing the release of Echo %s: %w", echo.Name, err)
+	}
+	var newest *release.Release
+	for i := range secrets.Items {
+		rel, err := decodeRelease(secrets.Items[i].Data["release"])
+		if err != nil {
+			return nil, fmt.Errorf("decoding release Secret %s: %w", secrets.Items[i].Name, err)
+		}
+		if newest == nil || rel.Version > newest.Version {
+			newest = rel
+		}
+	}
+	return newest, nil
+}
+
+// decodeRelease reads Helm's storage format: base64 of (usually gzipped) JSON.
+func decodeRelease(data []byte) (*release.Release, error) {
+	raw, err := base64.StdEncoding.DecodeString(string(data))
+	if err != nil {
+		return nil, err
+	}
+	if bytes.HasPrefix(raw, []byte{0x1f, 0x8b}) {
+		zr, err := gzip.NewReader(bytes.NewReader(raw))
+		if err != nil {
+			return nil, err
+		}
+		if raw, err = io.ReadAll(io.LimitReader(zr, 64<<20)); err != nil {
+			return nil, err
+		}
+	}
+	rel := &release.Release{}
+	if err := json.Unmarshal(raw, rel); err != nil {
+		return nil, err
+	}
+	return rel, nil
+}
