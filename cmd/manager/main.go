@@ -18,7 +18,16 @@ import (
 // defaultEchoImage is the echo server image when RELATED_IMAGE_ECHO is unset.
 const defaultEchoImage = "quay.io/echo-operator/echo-server:v0.1.0"
 
+// defaultOperatorImage is the operator's own image, which backup and
+// restore Jobs run, when RELATED_IMAGE_OPERATOR is unset.
+const defaultOperatorImage = "quay.io/echo-operator/echo-operator:v0.1.0"
+
 func main() {
+	// "manager backup ..." and "manager restore ..." run the data mover of
+	// the backup and restore Jobs (datamover.go).
+	if code, ok := runDataMover(os.Args[1:]); ok {
+		os.Exit(code)
+	}
 	opts := parseFlags()
 	if err := run(opts); err != nil {
 		ctrl.Log.Error(err, "Manager exited with an error")
@@ -51,6 +60,7 @@ func parseFlags() operator.Options {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 
 	o.Helm.DefaultEchoImage = envOr("RELATED_IMAGE_ECHO", defaultEchoImage)
+	o.MoverImage = envOr("RELATED_IMAGE_OPERATOR", defaultOperatorImage)
 	o.WatchNamespaces = splitNamespaces(os.Getenv("WATCH_NAMESPACE"))
 	o.QPS, o.Burst = float32(qps), burst
 	return o

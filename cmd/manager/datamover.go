@@ -1,0 +1,317 @@
+package main
+
+// The backup and restore subcommands: the data mover run by the operator's
+// backup and restore Jobs, in the operator's own image. The outcome goes to
+// the exit code (0 or 1), to structured logs on stderr and, as one small
+// JSON object, to the termination log, from which the operator reads a
+// Job's result:
+//
+//	{"size":1234,"checksum":"sha256:…","location":"s3://bucket/key","files":3}
+//	{"error":"…","reason":"AccessDenied","retryable":false}
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"unicode/utf8"
+
+	"github.com/echo-operator/echo-operator/internal/datamover"
+)
+
+const (
+	defaultTerminationLog = "/dev/termination-log"
+	// maxConfigFileSize bounds --config-file; Kubernetes objects are far
+	// smaller.
+	maxConfigFileSize = 16 << 20
+	// maxErrorLen keeps the termination message under the 4096 bytes
+	// Kubernetes keeps.
+	maxErrorLen = 3000
+	// moverGCPercent is the GOGC of the subcommands unless GOGC is set.
+	// After start-up the mover allocates little (its buffers are reused),
+	// so a tight heap goal keeps the peak near the live set for almost no
+	// CPU.
+	moverGCPercent = 25
+)
+
+// moverOptions are the flags of both subcommands.
+type moverOptions struct {
+	command        string
+	dataDir        string
+	key            string
+	terminationLog string
+	// backup
+	compression string
+	configFile  string
+	source      datamover.Source
+	// restore
+	existingData string
+	// storage
+	s3     datamover.S3Config
+	fsRoot string
+}
+
+type moverSuccess struct {
+	Size     int64  `json:"size"`
+	Checksum string `json:"checksum"`
+	Location string `json:"location"`
+	Files    int    `json:"files"`
+}
+
+type moverFailure struct {
+	Error     string `json:"error"`
+	Reason    string `json:"reason"`
+	Retryable bool   `json:"retryable"`
+}
+
+// runDataMover runs the subcommand named by args[0] when it is backup or
+// restore, and reports whether it did.
+func runDataMover(args []string) (code int, ok bool) {
+	if len(args) == 0 || (args[0] != "backup" && args[0] != "restore") {
+		return 0, false
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	return dataMover(ctx, args[0], args[1:], os.Stderr, os.LookupEnv), true
+}
+
+// dataMover parses the flags of command, runs it and returns the exit code.
+func dataMover(ctx context.Context, command string, args []string, stderr io.Writer, lookupEnv func(string) (string, bool)) int {
+	if _, ok := lookupEnv("GOGC"); !ok {
+		debug.SetGCPercent(moverGCPercent)
+	}
+	redact := redactor(lookupEnv)
+	log := slog.New(slog.NewJSONHandler(stderr, nil)).With("command", command)
+	o, err := parseMoverFlags(command, args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	var res any
+	if err == nil {
+		res, err = o.run(ctx, log)
+	}
+	if err != nil {
+		msg := truncate(redact(err.Error()), maxErrorLen)
+		reason, retryable := datamover.Reason(err), datamover.Retryable(err)
+		log.Error(command+" failed", "error", msg, "reason", reason, "retryable", retryable)
+		res = moverFailure{Error: msg, Reason: reason, Retryable: retryable}
+	}
+	if o.terminationLog != "" {
+		if werr := writeTermination(o.terminationLog, res); werr != nil {
+			log.Warn("could not write the termination log", "path", o.terminationLog, "error", werr.Error())
+		}
+	}
+	if err != nil {
+		return 1
+	}
+	return 0
+}
+
+func parseMoverFlags(command string, args []string, output io.Writer) (moverOptions, error) {
+	// The termination log is found first, so that even a flag error is
+	// reported there.
+	o := moverOptions{command: command, terminationLog: scanTerminationLog(args)}
+	fs := flag.NewFlagSet("manager "+command, flag.ContinueOnError)
+	// Errors go to the log and the termination log; usage only on -h.
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&o.dataDir, "data-dir", "", "the Echo's data directory (required)")
+	fs.StringVar(&o.key, "key", "", "key of the backup in the store: <key>/manifest.json and <key>/data.tar.gz (required)")
+	fs.StringVar(&o.terminationLog, "termination-log", o.terminationLog, "file receiving the JSON result; empty disables it")
+	if command == "backup" {
+		fs.StringVar(&o.compression, "compression", string(datamover.CompressionGzip), "archive compression: gzip or none")
+		fs.StringVar(&o.configFile, "config-file", "", "JSON file with the configuration to back up (the Echo and its Helm release)")
+		fs.StringVar(&o.source.Namespace, "source-namespace", "", "namespace of the Echo, recorded in the manifest")
+		fs.StringVar(&o.source.Name, "source-name", "", "name of the Echo, recorded in the manifest")
+		fs.StringVar(&o.source.UID, "source-uid", "", "UID of the Echo, recorded in the manifest")
+		fs.Int64Var(&o.source.Generation, "source-generation", 0, "generation of the Echo, recorded in the manifest")
+	} else {
+		fs.StringVar(&o.existingData, "existing-data", string(datamover.ExistingDataFail),
+			"when the data directory holds data: Fail, or Replace (the old data is kept in .echo-pre-restore-<timestamp>/)")
+	}
+	fs.StringVar(&o.s3.Endpoint, "s3-endpoint", "", "S3 endpoint URL, http(s)://host[:port]; credentials come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN")
+	fs.StringVar(&o.s3.Region, "s3-region", datamover.DefaultS3Region, "S3 region")
+	fs.StringVar(&o.s3.Bucket, "s3-bucket", "", "S3 bucket")
+	fs.StringVar(&o.s3.Prefix, "s3-prefix", "", "prefix of every object key in the bucket")
+	fs.BoolVar(&o.s3.PathStyle, "s3-path-style", false, "path-style bucket addressing (endpoint/bucket) instead of virtual-host (bucket.endpoint)")
+	fs.StringVar(&o.s3.CAFile, "s3-ca-file", "", "PEM bundle of extra CAs to trust for the S3 endpoint")
+	fs.StringVar(&o.fsRoot, "fs-root", "", "use a filesystem store rooted at this directory (a mounted PVC) instead of S3")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(output)
+			_, _ = fmt.Fprintf(output, "Usage: manager %s [flags]\n", command)
+			fs.PrintDefaults()
+			return o, err
+		}
+		return o, fmt.Errorf("%w: %w", datamover.ErrInvalidArgument, err)
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("%w: unexpected arguments %q", datamover.ErrInvalidArgument, fs.Args())
+	}
+	switch {
+	case o.dataDir == "":
+		return o, fmt.Errorf("%w: --data-dir is required", datamover.ErrInvalidArgument)
+	case o.key == "":
+		return o, fmt.Errorf("%w: --key is required", datamover.ErrInvalidArgument)
+	}
+	return o, nil
+}
+
+// scanTerminationLog returns the value of the last --termination-log flag
+// in args, or the default.
+func scanTerminationLog(args []string) string {
+	path := defaultTerminationLog
+	for i := 0; i < len(args); i++ {
+		if args[i] == "--" {
+			break
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
+		if !strings.HasPrefix(args[i], "-") || name != "termination-log" {
+			continue
+		}
+		if !hasValue && i+1 < len(args) {
+			i++
+			value = args[i]
+		}
+		path = value
+	}
+	return path
+}
+
+// store builds the store chosen by the flags: --fs-root or the --s3-*
+// flags, not both.
+func (o moverOptions) store() (datamover.Store, error) {
+	s3Set := o.s3.Endpoint != "" || o.s3.Bucket != "" || o.s3.Prefix != "" || o.s3.CAFile != ""
+	switch {
+	case o.fsRoot != "" && s3Set:
+		return nil, fmt.Errorf("%w: give either --fs-root or the --s3-* flags, not both", datamover.ErrInvalidArgument)
+	case o.fsRoot != "":
+		return datamover.NewFSStore(o.fsRoot)
+	case o.s3.Endpoint == "" || o.s3.Bucket == "":
+		return nil, fmt.Errorf("%w: give --fs-root, or --s3-endpoint and --s3-bucket", datamover.ErrInvalidArgument)
+	}
+	return datamover.NewS3Store(o.s3)
+}
+
+func (o moverOptions) run(ctx context.Context, log *slog.Logger) (any, error) {
+	store, err := o.store()
+	if err != nil {
+		return nil, err
+	}
+	var m *datamover.Manifest
+	if o.command == "backup" {
+		m, err = o.backup(ctx, store, log)
+	} else {
+		m, err = o.restore(ctx, store, log)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return moverSuccess{
+		Size:     m.Archive.Size,
+		Checksum: "sha256:" + m.Archive.SHA256,
+		Location: store.Location(o.key),
+		Files:    m.DataFiles(),
+	}, nil
+}
+
+func (o moverOptions) backup(ctx context.Context, store datamover.Store, log *slog.Logger) (*datamover.Manifest, error) {
+	compression, err := datamover.ParseCompression(o.compression)
+	if err != nil {
+		return nil, err
+	}
+	var config []byte
+	if o.configFile != "" {
+		if config, err = readConfigFile(o.configFile); err != nil {
+			return nil, err
+		}
+	}
+	return datamover.Backup(ctx, datamover.BackupOptions{
+		DataDir:     o.dataDir,
+		Store:       store,
+		Key:         o.key,
+		Compression: compression,
+		Config:      config,
+		Source:      o.source,
+		Logger:      log,
+	})
+}
+
+func (o moverOptions) restore(ctx context.Context, store datamover.Store, log *slog.Logger) (*datamover.Manifest, error) {
+	policy, err := datamover.ParseExistingDataPolicy(o.existingData)
+	if err != nil {
+		return nil, err
+	}
+	return datamover.Restore(ctx, datamover.RestoreOptions{
+		DataDir:      o.dataDir,
+		Store:        store,
+		Key:          o.key,
+		ExistingData: policy,
+		Logger:       log,
+	})
+}
+
+func readConfigFile(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("%w: config file: %w", datamover.ErrInvalidArgument, err)
+	}
+	defer func() { _ = f.Close() }() // read-only
+	b, err := io.ReadAll(io.LimitReader(f, maxConfigFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("read config file: %w", err)
+	}
+	if len(b) > maxConfigFileSize {
+		return nil, fmt.Errorf("%w: config file is larger than %d bytes", datamover.ErrInvalidArgument, maxConfigFileSize)
+	}
+	return b, nil
+}
+
+func writeTermination(path string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode: %w", err)
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// minRedactLen is the shortest credential blanked out by redactor: no real
+// access key or secret is shorter, and shorter strings would blank out
+// ordinary words.
+const minRedactLen = 4
+
+// redactor returns a function that blanks out the S3 credentials of the
+// environment wherever they occur.
+func redactor(lookupEnv func(string) (string, bool)) func(string) string {
+	var secrets []string
+	for _, name := range []string{datamover.EnvSecretAccessKey, datamover.EnvSessionToken, datamover.EnvAccessKeyID} {
+		if v, ok := lookupEnv(name); ok && len(v) >= minRedactLen {
+			secrets = append(secrets, v)
+		}
+	}
+	return func(s string) string {
+		for _, secret := range secrets {
+			s = strings.ReplaceAll(s, secret, "[redacted]")
+		}
+		return s
+	}
+}
+
+// truncate cuts s to at most n bytes without splitting a UTF-8 sequence.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}

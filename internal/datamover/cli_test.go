@@ -1,0 +1,625 @@
+package datamover
+
+// Tests of the manager's backup and restore subcommands, run as a Job
+// would run them: the real binary, real data written by the echo server,
+// a real S3 service (MinIO) or a filesystem store.
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+
+	"github.com/echo-operator/echo-operator/internal/echoserver"
+	"github.com/echo-operator/echo-operator/internal/testutil/s3server"
+)
+
+const moverTimeout = 2 * time.Minute
+
+// moverResult is the outcome of one run of the manager binary.
+type moverResult struct {
+	code    int
+	stderr  string
+	term    string // the termination log as written
+	success moverSuccess
+	failure moverFailure
+}
+
+type moverSuccess struct {
+	Size     int64  `json:"size"`
+	Checksum string `json:"checksum"`
+	Location string `json:"location"`
+	Files    int    `json:"files"`
+}
+
+type moverFailure struct {
+	Error     string `json:"error"`
+	Reason    string `json:"reason"`
+	Retryable *bool  `json:"retryable"`
+}
+
+// runMover runs "manager <args>" with only env (and PATH) in its
+// environment and decodes its termination log.
+func runMover(t *testing.T, env []string, args ...string) moverResult {
+	t.Helper()
+	needManager(t)
+	term := filepath.Join(t.TempDir(), "termination-log")
+	ctx, cancel := context.WithTimeout(context.Background(), moverTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, managerBin, append(args, "--termination-log", term)...)
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	res := moverResult{code: cmd.ProcessState.ExitCode(), stderr: stderr.String()}
+	if err != nil && res.code <= 0 {
+		t.Fatalf("manager %s: %v\n%s", args[0], err, res.stderr)
+	}
+	b, err := os.ReadFile(term)
+	if err != nil {
+		t.Fatalf("manager %s wrote no termination log: %v\n%s", args[0], err, res.stderr)
+	}
+	res.term = string(b)
+	if len(b) > 4096 {
+		t.Errorf("termination log is %d bytes, more than Kubernetes keeps", len(b))
+	}
+	target := any(&res.success)
+	if res.code != 0 {
+		target = &res.failure
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(target); err != nil {
+		t.Fatalf("termination log %q: %v", b, err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(res.stderr), "\n") {
+		if line != "" && !json.Valid([]byte(line)) {
+			t.Errorf("stderr line is not a JSON log record: %s", line)
+		}
+	}
+	return res
+}
+
+// expectFailure checks a failed run's exit code and termination log.
+func expectFailure(t *testing.T, res moverResult, reason string, retryable bool) {
+	t.Helper()
+	if res.code != 1 {
+		t.Fatalf("exit code %d, want 1; termination log %s\n%s", res.code, res.term, res.stderr)
+	}
+	f := res.failure
+	if f.Reason != reason || f.Retryable == nil || *f.Retryable != retryable || f.Error == "" {
+		t.Fatalf("termination log %s; want reason %s, retryable %v", res.term, reason, retryable)
+	}
+	t.Logf("termination log: %s", strings.TrimSpace(res.term))
+}
+
+// s3Flags are the storage flags a Job uses for srv.
+func s3Flags(srv *s3server.Server, bucket string) []string {
+	flags := []string{"--s3-endpoint", srv.Endpoint, "--s3-region", s3server.Region, "--s3-bucket", bucket,
+		"--s3-prefix", "echo-backups", "--s3-path-style"}
+	if srv.CAFile != "" {
+		flags = append(flags, "--s3-ca-file", srv.CAFile)
+	}
+	return flags
+}
+
+// journalWithEchoServer runs the echo server as instance on dataDir,
+// sends it n requests and shuts it down. It returns the journaled entries.
+func journalWithEchoServer(t *testing.T, dataDir, instance string, n int) []echoserver.Entry {
+	t.Helper()
+	srv, err := echoserver.New(echoserver.Config{Listen: "127.0.0.1:0", Instance: instance, DataDir: dataDir,
+		Message: "hello from " + instance, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln) }()
+	client := &http.Client{Timeout: 10 * time.Second}
+	base := "http://" + ln.Addr().String()
+	for i := range n {
+		body := strings.Repeat(fmt.Sprintf("request %d of %s; ", i, instance), 1+i%7)
+		resp, err := client.Post(fmt.Sprintf("%s/orders/%d?instance=%s", base, i, instance), "text/plain", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("echo answered %d", resp.StatusCode)
+		}
+	}
+	cancel()
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	entries := readJournal(t, filepath.Join(dataDir, "journal", instance+".jsonl"))
+	if len(entries) != n {
+		t.Fatalf("journal of %s holds %d entries, want %d", instance, len(entries), n)
+	}
+	return entries
+}
+
+func readJournal(t *testing.T, path string) []echoserver.Entry {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	var out []echoserver.Entry
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var e echoserver.Entry
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		out = append(out, e)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// echoData builds a data directory as an Echo's volume holds it: the
+// journals of two replicas written by the echo server, plus a 20 MiB file
+// of incompressible data so that an upload takes several parts.
+func echoData(t *testing.T) (dir string, journals map[string][]echoserver.Entry) {
+	t.Helper()
+	dir = filepath.Join(t.TempDir(), "data")
+	journals = map[string][]echoserver.Entry{
+		"echo-0": journalWithEchoServer(t, dir, "echo-0", 120),
+		"echo-1": journalWithEchoServer(t, dir, "echo-1", 45),
+	}
+	blob := make([]byte, 20<<20)
+	rnd := rand.NewChaCha8([32]byte{7})
+	_, _ = rnd.Read(blob)
+	writeTree(t, dir, map[string]string{"attachments/blob.bin": string(blob)})
+	return dir, journals
+}
+
+func writeConfigFile(t *testing.T) (string, string) {
+	t.Helper()
+	config := `{
+  "echo": {"apiVersion": "echo.dev/v1alpha1", "kind": "Echo", "metadata": {"name": "echo", "namespace": "team-a"},
+           "spec": {"replicas": 2, "message": "hello", "persistence": {"enabled": true, "size": "1Gi"}}},
+  "release": {"chart": "echo", "chartVersion": "0.1.0", "values": {"replicaCount": 2}}
+}`
+	path := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, []byte(config)); err != nil {
+		t.Fatal(err)
+	}
+	return path, compact.String()
+}
+
+// TestCLIRoundTrip backs up an echo server's data with the manager binary,
+// deletes it, restores it into a new directory and compares every byte.
+func TestCLIRoundTrip(t *testing.T) {
+	needManager(t)
+	srv := s3server.Start(t, testBucket)
+	cases := []struct {
+		name        string
+		compression string
+		fs          bool
+	}{
+		{"s3", "gzip", false},
+		{"s3 uncompressed", "none", false},
+		{"fs", "gzip", true},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			key := fmt.Sprintf("team-a/echo%d/20260101-000000", i)
+			storage := s3Flags(srv, testBucket)
+			location := "s3://backups/echo-backups/" + key
+			if c.fs {
+				root := t.TempDir()
+				storage = []string{"--fs-root", root}
+				location = filepath.Join(root, key)
+			}
+			roundTrip(t, srv, storage, location, key, c.compression)
+		})
+	}
+}
+
+// roundTrip runs one backup, deletion and restore through the binary.
+func roundTrip(t *testing.T, srv *s3server.Server, storage []string, location, key, compression string) {
+	t.Helper()
+	dataDir, journals := echoData(t)
+	want := readTree(t, dataDir)
+	configFile, config := writeConfigFile(t)
+	env := srv.Env()
+
+	backup := runMover(t, env, append([]string{"backup", "--data-dir", dataDir, "--key", key,
+		"--compression", compression, "--config-file", configFile,
+		"--source-namespace", "team-a", "--source-name", "echo", "--source-uid", "0b6f1a52-uid", "--source-generation", "3"},
+		storage...)...)
+	if backup.code != 0 {
+		t.Fatalf("backup failed: %s\n%s", backup.term, backup.stderr)
+	}
+	s := backup.success
+	if s.Location != location || s.Files != 3 || s.Size <= 0 || !strings.HasPrefix(s.Checksum, "sha256:") || len(s.Checksum) != 71 {
+		t.Errorf("backup termination log = %s; want location %s and 3 files", backup.term, location)
+	}
+	if strings.Contains(backup.stderr, srv.SecretKey) || strings.Contains(backup.stderr, srv.AccessKey) {
+		t.Error("the backup's logs reveal the credentials")
+	}
+
+	if err := os.RemoveAll(dataDir); err != nil {
+		t.Fatal(err)
+	}
+	restored := filepath.Join(t.TempDir(), "new-volume")
+	restore := runMover(t, env, append([]string{"restore", "--data-dir", restored, "--key", key}, storage...)...)
+	if restore.code != 0 {
+		t.Fatalf("restore failed: %s\n%s", restore.term, restore.stderr)
+	}
+	if restore.success != s {
+		t.Errorf("restore termination log %s differs from the backup's %s", restore.term, backup.term)
+	}
+	if d := diffTrees(want, readTree(t, restored)); d != "" {
+		t.Fatalf("restored data differs:\n%s", d)
+	}
+	for instance, entries := range journals {
+		compareJournal(t, instance, entries, readJournal(t, filepath.Join(restored, "journal", instance+".jsonl")))
+	}
+	checkJournalContinues(t, restored, "echo-1", 46)
+
+	// The manifest carries the configuration and the source.
+	m := readStoredManifest(t, srv, storage, key)
+	if string(m.Config) != config || m.Source != (Source{Namespace: "team-a", Name: "echo", UID: "0b6f1a52-uid", Generation: 3}) ||
+		string(m.Compression) != compression {
+		t.Errorf("manifest config %s, source %+v, compression %s", m.Config, m.Source, m.Compression)
+	}
+}
+
+// checkJournalContinues appends to a restored journal: the echo server
+// takes it back and continues at seq next.
+func checkJournalContinues(t *testing.T, dataDir, instance string, next uint64) {
+	t.Helper()
+	j, err := echoserver.OpenJournal(dataDir, instance, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := j.Append(echoserver.NewEntry("GET", "/after-restore", nil, "hello"))
+	if err != nil || e.Seq != next {
+		t.Errorf("append after restore: seq %d, %v; want seq %d", e.Seq, err, next)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func compareJournal(t *testing.T, instance string, want, got []echoserver.Entry) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d entries restored, want %d", instance, len(got), len(want))
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if !g.Time.Equal(w.Time) || g.Seq != w.Seq || g.BodySHA256 != w.BodySHA256 || g.BodySize != w.BodySize ||
+			g.Method != w.Method || g.Path != w.Path || g.Message != w.Message {
+			t.Fatalf("%s entry %d = %+v, want %+v", instance, i, g, w)
+		}
+	}
+}
+
+// readStoredManifest reads a backup's manifest from the store the flags
+// name.
+func readStoredManifest(t *testing.T, srv *s3server.Server, storage []string, key string) *Manifest {
+	t.Helper()
+	var store Store
+	if storage[0] == "--fs-root" {
+		s, err := NewFSStore(storage[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		store = s
+	} else {
+		store = newTestS3Store(t, srv, S3Config{Prefix: "echo-backups"})
+	}
+	m, err := DecodeManifest(bytes.NewReader(getBytes(t, store, ManifestKey(key))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+const wrongSecret = "not-the-secret-8d1c2f"
+
+// faultEnv is what the fault tests share: a running S3 service holding
+// backups of sampleData, and ways to damage them.
+type faultEnv struct {
+	srv         *s3server.Server
+	store       *S3Store
+	client      *minio.Client
+	source      string   // the data directory backed up
+	unreachable string   // an endpoint nothing listens on
+	wrongEnv    []string // credentials with a wrong secret
+}
+
+func newFaultEnv(t *testing.T) *faultEnv {
+	t.Helper()
+	needManager(t)
+	srv := s3server.Start(t, testBucket)
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unreachable := "http://" + closed.Addr().String()
+	if err := closed.Close(); err != nil {
+		t.Fatal(err)
+	}
+	source, _ := sampleData(t)
+	return &faultEnv{
+		srv:         srv,
+		store:       newTestS3Store(t, srv, S3Config{Prefix: "echo-backups"}),
+		client:      srv.Client(t),
+		source:      source,
+		unreachable: unreachable,
+		wrongEnv:    []string{"AWS_ACCESS_KEY_ID=" + srv.AccessKey, "AWS_SECRET_ACCESS_KEY=" + wrongSecret},
+	}
+}
+
+func (f *faultEnv) backupTo(t *testing.T, key string) {
+	t.Helper()
+	if _, err := Backup(context.Background(), BackupOptions{DataDir: f.source, Store: f.store, Key: key}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rewrite replaces the stored object of key with edit's result.
+func (f *faultEnv) rewrite(t *testing.T, key string, edit func([]byte) []byte) {
+	t.Helper()
+	ctx := context.Background()
+	name := "echo-backups/" + key
+	obj, err := f.client.GetObject(ctx, testBucket, name, minio.GetObjectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = edit(b)
+	if _, err := f.client.PutObject(ctx, testBucket, name, bytes.NewReader(b), int64(len(b)), minio.PutObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkNoSecret fails when a run's output holds a secret.
+func (f *faultEnv) checkNoSecret(t *testing.T, res moverResult) {
+	t.Helper()
+	for _, secret := range []string{wrongSecret, f.srv.SecretKey} {
+		if strings.Contains(res.stderr+res.term, secret) {
+			t.Error("output reveals a secret")
+		}
+	}
+}
+
+// TestCLIRestoreFaults runs restores into every fault a Job may meet and
+// checks the termination log and that the target is left as it was.
+func TestCLIRestoreFaults(t *testing.T) {
+	f := newFaultEnv(t)
+	cases := []struct {
+		name      string
+		setup     func(t *testing.T, key string)
+		env       []string
+		flags     []string // storage flags; default: the test bucket
+		reason    string
+		retryable bool
+	}{
+		{name: "wrong credentials", setup: f.backupTo, env: f.wrongEnv, reason: "AccessDenied"},
+		{name: "no credentials", setup: f.backupTo, env: []string{}, reason: "InvalidArgument"},
+		{name: "unreachable endpoint", setup: f.backupTo, reason: "Unavailable", retryable: true,
+			flags: []string{"--s3-endpoint", f.unreachable, "--s3-bucket", testBucket, "--s3-path-style"}},
+		{name: "missing bucket", setup: f.backupTo, reason: "BucketNotFound", flags: s3Flags(f.srv, "no-such-bucket")},
+		{name: "missing backup", reason: "NotFound"},
+		{name: "corrupted archive", reason: "ChecksumMismatch", setup: func(t *testing.T, key string) {
+			f.backupTo(t, key)
+			f.rewrite(t, ArchiveKey(key, CompressionGzip), func(b []byte) []byte { b[len(b)/3] ^= 0x01; return b })
+		}},
+		{name: "truncated archive", reason: "ChecksumMismatch", setup: func(t *testing.T, key string) {
+			f.backupTo(t, key)
+			f.rewrite(t, ArchiveKey(key, CompressionGzip), func(b []byte) []byte { return b[:len(b)/2] })
+		}},
+		{name: "unknown format version", reason: "UnknownFormat", setup: func(t *testing.T, key string) {
+			f.backupTo(t, key)
+			f.rewrite(t, ManifestKey(key), func(b []byte) []byte {
+				return bytes.Replace(b, []byte(`"formatVersion": 1`), []byte(`"formatVersion": 2`), 1)
+			})
+		}},
+		{name: "path traversal", reason: "UnsafePath", setup: func(t *testing.T, key string) {
+			craftBackup(t, f.store, key, CompressionGzip, []craftEntry{
+				{Name: "data/journal/echo-0.jsonl", Data: "{\"seq\":1}\n"},
+				{Name: "data/../../../escaped.txt", Data: "pwned", Unlisted: true},
+			}, nil)
+		}},
+		{name: "symlink", reason: "UnsafePath", setup: func(t *testing.T, key string) {
+			craftBackup(t, f.store, key, CompressionGzip, []craftEntry{
+				{Name: "data/journal", Type: tar.TypeSymlink, Linkname: "/etc", Unlisted: true},
+				{Name: "data/journal/passwd", Data: "pwned"},
+			}, nil)
+		}},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			key := fmt.Sprintf("faults/%d", i)
+			if c.setup != nil {
+				c.setup(t, key)
+			}
+			env := c.env
+			if env == nil {
+				env = f.srv.Env()
+			}
+			flags := c.flags
+			if flags == nil {
+				flags = s3Flags(f.srv, testBucket)
+			}
+			parent := t.TempDir()
+			target := filepath.Join(parent, "target")
+			writeTree(t, target, existingData)
+			before := readTree(t, target)
+			res := runMover(t, env, append([]string{"restore", "--data-dir", target, "--key", key, "--existing-data", "Replace"}, flags...)...)
+			expectFailure(t, res, c.reason, c.retryable)
+			assertUntouched(t, target, before)
+			if entries, _ := os.ReadDir(parent); len(entries) != 1 {
+				t.Errorf("the restore wrote next to the target: %v", entries)
+			}
+			f.checkNoSecret(t, res)
+		})
+	}
+}
+
+// TestCLIBackupFaults: a failed backup leaves the data and the store as
+// they were.
+func TestCLIBackupFaults(t *testing.T) {
+	f := newFaultEnv(t)
+	for _, c := range []struct {
+		name      string
+		env       []string
+		flags     []string
+		reason    string
+		retryable bool
+	}{
+		{"wrong credentials", f.wrongEnv, s3Flags(f.srv, testBucket), "AccessDenied", false},
+		{"unreachable endpoint", f.srv.Env(), []string{"--s3-endpoint", f.unreachable, "--s3-bucket", testBucket, "--s3-path-style"}, "Unavailable", true},
+		{"missing bucket", f.srv.Env(), s3Flags(f.srv, "no-such-bucket"), "BucketNotFound", false},
+		{"both stores", f.srv.Env(), append(s3Flags(f.srv, testBucket), "--fs-root", t.TempDir()), "InvalidArgument", false},
+		{"no store", f.srv.Env(), nil, "InvalidArgument", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := readTree(t, f.source)
+			key := "backup-faults/" + strings.ReplaceAll(c.name, " ", "-")
+			res := runMover(t, c.env, append([]string{"backup", "--data-dir", f.source, "--key", key}, c.flags...)...)
+			expectFailure(t, res, c.reason, c.retryable)
+			assertUntouched(t, f.source, before)
+			if objs, err := f.store.List(context.Background(), key); err != nil || len(objs) != 0 {
+				t.Errorf("store holds %v (%v) after a failed backup", objs, err)
+			}
+			f.checkNoSecret(t, res)
+		})
+	}
+}
+
+// TestCLIExistingData covers both policies for a target holding data.
+func TestCLIExistingData(t *testing.T) {
+	f := newFaultEnv(t)
+	t.Run("Fail", func(t *testing.T) {
+		f.backupTo(t, "policy/fail")
+		target := t.TempDir()
+		writeTree(t, target, existingData)
+		before := readTree(t, target)
+		res := runMover(t, f.srv.Env(), append([]string{"restore", "--data-dir", target, "--key", "policy/fail"}, s3Flags(f.srv, testBucket)...)...)
+		expectFailure(t, res, "TargetNotEmpty", false)
+		assertUntouched(t, target, before)
+	})
+	t.Run("Replace", func(t *testing.T) {
+		f.backupTo(t, "policy/replace")
+		target := t.TempDir()
+		writeTree(t, target, existingData)
+		old := readTree(t, target)
+		res := runMover(t, f.srv.Env(), append([]string{"restore", "--data-dir", target, "--key", "policy/replace",
+			"--existing-data", "Replace"}, s3Flags(f.srv, testBucket)...)...)
+		if res.code != 0 {
+			t.Fatalf("restore failed: %s\n%s", res.term, res.stderr)
+		}
+		asides, err := filepath.Glob(filepath.Join(target, preRestorePrefix+"*"))
+		if err != nil || len(asides) != 1 {
+			t.Fatalf("want one %s* directory, found %v (%v)", preRestorePrefix, asides, err)
+		}
+		if d := diffTrees(old, readTree(t, asides[0])); d != "" {
+			t.Errorf("old data kept aside differs:\n%s", d)
+		}
+		if !strings.Contains(res.stderr, asides[0]) {
+			t.Errorf("the logs do not say where the old data went")
+		}
+		if got := readTree(t, target); got["private.txt"].Data != "secret-ish" {
+			t.Errorf("backup not restored: %v", got)
+		}
+	})
+}
+
+// TestCLIFullDisk fills a small tmpfs: the restore target, then the
+// filesystem store of a backup.
+func TestCLIFullDisk(t *testing.T) {
+	f := newFaultEnv(t)
+	f.backupTo(t, "disk/full")
+	target := mountTmpfs(t, "size=1m")
+	res := runMover(t, f.srv.Env(), append([]string{"restore", "--data-dir", target, "--key", "disk/full"}, s3Flags(f.srv, testBucket)...)...)
+	expectFailure(t, res, "NoSpace", false)
+	assertUntouched(t, target, map[string]treeEntry{})
+
+	storeDir := mountTmpfs(t, "size=1m")
+	res = runMover(t, nil, "backup", "--data-dir", f.source, "--key", "disk/full", "--fs-root", storeDir)
+	expectFailure(t, res, "NoSpace", false)
+	for name, e := range readTree(t, storeDir) {
+		if !e.Dir {
+			t.Errorf("filesystem store holds %s after a failed backup", name)
+		}
+	}
+}
+
+// TestCLIUsage covers the flag handling that decides what a Job reports.
+func TestCLIUsage(t *testing.T) {
+	needManager(t)
+	notJSON := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(notJSON, []byte("replicas: 2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		args []string
+	}{
+		{"no data dir", []string{"backup", "--key", "k", "--fs-root", "/tmp"}},
+		{"no key", []string{"restore", "--data-dir", "/tmp/x", "--fs-root", "/tmp"}},
+		{"unknown flag", []string{"backup", "--data-dir", "/tmp/x", "--key", "k", "--fs-root", "/tmp", "--bogus"}},
+		{"bad compression", []string{"backup", "--data-dir", t.TempDir(), "--key", "k", "--fs-root", t.TempDir(), "--compression", "zstd"}},
+		{"bad policy", []string{"restore", "--data-dir", t.TempDir(), "--key", "k", "--fs-root", t.TempDir(), "--existing-data", "Merge"}},
+		{"restore-only flag on backup", []string{"backup", "--data-dir", "/tmp/x", "--key", "k", "--fs-root", "/tmp", "--existing-data", "Replace"}},
+		{"bad key", []string{"backup", "--data-dir", t.TempDir(), "--key", "../k", "--fs-root", t.TempDir()}},
+		{"endpoint with credentials", []string{"backup", "--data-dir", t.TempDir(), "--key", "k", "--s3-endpoint", "http://AKIAEXAMPLE:hunter2@127.0.0.1:1", "--s3-bucket", "b"}},
+		{"config file missing", []string{"backup", "--data-dir", t.TempDir(), "--key", "k", "--fs-root", t.TempDir(), "--config-file", "/dev/null/x"}},
+		{"config file is not JSON", []string{"backup", "--data-dir", t.TempDir(), "--key", "k", "--fs-root", t.TempDir(), "--config-file", notJSON}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res := runMover(t, []string{"AWS_ACCESS_KEY_ID=AKIAEXAMPLE", "AWS_SECRET_ACCESS_KEY=hunter2"}, c.args...)
+			expectFailure(t, res, "InvalidArgument", false)
+			if strings.Contains(res.term+res.stderr, "hunter2") {
+				t.Error("output reveals a secret")
+			}
+		})
+	}
+	// Help is not a failure.
+	cmd := exec.Command(managerBin, "restore", "-h")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--existing-data") && !strings.Contains(string(out), "-existing-data") {
+		t.Errorf("restore -h: %v\n%s", err, out)
+	}
+}

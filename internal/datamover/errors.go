@@ -1,0 +1,200 @@
+package datamover
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"io"
+	"net"
+	"net/url"
+	"syscall"
+)
+
+// Sentinel errors. Every error returned by Backup, Restore and the stores
+// wraps at most one of them (test with errors.Is); Reason names it and
+// Retryable says whether running the same operation again may succeed.
+var (
+	// ErrNotFound: the object (a backup's manifest or archive) does not
+	// exist in the store.
+	ErrNotFound = errors.New("not found")
+	// ErrAlreadyExists: a complete backup (its manifest) already exists
+	// under the key; a backup never overwrites one.
+	ErrAlreadyExists = errors.New("backup already exists")
+	// ErrAccessDenied: the store refused the credentials or the operation.
+	ErrAccessDenied = errors.New("access denied")
+	// ErrBucketNotFound: the S3 bucket does not exist.
+	ErrBucketNotFound = errors.New("bucket not found")
+	// ErrUnavailable: the store could not be reached or answered with a
+	// server-side (5xx) error.
+	ErrUnavailable = errors.New("storage unavailable")
+	// ErrChecksumMismatch: the archive or a file in it does not match the
+	// manifest (content, size or the list of files).
+	ErrChecksumMismatch = errors.New("checksum mismatch")
+	// ErrCorruptArchive: the archive matches its manifest but cannot be
+	// decoded, or the manifest itself is malformed.
+	ErrCorruptArchive = errors.New("corrupt archive")
+	// ErrUnknownFormat: the manifest's format version is not one this
+	// mover reads.
+	ErrUnknownFormat = errors.New("unknown backup format")
+	// ErrUnsafePath: an archive entry would land outside the target or is
+	// not a regular file or directory.
+	ErrUnsafePath = errors.New("unsafe archive entry")
+	// ErrTargetNotEmpty: the restore target holds data and the policy is
+	// ExistingDataFail.
+	ErrTargetNotEmpty = errors.New("target data directory is not empty")
+	// ErrNoSpace: a local filesystem (data directory or filesystem store)
+	// ran out of space or quota.
+	ErrNoSpace = errors.New("no space left")
+	// ErrSourceChanged: a file shrank or vanished halfway through being
+	// read during a backup.
+	ErrSourceChanged = errors.New("source changed during backup")
+	// ErrInvalidArgument: the options or flags are unusable.
+	ErrInvalidArgument = errors.New("invalid argument")
+)
+
+// reasons maps each sentinel to the short reason written to a Job's
+// termination message. Order matters: the first match wins.
+var reasons = []struct {
+	err       error
+	reason    string
+	retryable bool
+}{
+	{ErrInvalidArgument, "InvalidArgument", false},
+	{ErrUnknownFormat, "UnknownFormat", false},
+	{ErrUnsafePath, "UnsafePath", false},
+	{ErrChecksumMismatch, "ChecksumMismatch", false},
+	{ErrCorruptArchive, "CorruptArchive", false},
+	{ErrTargetNotEmpty, "TargetNotEmpty", false},
+	{ErrAlreadyExists, "AlreadyExists", false},
+	{ErrAccessDenied, "AccessDenied", false},
+	{ErrBucketNotFound, "BucketNotFound", false},
+	{ErrNotFound, "NotFound", false},
+	{ErrNoSpace, "NoSpace", false},
+	{ErrSourceChanged, "SourceChanged", true},
+	{ErrUnavailable, "Unavailable", true},
+}
+
+// Reason returns a short CamelCase name for err's class, for machine
+// readers: one of the names in reasons, "Canceled", "DeadlineExceeded",
+// "Unavailable" for unclassified network errors, or "Internal".
+func Reason(err error) string {
+	if err == nil {
+		return ""
+	}
+	for _, r := range reasons {
+		if errors.Is(err, r.err) {
+			return r.reason
+		}
+	}
+	switch {
+	case errors.Is(err, context.Canceled):
+		return "Canceled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "DeadlineExceeded"
+	case isNetworkError(err):
+		return "Unavailable"
+	case isNoSpace(err):
+		return "NoSpace"
+	}
+	return "Internal"
+}
+
+// Retryable reports whether running the same operation again may succeed:
+// true for network errors, server-side (5xx) store errors, deadlines and a
+// source that changed while being read; false for everything that needs a
+// person (credentials, a missing bucket or backup, a corrupt or foreign
+// archive, a non-empty target, a full disk) and for cancellation.
+func Retryable(err error) bool {
+	if err == nil {
+		return false
+	}
+	for _, r := range reasons {
+		if errors.Is(err, r.err) {
+			return r.retryable
+		}
+	}
+	switch {
+	case errors.Is(err, context.Canceled):
+		return false
+	case errors.Is(err, context.DeadlineExceeded):
+		return true
+	}
+	return isNetworkError(err)
+}
+
+// isNetworkError recognises failures of the connection to a store. A TLS
+// certificate the client does not trust is not one: retrying cannot fix it.
+func isNetworkError(err error) bool {
+	var certErr *tls.CertificateVerificationError
+	var unknownCA x509.UnknownAuthorityError
+	var hostErr x509.HostnameError
+	var invalidCert x509.CertificateInvalidError
+	if errors.As(err, &certErr) || errors.As(err, &unknownCA) || errors.As(err, &hostErr) || errors.As(err, &invalidCert) {
+		return false
+	}
+	var opErr *net.OpError
+	var urlErr *url.Error
+	var dnsErr *net.DNSError
+	if errors.As(err, &opErr) || errors.As(err, &urlErr) || errors.As(err, &dnsErr) {
+		return true
+	}
+	for _, errno := range []syscall.Errno{
+		syscall.ECONNREFUSED, syscall.ECONNRESET, syscall.ECONNABORTED, syscall.EPIPE,
+		syscall.ETIMEDOUT, syscall.EHOSTUNREACH, syscall.ENETUNREACH, syscall.ENETDOWN,
+	} {
+		if errors.Is(err, errno) {
+			return true
+		}
+	}
+	return false
+}
+
+func isNoSpace(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+}
+
+// kindError attaches a sentinel to an error without changing its message.
+type kindError struct {
+	kind error
+	err  error
+}
+
+func (e *kindError) Error() string   { return e.err.Error() }
+func (e *kindError) Unwrap() []error { return []error{e.kind, e.err} }
+
+// withKind returns err marked with the sentinel kind; a nil err stays nil
+// and a nil kind leaves err as it is.
+func withKind(kind, err error) error {
+	if err == nil || kind == nil {
+		return err
+	}
+	return &kindError{kind: kind, err: err}
+}
+
+// classifyLocal marks errors of local filesystem operations: a full disk
+// or quota becomes ErrNoSpace.
+func classifyLocal(err error) error {
+	if err != nil && isNoSpace(err) && !errors.Is(err, ErrNoSpace) {
+		return withKind(ErrNoSpace, err)
+	}
+	return err
+}
+
+// sourceError marks an error that came from reading the store, so that
+// extraction can tell a broken download from a broken archive.
+type sourceError struct{ err error }
+
+func (e *sourceError) Error() string { return e.err.Error() }
+func (e *sourceError) Unwrap() error { return e.err }
+
+// sourceReader tags every read error except io.EOF as a sourceError.
+type sourceReader struct{ r io.Reader }
+
+func (s sourceReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		err = &sourceError{err: err}
+	}
+	return n, err
+}

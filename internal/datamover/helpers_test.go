@@ -1,0 +1,292 @@
+package datamover
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/klauspost/pgzip"
+	"golang.org/x/sys/unix"
+)
+
+// managerBin is the manager binary built by TestMain, empty in -short mode.
+var managerBin string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
+	if !testing.Short() {
+		dir, err := os.MkdirTemp("", "datamover-test-bin-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "temp dir:", err)
+			return 1
+		}
+		defer func() { _ = os.RemoveAll(dir) }()
+		managerBin = filepath.Join(dir, "manager")
+		// Built as the operator's image builds it (see the Dockerfile).
+		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", managerBin, "github.com/echo-operator/echo-operator/cmd/manager")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "building the manager:", err)
+			return 1
+		}
+	}
+	defer cleanupBenchData()
+	return m.Run()
+}
+
+// needManager skips tests that run the manager binary in -short mode.
+func needManager(tb testing.TB) {
+	tb.Helper()
+	if managerBin == "" {
+		tb.Skip("runs the manager binary, which is not built in -short mode")
+	}
+}
+
+// treeEntry is what tests compare of a file or directory.
+type treeEntry struct {
+	Dir  bool
+	Mode fs.FileMode
+	Data string
+}
+
+// writeTree creates files (and their parents) under dir; a name ending in
+// "/" is an empty directory.
+func writeTree(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, data := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if strings.HasSuffix(name, "/") {
+			if err := os.MkdirAll(p, 0o750); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// readTree returns every entry below dir by slash path.
+func readTree(t *testing.T, dir string) map[string]treeEntry {
+	t.Helper()
+	out := map[string]treeEntry{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if rel == "." {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		e := treeEntry{Dir: d.IsDir(), Mode: info.Mode()}
+		if d.Type().IsRegular() {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			e.Data = string(b)
+		}
+		out[filepath.ToSlash(rel)] = e
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// diffTrees describes how got differs from want.
+func diffTrees(want, got map[string]treeEntry) string {
+	var diffs []string
+	for name, w := range want {
+		g, ok := got[name]
+		switch {
+		case !ok:
+			diffs = append(diffs, "missing "+name)
+		case g.Dir != w.Dir || g.Mode != w.Mode:
+			diffs = append(diffs, fmt.Sprintf("%s: dir=%v mode=%v, want dir=%v mode=%v", name, g.Dir, g.Mode, w.Dir, w.Mode))
+		case g.Data != w.Data:
+			diffs = append(diffs, fmt.Sprintf("%s: %d bytes differ from the expected %d bytes", name, len(g.Data), len(w.Data)))
+		}
+	}
+	for name := range got {
+		if _, ok := want[name]; !ok {
+			diffs = append(diffs, "unexpected "+name)
+		}
+	}
+	sort.Strings(diffs)
+	return strings.Join(diffs, "\n")
+}
+
+func newFSStore(t *testing.T) *FSStore {
+	t.Helper()
+	s, err := NewFSStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// craftEntry is an archive entry of a hand-made backup.
+type craftEntry struct {
+	Name     string
+	Type     byte // tar.TypeReg when zero
+	Data     string
+	Linkname string
+	Mode     int64
+	// Unlisted leaves the entry out of the manifest.
+	Unlisted bool
+}
+
+// craftBackup writes a backup of hand-made entries (config.json is added
+// first) under key, with a manifest listing them; mutate may then change
+// the manifest before it is stored.
+func craftBackup(t testing.TB, s Store, key string, c Compression, entries []craftEntry, mutate func(*Manifest)) *Manifest {
+	t.Helper()
+	config := `{"spec":{"message":"crafted"}}`
+	entries = append([]craftEntry{{Name: ConfigName, Data: config}}, entries...)
+	var buf bytes.Buffer
+	var w io.WriteCloser = nopWriteCloser{&buf}
+	if c == CompressionGzip {
+		w = pgzip.NewWriter(&buf)
+	}
+	tw := tar.NewWriter(w)
+	m := &Manifest{
+		FormatVersion: FormatVersion,
+		CreatedAt:     time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+		Source:        Source{Namespace: "ns", Name: "echo", UID: "uid-1", Generation: 3},
+		Config:        []byte(config),
+		Compression:   c,
+		Files:         []File{},
+		Directories:   []Directory{},
+	}
+	for _, e := range entries {
+		typ := e.Type
+		if typ == 0 {
+			typ = tar.TypeReg
+		}
+		mode := e.Mode
+		if mode == 0 {
+			mode = 0o640
+		}
+		hdr := &tar.Header{Name: e.Name, Typeflag: typ, Mode: mode, Linkname: e.Linkname, ModTime: m.CreatedAt}
+		if typ == tar.TypeReg {
+			hdr.Size = int64(len(e.Data))
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			t.Fatal(err)
+		}
+		if typ == tar.TypeReg {
+			if _, err := io.WriteString(tw, e.Data); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if e.Unlisted {
+			continue
+		}
+		switch typ {
+		case tar.TypeReg:
+			sum := sha256.Sum256([]byte(e.Data))
+			m.Files = append(m.Files, File{Path: e.Name, Size: int64(len(e.Data)), Mode: Mode(mode), SHA256: hex.EncodeToString(sum[:])})
+		case tar.TypeDir:
+			m.Directories = append(m.Directories, Directory{Path: strings.TrimSuffix(e.Name, "/"), Mode: Mode(mode)})
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(buf.Bytes())
+	m.Archive = Archive{Name: c.ArchiveName(), Size: int64(buf.Len()), SHA256: hex.EncodeToString(sum[:])}
+	if mutate != nil {
+		mutate(m)
+	}
+	putBytes(t, s, ArchiveKey(key, c), buf.Bytes())
+	encoded, err := m.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	putBytes(t, s, ManifestKey(key), encoded)
+	return m
+}
+
+func putBytes(t testing.TB, s Store, key string, b []byte) {
+	t.Helper()
+	if err := s.Put(context.Background(), key, bytes.NewReader(b)); err != nil {
+		t.Fatalf("put %s: %v", key, err)
+	}
+}
+
+func getBytes(t testing.TB, s Store, key string) []byte {
+	t.Helper()
+	r, err := s.Get(context.Background(), key)
+	if err != nil {
+		t.Fatalf("get %s: %v", key, err)
+	}
+	defer func() { _ = r.Close() }()
+	b, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatalf("read %s: %v", key, err)
+	}
+	return b
+}
+
+// mountTmpfs mounts a tmpfs with the given options on a new directory and
+// unmounts it when the test ends. It skips the test where mounting is not
+// permitted.
+func mountTmpfs(t *testing.T, options string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, options); err != nil {
+		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
+			t.Skipf("mounting a tmpfs (%s) is not permitted here (needs root or CAP_SYS_ADMIN): %v", options, err)
+		}
+		t.Fatalf("mount tmpfs: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(dir, 0); err != nil {
+			t.Errorf("unmount %s: %v", dir, err)
+		}
+	})
+	return dir
+}
+
+// countingStore records which keys were read.
+type countingStore struct {
+	Store
+	gets []string
+}
+
+func (c *countingStore) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+	c.gets = append(c.gets, key)
+	return c.Store.Get(ctx, key)
+}

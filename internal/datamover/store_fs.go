@@ -1,0 +1,302 @@
+package datamover
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+)
+
+// copyBufferSize is the buffer of every copy loop in this package.
+const copyBufferSize = 1 << 20
+
+// fsStorePerm and fsStoreDirPerm are the modes of objects and key
+// directories in a filesystem store.
+const (
+	fsStorePerm    = 0o640
+	fsStoreDirPerm = 0o750
+	tmpMarker      = ".tmp-"
+)
+
+// FSStore keeps objects as files below a root directory, typically a
+// mounted PVC: key "a/b" is the file <root>/a/b. Every access goes through
+// an os.Root, so no key can reach outside the root. Put writes a hidden
+// temporary file next to the target, fsyncs it, renames it into place and
+// fsyncs the directory, so an object is either complete or absent.
+type FSStore struct {
+	dir string
+}
+
+var _ Store = (*FSStore)(nil)
+
+// NewFSStore returns a store rooted at dir, which must be an existing
+// directory.
+func NewFSStore(dir string) (*FSStore, error) {
+	if dir == "" {
+		return nil, fmt.Errorf("%w: filesystem store root is empty", ErrInvalidArgument)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: filesystem store root %q: %w", ErrInvalidArgument, dir, err)
+	}
+	info, err := os.Stat(abs)
+	if err != nil {
+		return nil, classifyFS(fmt.Errorf("filesystem store root: %w", err))
+	}
+	if !info.IsDir() {
+		return nil, fmt.Errorf("%w: filesystem store root %s is not a directory", ErrInvalidArgument, abs)
+	}
+	return &FSStore{dir: abs}, nil
+}
+
+// Location returns the object's path.
+func (s *FSStore) Location(key string) string {
+	return filepath.Join(s.dir, filepath.FromSlash(key))
+}
+
+func (s *FSStore) open() (*os.Root, error) {
+	root, err := os.OpenRoot(s.dir)
+	if err != nil {
+		return nil, classifyFS(fmt.Errorf("open filesystem store: %w", err))
+	}
+	return root, nil
+}
+
+// Put implements Store. Errors returned by r are passed through unchanged.
+func (s *FSStore) Put(ctx context.Context, key string, r io.Reader) (err error) {
+	if err := CheckKey(key); err != nil {
+		return err
+	}
+	root, err := s.open()
+	if err != nil {
+		return err
+	}
+	defer closeInto(&err, root, "close filesystem store")
+	dir, base := path.Split(key)
+	if dir != "" {
+		if err := root.MkdirAll(dir, fsStoreDirPerm); err != nil {
+			return classifyFS(fmt.Errorf("create %s: %w", s.Location(dir), err))
+		}
+	}
+	tmp := dir + "." + base + tmpMarker + randomHex()
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fsStorePerm)
+	if err != nil {
+		return classifyFS(fmt.Errorf("create %s: %w", s.Location(tmp), err))
+	}
+	defer func() {
+		if err != nil {
+			_ = f.Close()
+			_ = root.Remove(tmp)
+		}
+	}()
+	if err := copyToFile(ctx, f, r); err != nil {
+		var werr *writeError
+		if errors.As(err, &werr) {
+			return classifyFS(fmt.Errorf("write %s: %w", s.Location(key), werr.err))
+		}
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return classifyFS(fmt.Errorf("sync %s: %w", s.Location(key), err))
+	}
+	if err := f.Close(); err != nil {
+		return classifyFS(fmt.Errorf("close %s: %w", s.Location(key), err))
+	}
+	if err := root.Rename(tmp, key); err != nil {
+		return classifyFS(fmt.Errorf("rename into %s: %w", s.Location(key), err))
+	}
+	if err := syncRootDir(root, dir); err != nil {
+		return classifyFS(fmt.Errorf("sync %s: %w", s.Location(dir), err))
+	}
+	return nil
+}
+
+// writeError marks a failed write in copyToFile.
+type writeError struct{ err error }
+
+func (e *writeError) Error() string { return e.err.Error() }
+func (e *writeError) Unwrap() error { return e.err }
+
+// copyToFile copies r to f with a large buffer, returning read errors as
+// they are and write errors as *writeError.
+func copyToFile(ctx context.Context, f *os.File, r io.Reader) error {
+	buf := make([]byte, copyBufferSize)
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n, rerr := r.Read(buf)
+		if n > 0 {
+			if _, err := f.Write(buf[:n]); err != nil {
+				return &writeError{err: err}
+			}
+		}
+		if errors.Is(rerr, io.EOF) {
+			return nil
+		}
+		if rerr != nil {
+			return rerr
+		}
+	}
+}
+
+// Get implements Store; the returned reader is the object's file.
+func (s *FSStore) Get(_ context.Context, key string) (io.ReadCloser, error) {
+	if err := CheckKey(key); err != nil {
+		return nil, err
+	}
+	root, err := s.open()
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = root.Close() }() // an open file outlives its Root
+	f, err := root.Open(key)
+	if err != nil {
+		return nil, classifyFS(fmt.Errorf("open %s: %w", s.Location(key), err))
+	}
+	info, err := f.Stat()
+	if err == nil && !info.Mode().IsRegular() {
+		err = fmt.Errorf("open %s: %w", s.Location(key), ErrNotFound)
+	}
+	if err != nil {
+		_ = f.Close()
+		return nil, classifyFS(err)
+	}
+	return f, nil
+}
+
+// Stat implements Store. A directory is not an object: ErrNotFound.
+func (s *FSStore) Stat(_ context.Context, key string) (info ObjectInfo, err error) {
+	if err := CheckKey(key); err != nil {
+		return ObjectInfo{}, err
+	}
+	root, err := s.open()
+	if err != nil {
+		return ObjectInfo{}, err
+	}
+	defer closeInto(&err, root, "close filesystem store")
+	fi, err := root.Stat(key)
+	if err != nil {
+		return ObjectInfo{}, classifyFS(fmt.Errorf("stat %s: %w", s.Location(key), err))
+	}
+	if !fi.Mode().IsRegular() {
+		return ObjectInfo{}, fmt.Errorf("stat %s: %w", s.Location(key), ErrNotFound)
+	}
+	return ObjectInfo{Key: key, Size: fi.Size(), ModTime: fi.ModTime()}, nil
+}
+
+// Delete implements Store.
+func (s *FSStore) Delete(_ context.Context, key string) (err error) {
+	if err := CheckKey(key); err != nil {
+		return err
+	}
+	root, err := s.open()
+	if err != nil {
+		return err
+	}
+	defer closeInto(&err, root, "close filesystem store")
+	if err := root.Remove(key); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return classifyFS(fmt.Errorf("delete %s: %w", s.Location(key), err))
+	}
+	return nil
+}
+
+// List implements Store. Temporary files of unfinished Puts are not listed.
+func (s *FSStore) List(ctx context.Context, prefix string) (out []ObjectInfo, err error) {
+	if err := checkPrefix(prefix); err != nil {
+		return nil, err
+	}
+	root, err := s.open()
+	if err != nil {
+		return nil, err
+	}
+	defer closeInto(&err, root, "close filesystem store")
+	start := "."
+	if i := strings.LastIndexByte(prefix, '/'); i > 0 {
+		start = prefix[:i]
+	}
+	walkErr := fs.WalkDir(root.FS(), start, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == start && errors.Is(err, fs.ErrNotExist) {
+				return fs.SkipAll
+			}
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if d.IsDir() || !d.Type().IsRegular() || isTempName(d.Name()) || !strings.HasPrefix(p, prefix) {
+			return nil
+		}
+		info, err := d.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // deleted while listing
+		}
+		if err != nil {
+			return err
+		}
+		out = append(out, ObjectInfo{Key: p, Size: info.Size(), ModTime: info.ModTime()})
+		return nil
+	})
+	if walkErr != nil {
+		return nil, classifyFS(fmt.Errorf("list %s: %w", s.Location(prefix), walkErr))
+	}
+	slices.SortFunc(out, func(a, b ObjectInfo) int { return strings.Compare(a.Key, b.Key) })
+	return out, nil
+}
+
+func isTempName(name string) bool {
+	return strings.HasPrefix(name, ".") && strings.Contains(name, tmpMarker)
+}
+
+// classifyFS marks filesystem errors with the package's sentinels.
+func classifyFS(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, fs.ErrNotExist) && !errors.Is(err, ErrNotFound):
+		return withKind(ErrNotFound, err)
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS):
+		return withKind(ErrAccessDenied, err)
+	}
+	return classifyLocal(err)
+}
+
+// syncRootDir fsyncs directory dir ("" for the root itself) of root.
+func syncRootDir(root *os.Root, dir string) error {
+	if dir == "" {
+		dir = "."
+	}
+	d, err := root.Open(dir)
+	if err != nil {
+		return err
+	}
+	if err := d.Sync(); err != nil {
+		_ = d.Close()
+		return err
+	}
+	return d.Close()
+}
+
+// closeInto closes c and records a close error in *err unless an earlier
+// error is already there.
+func closeInto(err *error, c io.Closer, what string) {
+	if cerr := c.Close(); cerr != nil && *err == nil {
+		*err = fmt.Errorf("%s: %w", what, cerr)
+	}
+}
+
+func randomHex() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on Linux
+	return hex.EncodeToString(b[:])
+}

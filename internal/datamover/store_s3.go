@@ -1,0 +1,376 @@
+package datamover
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+)
+
+// Defaults of S3Config.
+const (
+	// DefaultS3PartSize is the multipart upload part size. Put buffers
+	// Threads parts in memory, and S3 allows 10,000 parts, so an archive may
+	// reach 10,000 × PartSize (156 GiB at 16 MiB).
+	DefaultS3PartSize = 16 << 20
+	// DefaultS3Threads is how many parts are uploaded concurrently. One
+	// keeps the buffer at one part; a second buys nothing when compression
+	// is the bottleneck, as it is on two cores.
+	DefaultS3Threads = 1
+	// DefaultS3Region is used when S3Config.Region is empty.
+	DefaultS3Region = "us-east-1"
+	// DefaultS3MaxRetries bounds the client's own retries of a request; the
+	// Job's backoff retries the whole operation after that.
+	DefaultS3MaxRetries = 3
+)
+
+// Environment variables holding the S3 credentials. They are the only
+// source of credentials.
+const (
+	EnvAccessKeyID     = "AWS_ACCESS_KEY_ID"
+	EnvSecretAccessKey = "AWS_SECRET_ACCESS_KEY"
+	EnvSessionToken    = "AWS_SESSION_TOKEN"
+)
+
+// abortTimeout bounds the cleanup of an unfinished multipart upload.
+const abortTimeout = 30 * time.Second
+
+// S3Config configures an S3Store. Credentials are not part of it: they come
+// from the environment only (EnvAccessKeyID, EnvSecretAccessKey and
+// optionally EnvSessionToken).
+type S3Config struct {
+	// Endpoint is the service URL: http:// or https://host[:port].
+	Endpoint string
+	// Region defaults to DefaultS3Region.
+	Region string
+	// Bucket must exist.
+	Bucket string
+	// Prefix is prepended to every key ("backups" puts key k at
+	// backups/k).
+	Prefix string
+	// PathStyle addresses the bucket in the path (endpoint/bucket/key)
+	// instead of the host name (bucket.endpoint/key).
+	PathStyle bool
+	// CAFile is a PEM bundle trusted in addition to the system roots.
+	CAFile string
+	// PartSize and Threads bound Put's memory to PartSize × Threads;
+	// defaults DefaultS3PartSize and DefaultS3Threads.
+	PartSize uint64
+	Threads  int
+	// MaxRetries defaults to DefaultS3MaxRetries.
+	MaxRetries int
+}
+
+// S3Store keeps objects in an S3 bucket through minio-go.
+type S3Store struct {
+	client   *minio.Client
+	bucket   string
+	prefix   string // "" or ending in "/"
+	partSize uint64
+	threads  int
+}
+
+var _ Store = (*S3Store)(nil)
+
+// NewS3Store validates cfg, reads the credentials from the environment and
+// returns a store. It does not contact the service.
+func NewS3Store(cfg S3Config) (*S3Store, error) {
+	return newS3Store(cfg, os.LookupEnv)
+}
+
+func newS3Store(cfg S3Config, lookupEnv func(string) (string, bool)) (*S3Store, error) {
+	host, secure, err := parseEndpoint(cfg.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Bucket == "" {
+		return nil, fmt.Errorf("%w: s3 bucket is empty", ErrInvalidArgument)
+	}
+	prefix := strings.Trim(cfg.Prefix, "/")
+	if prefix != "" {
+		if err := CheckKey(prefix); err != nil {
+			return nil, fmt.Errorf("s3 prefix: %w", err)
+		}
+		prefix += "/"
+	}
+	creds, err := envCredentials(lookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	transport, err := minio.DefaultTransport(secure)
+	if err != nil {
+		return nil, fmt.Errorf("s3 transport: %w", err)
+	}
+	if cfg.CAFile != "" {
+		pool, err := loadCAFile(cfg.CAFile)
+		if err != nil {
+			return nil, err
+		}
+		if transport.TLSClientConfig == nil {
+			transport.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+		}
+		transport.TLSClientConfig.RootCAs = pool
+	}
+	lookup := minio.BucketLookupDNS
+	if cfg.PathStyle {
+		lookup = minio.BucketLookupPath
+	}
+	client, err := minio.New(host, &minio.Options{
+		Creds:        creds,
+		Secure:       secure,
+		Transport:    transport,
+		Region:       withDefault(cfg.Region, DefaultS3Region),
+		BucketLookup: lookup,
+		MaxRetries:   withDefault(cfg.MaxRetries, DefaultS3MaxRetries),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: s3 client: %w", ErrInvalidArgument, err)
+	}
+	return &S3Store{
+		client:   client,
+		bucket:   cfg.Bucket,
+		prefix:   prefix,
+		partSize: withDefault(cfg.PartSize, DefaultS3PartSize),
+		threads:  withDefault(cfg.Threads, DefaultS3Threads),
+	}, nil
+}
+
+// parseEndpoint accepts http(s)://host[:port] and nothing else. Its errors
+// never quote the endpoint, which could carry credentials.
+func parseEndpoint(endpoint string) (host string, secure bool, err error) {
+	const want = "want http://host[:port] or https://host[:port]"
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return "", false, fmt.Errorf("%w: s3 endpoint is not a URL (%s)", ErrInvalidArgument, want)
+	}
+	switch {
+	case u.User != nil:
+		return "", false, fmt.Errorf("%w: s3 endpoint must not contain credentials; set %s and %s", ErrInvalidArgument, EnvAccessKeyID, EnvSecretAccessKey)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "", false, fmt.Errorf("%w: s3 endpoint scheme %q: %s", ErrInvalidArgument, u.Scheme, want)
+	case u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "":
+		return "", false, fmt.Errorf("%w: s3 endpoint must be a bare host: %s", ErrInvalidArgument, want)
+	}
+	return u.Host, u.Scheme == "https", nil
+}
+
+func envCredentials(lookupEnv func(string) (string, bool)) (*credentials.Credentials, error) {
+	id, _ := lookupEnv(EnvAccessKeyID)
+	secret, _ := lookupEnv(EnvSecretAccessKey)
+	token, _ := lookupEnv(EnvSessionToken)
+	if id == "" || secret == "" {
+		return nil, fmt.Errorf("%w: s3 credentials: set %s and %s", ErrInvalidArgument, EnvAccessKeyID, EnvSecretAccessKey)
+	}
+	return credentials.NewStaticV4(id, secret, token), nil
+}
+
+func loadCAFile(file string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("%w: s3 CA file: %w", ErrInvalidArgument, err)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%w: s3 CA file %s holds no PEM certificate", ErrInvalidArgument, file)
+	}
+	return pool, nil
+}
+
+func withDefault[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+func (s *S3Store) object(key string) string { return s.prefix + key }
+
+// Location returns s3://bucket/object.
+func (s *S3Store) Location(key string) string {
+	return "s3://" + s.bucket + "/" + s.object(key)
+}
+
+// Put implements Store. A reader that reports its remaining length (such as
+// *bytes.Reader) is uploaded in one request when it fits a part; anything
+// else is a multipart upload of PartSize parts, Threads at a time. A failed
+// upload is aborted so that no parts are left behind. Errors returned by r
+// are passed through unchanged.
+func (s *S3Store) Put(ctx context.Context, key string, r io.Reader) error {
+	if err := CheckKey(key); err != nil {
+		return err
+	}
+	size := int64(-1)
+	if l, ok := r.(interface{ Len() int }); ok {
+		size = int64(l.Len())
+	}
+	src := &trackingReader{r: r}
+	_, err := s.client.PutObject(ctx, s.bucket, s.object(key), src, size, minio.PutObjectOptions{
+		ContentType:           "application/octet-stream",
+		PartSize:              s.partSize,
+		NumThreads:            uint(s.threads),
+		ConcurrentStreamParts: s.threads > 1,
+	})
+	if err == nil {
+		return nil
+	}
+	s.abortUpload(key)
+	if src.err != nil {
+		return src.err
+	}
+	return s.classify("put", key, err)
+}
+
+// abortUpload removes the parts of an unfinished multipart upload of key.
+// It runs on its own context: the caller's may be what ended the upload.
+func (s *S3Store) abortUpload(key string) {
+	ctx, cancel := context.WithTimeout(context.Background(), abortTimeout)
+	defer cancel()
+	_ = s.client.RemoveIncompleteUpload(ctx, s.bucket, s.object(key))
+}
+
+// trackingReader remembers the first read error of its source.
+type trackingReader struct {
+	r   io.Reader
+	err error
+}
+
+func (t *trackingReader) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) && t.err == nil {
+		t.err = err
+	}
+	return n, err
+}
+
+// Get implements Store. Read errors of the returned reader are classified
+// like the store's other errors.
+func (s *S3Store) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+	if err := CheckKey(key); err != nil {
+		return nil, err
+	}
+	obj, err := s.client.GetObject(ctx, s.bucket, s.object(key), minio.GetObjectOptions{})
+	if err != nil {
+		return nil, s.classify("get", key, err)
+	}
+	// The first Stat sends the GET and keeps its body for the reads.
+	if _, err := obj.Stat(); err != nil {
+		_ = obj.Close()
+		return nil, s.classify("get", key, err)
+	}
+	return &s3Reader{obj: obj, store: s, key: key}, nil
+}
+
+type s3Reader struct {
+	obj   *minio.Object
+	store *S3Store
+	key   string
+}
+
+func (r *s3Reader) Read(p []byte) (int, error) {
+	n, err := r.obj.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		err = r.store.classify("read", r.key, err)
+	}
+	return n, err
+}
+
+func (r *s3Reader) Close() error { return r.obj.Close() }
+
+// Stat implements Store.
+func (s *S3Store) Stat(ctx context.Context, key string) (ObjectInfo, error) {
+	if err := CheckKey(key); err != nil {
+		return ObjectInfo{}, err
+	}
+	info, err := s.client.StatObject(ctx, s.bucket, s.object(key), minio.StatObjectOptions{})
+	if err != nil {
+		return ObjectInfo{}, s.classify("stat", key, err)
+	}
+	return ObjectInfo{Key: key, Size: info.Size, ModTime: info.LastModified}, nil
+}
+
+// Delete implements Store.
+func (s *S3Store) Delete(ctx context.Context, key string) error {
+	if err := CheckKey(key); err != nil {
+		return err
+	}
+	err := s.client.RemoveObject(ctx, s.bucket, s.object(key), minio.RemoveObjectOptions{})
+	if err != nil && !errors.Is(s.classify("delete", key, err), ErrNotFound) {
+		return s.classify("delete", key, err)
+	}
+	return nil
+}
+
+// List implements Store.
+func (s *S3Store) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
+	if err := checkPrefix(prefix); err != nil {
+		return nil, err
+	}
+	var out []ObjectInfo
+	for obj := range s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: s.object(prefix), Recursive: true}) {
+		if obj.Err != nil {
+			return nil, s.classify("list", prefix, obj.Err)
+		}
+		out = append(out, ObjectInfo{Key: strings.TrimPrefix(obj.Key, s.prefix), Size: obj.Size, ModTime: obj.LastModified})
+	}
+	return out, nil
+}
+
+// classify wraps a minio-go error with the operation, the object's location
+// and the matching sentinel. The service's error code and message are kept;
+// neither holds credentials.
+func (s *S3Store) classify(op, key string, err error) error {
+	loc := s.Location(key)
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("s3 %s %s: %w", op, loc, err)
+	}
+	resp := minio.ToErrorResponse(err)
+	kind := s3ErrorKind(resp)
+	if kind == nil && (isNetworkError(err) || errors.Is(err, io.ErrUnexpectedEOF)) {
+		kind = ErrUnavailable
+	}
+	if resp.Code != "" {
+		err = fmt.Errorf("s3 %s %s: %s (HTTP %d): %w", op, loc, resp.Code, resp.StatusCode, err)
+	} else {
+		err = fmt.Errorf("s3 %s %s: %w", op, loc, err)
+	}
+	return withKind(kind, err)
+}
+
+// s3ErrorKind maps an S3 error response to a sentinel, or nil.
+func s3ErrorKind(resp minio.ErrorResponse) error {
+	switch resp.Code {
+	case "":
+		return nil
+	case "NoSuchKey", "NoSuchVersion":
+		return ErrNotFound
+	case "NoSuchBucket":
+		return ErrBucketNotFound
+	case "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken",
+		"ExpiredToken", "TokenRefreshRequired", "AllAccessDisabled", "AccountProblem", "InvalidSecurity":
+		return ErrAccessDenied
+	case "SlowDown", "ServiceUnavailable", "InternalError", "RequestTimeout", "XMinioServerNotInitialized":
+		return ErrUnavailable
+	}
+	switch {
+	case resp.StatusCode == 401 || resp.StatusCode == 403:
+		return ErrAccessDenied
+	case resp.StatusCode == 404:
+		return ErrNotFound
+	case resp.StatusCode >= 500:
+		return ErrUnavailable
+	}
+	return nil
+}

@@ -1,0 +1,273 @@
+// Package s3server runs a real S3 service for tests: the MinIO server named
+// by the MINIO environment variable (built by `make minio`), as a separate
+// process on 127.0.0.1 with a fresh data directory and random credentials.
+package s3server
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+)
+
+// EnvBinary names the environment variable holding the server's path.
+const EnvBinary = "MINIO"
+
+// Region is the region the server answers for.
+const Region = "us-east-1"
+
+const (
+	startTimeout = 60 * time.Second
+	stopTimeout  = 10 * time.Second
+	pollInterval = 50 * time.Millisecond
+	logTailBytes = 4 << 10
+)
+
+// Server is a running S3 service.
+type Server struct {
+	// Endpoint is the service URL, http://127.0.0.1:<port>.
+	Endpoint string
+	// AccessKey and SecretKey are the root credentials.
+	AccessKey string
+	SecretKey string
+	// DataDir holds the server's objects.
+	DataDir string
+	// CAFile is the PEM file of the CA that issued the server's
+	// certificate; empty on plain HTTP.
+	CAFile string
+
+	logFile string
+	cmd     *exec.Cmd
+	exited  chan struct{}
+}
+
+// Start runs a server on plain HTTP and creates the given buckets. It skips
+// the test when MINIO is unset and stops the server when the test ends.
+func Start(tb testing.TB, buckets ...string) *Server {
+	tb.Helper()
+	return startServer(tb, false, buckets)
+}
+
+// StartTLS is Start on HTTPS, with a certificate for 127.0.0.1 issued by a
+// throwaway CA whose PEM file is CAFile.
+func StartTLS(tb testing.TB, buckets ...string) *Server {
+	tb.Helper()
+	return startServer(tb, true, buckets)
+}
+
+func startServer(tb testing.TB, useTLS bool, buckets []string) *Server {
+	tb.Helper()
+	bin := os.Getenv(EnvBinary)
+	if bin == "" {
+		tb.Skipf("%s is not set: run the tests through make (make test), which builds MinIO and sets it", EnvBinary)
+	}
+	var s *Server
+	var err error
+	// A free port can be taken between finding it and the server binding
+	// it; another pair of ports then does.
+	for attempt := 0; attempt < 3; attempt++ {
+		if s, err = start(tb, bin, useTLS); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		tb.Fatalf("S3 server did not become ready: %v\n%s", err, s.LogTail())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	for _, b := range buckets {
+		if err := s.Client(tb).MakeBucket(ctx, b, minio.MakeBucketOptions{Region: Region}); err != nil {
+			tb.Fatalf("create bucket %s: %v", b, err)
+		}
+	}
+	return s
+}
+
+func start(tb testing.TB, bin string, useTLS bool) (*Server, error) {
+	dir := tb.TempDir()
+	s := &Server{
+		AccessKey: "test-" + randomHex(6),
+		SecretKey: randomHex(20),
+		DataDir:   filepath.Join(dir, "data"),
+		logFile:   filepath.Join(dir, "minio.log"),
+		exited:    make(chan struct{}),
+	}
+	apiPort, consolePort := freePort(tb), freePort(tb)
+	s.Endpoint = "http://127.0.0.1:" + strconv.Itoa(apiPort)
+	args := []string{"server", "--quiet",
+		"--address", "127.0.0.1:" + strconv.Itoa(apiPort),
+		"--console-address", "127.0.0.1:" + strconv.Itoa(consolePort)}
+	if useTLS {
+		certs := filepath.Join(dir, "certs")
+		s.CAFile = writeCertificates(tb, certs)
+		s.Endpoint = "https://127.0.0.1:" + strconv.Itoa(apiPort)
+		args = append(args, "--certs-dir", certs)
+	}
+	logOut, err := os.Create(s.logFile)
+	if err != nil {
+		tb.Fatalf("create server log: %v", err)
+	}
+	s.cmd = exec.Command(bin, append(args, s.DataDir)...)
+	s.cmd.Env = append(os.Environ(),
+		"MINIO_ROOT_USER="+s.AccessKey,
+		"MINIO_ROOT_PASSWORD="+s.SecretKey,
+		"MINIO_BROWSER=off",
+		"MINIO_UPDATE=off",
+		"HOME="+dir,
+	)
+	s.cmd.Stdout, s.cmd.Stderr = logOut, logOut
+	if err := s.cmd.Start(); err != nil {
+		_ = logOut.Close()
+		tb.Fatalf("start %s: %v", bin, err)
+	}
+	go func() {
+		_ = s.cmd.Wait()
+		_ = logOut.Close()
+		close(s.exited)
+	}()
+	tb.Cleanup(func() { s.stop(tb) })
+	return s, s.waitReady()
+}
+
+// Env returns the environment entries that give a mover the server's
+// credentials.
+func (s *Server) Env() []string {
+	return []string{"AWS_ACCESS_KEY_ID=" + s.AccessKey, "AWS_SECRET_ACCESS_KEY=" + s.SecretKey}
+}
+
+// Client returns a client with the root credentials, for tests that look at
+// or tamper with objects directly.
+func (s *Server) Client(tb testing.TB) *minio.Client {
+	tb.Helper()
+	secure := strings.HasPrefix(s.Endpoint, "https://")
+	transport, err := minio.DefaultTransport(secure)
+	if err != nil {
+		tb.Fatalf("S3 transport: %v", err)
+	}
+	if s.CAFile != "" {
+		pool := x509.NewCertPool()
+		pem, err := os.ReadFile(s.CAFile)
+		if err != nil || !pool.AppendCertsFromPEM(pem) {
+			tb.Fatalf("read CA file: %v", err)
+		}
+		transport.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	c, err := minio.New(strings.TrimPrefix(strings.TrimPrefix(s.Endpoint, "http://"), "https://"), &minio.Options{
+		Creds:        credentials.NewStaticV4(s.AccessKey, s.SecretKey, ""),
+		Region:       Region,
+		BucketLookup: minio.BucketLookupPath,
+		Secure:       secure,
+		Transport:    transport,
+	})
+	if err != nil {
+		tb.Fatalf("S3 client: %v", err)
+	}
+	return c
+}
+
+// LogTail returns the end of the server's log.
+func (s *Server) LogTail() string {
+	b, err := os.ReadFile(s.logFile)
+	if err != nil {
+		return "(no server log: " + err.Error() + ")"
+	}
+	if len(b) > logTailBytes {
+		b = b[len(b)-logTailBytes:]
+	}
+	return string(bytes.TrimSpace(b))
+}
+
+// waitReady polls the readiness endpoint until it answers 200, the process
+// exits or startTimeout passes.
+func (s *Server) waitReady() error {
+	client := &http.Client{Timeout: time.Second}
+	if s.CAFile != "" {
+		pool := x509.NewCertPool()
+		pem, err := os.ReadFile(s.CAFile)
+		if err != nil || !pool.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("read CA file: %w", err)
+		}
+		client.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
+	}
+	deadline := time.NewTimer(startTimeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(pollInterval)
+	defer tick.Stop()
+	for {
+		resp, err := client.Get(s.Endpoint + "/minio/health/ready")
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-s.exited:
+			return errors.New("the server exited")
+		case <-deadline.C:
+			return fmt.Errorf("no answer within %s", startTimeout)
+		case <-tick.C:
+		}
+	}
+}
+
+// stop sends SIGTERM and, if the server lingers, SIGKILL.
+func (s *Server) stop(tb testing.TB) {
+	select {
+	case <-s.exited:
+		if tb.Failed() {
+			tb.Logf("S3 server log:\n%s", s.LogTail())
+		}
+		return
+	default:
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	timer := time.NewTimer(stopTimeout)
+	defer timer.Stop()
+	select {
+	case <-s.exited:
+	case <-timer.C:
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+	}
+	if tb.Failed() {
+		tb.Logf("S3 server log:\n%s", s.LogTail())
+	}
+}
+
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func freePort(tb testing.TB) int {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("find a free port: %v", err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	if err := l.Close(); err != nil {
+		tb.Fatalf("find a free port: %v", err)
+	}
+	return port
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // never fails on Linux
+	return hex.EncodeToString(b)
+}
