@@ -10,6 +10,7 @@ require (
 	github.com/operator-framework/helm-operator-plugins v0.9.1
 	github.com/prometheus/client_golang v1.23.2
 	github.com/prometheus/client_model v0.6.2
+	github.com/robfig/cron/v3 v3.0.1
 	golang.org/x/sys v0.46.0
 	helm.sh/helm/v3 v3.21.0
 	k8s.io/api v0.35.1

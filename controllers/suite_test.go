@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,6 +32,31 @@ const (
 	testEchoImage  = "registry.example.test/echo-server:test"
 	testMoverImage = "registry.example.test/echo-operator:test"
 )
+
+// clock drives the backup schedules, so tests move time instead of waiting.
+var clock = &testClock{now: time.Now()}
+
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock d past the later of its time and the real time,
+// so that objects created since the last move are not in its future.
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if real := time.Now(); c.now.Before(real) {
+		c.now = real
+	}
+	c.now = c.now.Add(d)
+}
 
 var (
 	cfg       *rest.Config
@@ -103,6 +129,7 @@ func startManager(ctx context.Context) (<-chan struct{}, error) {
 		MetricsAddr: "0",
 		ProbeAddr:   "0",
 		MoverImage:  testMoverImage,
+		Now:         clock.Now,
 		Helm: helmreconciler.Options{
 			WatchesFile:                    watches,
 			DefaultEchoImage:               testEchoImage,

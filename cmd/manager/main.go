@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"time"
+	_ "time/tzdata" // schedules name IANA time zones; the image has no zone database
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"

@@ -59,6 +59,9 @@ type Options struct {
 
 	// MoverImage is the operator's own image, run by backup and restore Jobs.
 	MoverImage string
+
+	// Now is the clock of the backup schedules; nil means time.Now.
+	Now func() time.Time
 }
 
 // NewScheme returns the scheme of every kind the operator reads or writes.
@@ -119,6 +122,14 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		MoverImage: o.MoverImage,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the EchoBackup controller: %w", err)
+	}
+
+	if err := (&controllers.EchoBackupScheduleReconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorderFor("echo-operator"),
+		Now:      o.Now,
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the EchoBackupSchedule controller: %w", err)
 	}
 
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

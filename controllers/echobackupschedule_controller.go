@@ -1,0 +1,185 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+)
+
+// ScheduleLabel marks the EchoBackups a schedule created with its name.
+const ScheduleLabel = "echo.dev/schedule"
+
+// Event reasons of EchoBackupSchedules.
+const (
+	EventReasonScheduledBackup = "ScheduledBackup"
+	EventReasonPrunedBackup    = "PrunedBackup"
+	EventReasonInvalidSchedule = "InvalidSchedule"
+)
+
+// EchoBackupScheduleReconciler starts an EchoBackup at every run time of a
+// schedule and prunes the ones its retention no longer keeps.
+//
+// Backups are not owned by their schedule: deleting a schedule stops new
+// backups and keeps the history it made.
+type EchoBackupScheduleReconciler struct {
+	client.Client
+	Recorder record.EventRecorder
+	// Now is the clock; nil means time.Now. Tests move it forward.
+	Now func() time.Time
+}
+
+// +kubebuilder:rbac:groups=echo.dev,resources=echobackupschedules,verbs=get;list;watch
+// +kubebuilder:rbac:groups=echo.dev,resources=echobackupschedules/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=echo.dev,resources=echobackups,verbs=get;list;watch;create;delete
+
+// Reconcile runs the schedule up to now and prunes old backups.
+func (r *EchoBackupScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	s := &echov1alpha1.EchoBackupSchedule{}
+	if err := r.Get(ctx, req.NamespacedName, s); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !s.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	orig := s.DeepCopy()
+	result, err := r.reconcileSchedule(ctx, s)
+	s.Status.ObservedGeneration = s.Generation
+	if !equalJSON(orig.Status, s.Status) {
+		if patchErr := r.Status().Patch(ctx, s, client.MergeFrom(orig)); patchErr != nil {
+			return ctrl.Result{}, fmt.Errorf("patching the status of EchoBackupSchedule %s: %w", s.Name, patchErr)
+		}
+	}
+	return result, err
+}
+
+func (r *EchoBackupScheduleReconciler) reconcileSchedule(ctx context.Context, s *echov1alpha1.EchoBackupSchedule) (ctrl.Result, error) {
+	sched, err := parseSchedule(s.Spec.Schedule, s.Spec.TimeZone)
+	if err != nil {
+		setCondition(&s.Status.Conditions, s.Generation, echov1alpha1.ScheduleConditionReady, metav1.ConditionFalse,
+			echov1alpha1.ScheduleReasonInvalidSchedule, err.Error()+": fix spec.schedule or spec.timeZone")
+		s.Status.NextScheduleTime = nil
+		r.Recorder.Event(s, corev1.EventTypeWarning, EventReasonInvalidSchedule, err.Error())
+		return ctrl.Result{}, reconcile.TerminalError(err)
+	}
+
+	now := r.now()
+	if err := r.ensureDueBackup(ctx, s, sched, now); err != nil {
+		return ctrl.Result{}, err
+	}
+	backups, err := r.backupsOf(ctx, s)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	recordLastSuccess(s, backups)
+	if err := r.pruneBackups(ctx, s, backups, now); err != nil {
+		return ctrl.Result{}, err
+	}
+
+	next := sched.Next(now)
+	if s.Spec.Suspend {
+		s.Status.NextScheduleTime = nil
+		setCondition(&s.Status.Conditions, s.Generation, echov1alpha1.ScheduleConditionReady, metav1.ConditionFalse,
+			echov1alpha1.ScheduleReasonSuspended, "The schedule is suspended: no new backup starts")
+		return ctrl.Result{}, nil
+	}
+	s.Status.NextScheduleTime = ptrTime(next)
+	setCondition(&s.Status.Conditions, s.Generation, echov1alpha1.ScheduleConditionReady, metav1.ConditionTrue,
+		echov1alpha1.ScheduleReasonScheduled, "Next backup at "+next.UTC().Format(time.RFC3339))
+	return ctrl.Result{RequeueAfter: max(next.Sub(now), time.Second)}, nil
+}
+
+// ensureDueBackup starts the backup of the latest run time that has come
+// since the last one, unless the schedule is suspended.
+func (r *EchoBackupScheduleReconciler) ensureDueBackup(ctx context.Context, s *echov1alpha1.EchoBackupSchedule, sched cron.Schedule, now time.Time) error {
+	since := s.CreationTimestamp.Time
+	if last := s.Status.LastScheduleTime; last != nil {
+		since = last.Time
+	}
+	due, ok := lastDueTime(sched, since, now)
+	if !ok || s.Spec.Suspend {
+		return nil
+	}
+	b := &echov1alpha1.EchoBackup{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: s.Namespace,
+			Name:      scheduledBackupName(s.Name, due),
+			Labels:    map[string]string{ScheduleLabel: s.Name},
+		},
+		Spec: s.Spec.Template,
+	}
+	if err := r.Create(ctx, b); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating EchoBackup %s: %w", b.Name, err)
+	}
+	s.Status.LastScheduleTime = ptrTime(due)
+	log.FromContext(ctx).Info("Started scheduled backup", "backup", b.Name, "scheduledAt", due)
+	r.Recorder.Eventf(s, corev1.EventTypeNormal, EventReasonScheduledBackup, "Started EchoBackup %s for %s", b.Name, due.UTC().Format(time.RFC3339))
+	return nil
+}
+
+func (r *EchoBackupScheduleReconciler) backupsOf(ctx context.Context, s *echov1alpha1.EchoBackupSchedule) ([]echov1alpha1.EchoBackup, error) {
+	list := &echov1alpha1.EchoBackupList{}
+	if err := r.List(ctx, list, client.InNamespace(s.Namespace), client.MatchingLabels{ScheduleLabel: s.Name}); err != nil {
+		return nil, fmt.Errorf("listing the backups of schedule %s: %w", s.Name, err)
+	}
+	return list.Items, nil
+}
+
+// recordLastSuccess reports the newest completed backup.
+func recordLastSuccess(s *echov1alpha1.EchoBackupSchedule, backups []echov1alpha1.EchoBackup) {
+	for _, b := range backups {
+		if !backupSucceeded(b) || b.Status.CompletionTime == nil {
+			continue
+		}
+		if s.Status.LastSuccessfulTime == nil || b.Status.CompletionTime.After(s.Status.LastSuccessfulTime.Time) {
+			s.Status.LastSuccessfulBackup, s.Status.LastSuccessfulTime = b.Name, b.Status.CompletionTime
+		}
+	}
+}
+
+// pruneBackups deletes the backups retention no longer keeps; their
+// artifacts follow their deletion policy.
+func (r *EchoBackupScheduleReconciler) pruneBackups(ctx context.Context, s *echov1alpha1.EchoBackupSchedule, backups []echov1alpha1.EchoBackup, now time.Time) error {
+	for _, b := range backupsToPrune(backups, s.Spec.Retention, now) {
+		if err := r.Delete(ctx, &b); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("pruning EchoBackup %s: %w", b.Name, err)
+		}
+		r.Recorder.Eventf(s, corev1.EventTypeNormal, EventReasonPrunedBackup, "Pruned EchoBackup %s under the retention policy", b.Name)
+	}
+	return nil
+}
+
+func (r *EchoBackupScheduleReconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// SetupWithManager registers the controller; a backup's changes reach its
+// schedule through the schedule label.
+func (r *EchoBackupScheduleReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("echobackupschedule").
+		For(&echov1alpha1.EchoBackupSchedule{}).
+		Watches(&echov1alpha1.EchoBackup{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			name, ok := o.GetLabels()[ScheduleLabel]
+			if !ok {
+				return nil
+			}
+			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
+		})).
+		Complete(r)
+}

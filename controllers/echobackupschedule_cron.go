@@ -1,0 +1,85 @@
+package controllers
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+)
+
+// cronParser reads the five-field cron format and the @ descriptors, as
+// Kubernetes CronJobs do.
+var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// maxMissedRuns bounds the walk over missed run times, after a long
+// operator outage, to the most recent one.
+const maxMissedRuns = 10000
+
+// parseSchedule reads a schedule in its time zone.
+func parseSchedule(spec, zone string) (cron.Schedule, error) {
+	loc, err := time.LoadLocation(orDefault(zone, "UTC"))
+	if err != nil {
+		return nil, fmt.Errorf("unknown time zone %q: %w", zone, err)
+	}
+	if strings.Contains(spec, "TZ=") {
+		return nil, fmt.Errorf("schedule %q names a time zone: use spec.timeZone instead", spec)
+	}
+	sched, err := cronParser.Parse("CRON_TZ=" + loc.String() + " " + spec)
+	if err != nil {
+		return nil, fmt.Errorf("invalid schedule %q: %w", spec, err)
+	}
+	return sched, nil
+}
+
+// lastDueTime is the most recent run time after since and not after now,
+// if any: runs missed while the operator was away collapse into one.
+func lastDueTime(sched cron.Schedule, since, now time.Time) (time.Time, bool) {
+	var due time.Time
+	for t, i := sched.Next(since), 0; !t.After(now) && i < maxMissedRuns; t, i = sched.Next(t), i+1 {
+		due = t
+	}
+	return due, !due.IsZero()
+}
+
+// scheduledBackupName names the backup a schedule starts at a run time;
+// the name being deterministic, a second attempt finds the first.
+func scheduledBackupName(schedule string, at time.Time) string {
+	return childName(schedule, strconv.FormatInt(at.Unix(), 10))
+}
+
+// backupsToPrune picks, among a schedule's backups, the finished ones the
+// retention policy no longer keeps. The newest successful backup is always
+// kept; running backups are never pruned.
+func backupsToPrune(backups []echov1alpha1.EchoBackup, policy *echov1alpha1.RetentionPolicy, now time.Time) []echov1alpha1.EchoBackup {
+	if policy == nil {
+		return nil
+	}
+	finished := slices.DeleteFunc(slices.Clone(backups), func(b echov1alpha1.EchoBackup) bool { return !backupFinished(&b) })
+	slices.SortFunc(finished, func(a, b echov1alpha1.EchoBackup) int {
+		return b.CreationTimestamp.Compare(a.CreationTimestamp.Time)
+	})
+	newestGood := slices.IndexFunc(finished, backupSucceeded)
+
+	var prune []echov1alpha1.EchoBackup
+	for i, b := range finished {
+		if i == newestGood {
+			continue
+		}
+		tooMany := policy.KeepLast != nil && i >= int(*policy.KeepLast)
+		tooOld := policy.MaxAge != nil && now.Sub(b.CreationTimestamp.Time) > policy.MaxAge.Duration
+		if tooMany || tooOld {
+			prune = append(prune, b)
+		}
+	}
+	return prune
+}
+
+func backupSucceeded(b echov1alpha1.EchoBackup) bool {
+	return meta.IsStatusConditionTrue(b.Status.Conditions, echov1alpha1.BackupConditionComplete)
+}
