@@ -54,6 +54,8 @@ func TestEchoInvalidSpecsAreRejected(t *testing.T) {
 		{"ingress without host", map[string]any{"ingress": map[string]any{"enabled": true}}, "ingress.host is required"},
 		{"bad ingress host", map[string]any{"ingress": map[string]any{"enabled": true, "host": "Echo_Host.example"}}, "spec.ingress.host"},
 		{"bad TLS secret name", map[string]any{"ingress": map[string]any{"enabled": true, "host": "a.example.test", "tlsSecretName": "Not Valid"}}, "spec.ingress.tlsSecretName"},
+		{"final backup without storage", map[string]any{"backup": map[string]any{"beforeDelete": map[string]any{"enabled": true}}},
+			"backup.beforeDelete.storage is required when the final backup is enabled"},
 		{"unknown field", map[string]any{"replica": 3}, `unknown field "spec.replica"`},
 	}
 	for _, tc := range cases {

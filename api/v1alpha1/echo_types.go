@@ -55,7 +55,14 @@ const (
 	EventReasonReleaseInstallFailed = "ReleaseInstallFailed"
 	EventReasonReleaseUpgradeFailed = "ReleaseUpgradeFailed"
 	EventReasonReleaseRecovered     = "ReleaseRecovered"
+	EventReasonFinalBackupStarted   = "FinalBackupStarted"
+	EventReasonFinalBackupCompleted = "FinalBackupCompleted"
+	EventReasonFinalBackupFailed    = "FinalBackupFailed"
 )
+
+// FinalBackupFinalizer holds an Echo being deleted until its final backup
+// has completed. The Helm release is not uninstalled while it is present.
+const FinalBackupFinalizer = "echo.dev/final-backup"
 
 // SpecGenerationAnnotation is set on the Echo's Deployment to the generation
 // of the Echo spec that the deployed release was rendered from.
@@ -165,6 +172,11 @@ type EchoSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Affinity",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:nodeAffinity","urn:alm:descriptor:com.tectonic.ui:podAffinity","urn:alm:descriptor:com.tectonic.ui:podAntiAffinity"}
 	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+
+	// Backup configures the backups the operator takes of this Echo by itself.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Backup"
+	Backup *EchoBackupPolicy `json:"backup,omitempty"`
 
 	// PodAnnotations are added to the echo server pods.
 	// +optional
@@ -298,6 +310,34 @@ type PersistenceSpec struct {
 	// +listType=set
 	// +optional
 	AccessModes []corev1.PersistentVolumeAccessMode `json:"accessModes,omitempty"`
+}
+
+// EchoBackupPolicy configures the backups the operator takes of an Echo.
+type EchoBackupPolicy struct {
+	// BeforeDelete takes a final backup when the Echo is deleted: nothing
+	// the Echo made is removed until that backup has completed.
+	// +optional
+	BeforeDelete *FinalBackupSpec `json:"beforeDelete,omitempty"`
+}
+
+// FinalBackupSpec describes the backup taken before an Echo is deleted.
+//
+// +kubebuilder:validation:XValidation:rule="!self.enabled || has(self.storage)",message="backup.beforeDelete.storage is required when the final backup is enabled"
+type FinalBackupSpec struct {
+	// Enabled takes the final backup. Setting it to false while the Echo is
+	// being deleted gives up on the backup and lets the deletion proceed.
+	// +kubebuilder:default=false
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
+
+	// Storage is where the final backup is written.
+	// +optional
+	Storage *BackupStorage `json:"storage,omitempty"`
+
+	// Compression of the archive.
+	// +kubebuilder:default=Gzip
+	// +optional
+	Compression Compression `json:"compression,omitempty"`
 }
 
 // EchoStatus is the observed state of an Echo, rebuilt from its Deployment,

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 )
@@ -111,8 +112,17 @@ func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals m
 	return rel, nil
 }
 
-// Uninstall implements helmclient.ActionInterface.
+// errFinalBackupPending holds an uninstall back until the final backup is done.
+var errFinalBackupPending = errors.New("waiting for the final backup before uninstalling the release")
+
+// Uninstall implements helmclient.ActionInterface. While the object still
+// carries the final backup finalizer, the release stays: the backup needs
+// the Echo's data and pods, and the Helm reconciler would otherwise
+// uninstall as soon as deletion starts.
 func (c *actionClient) Uninstall(name string, opts ...helmclient.UninstallOption) (*release.UninstallReleaseResponse, error) {
+	if controllerutil.ContainsFinalizer(c.obj, echov1alpha1.FinalBackupFinalizer) {
+		return nil, errFinalBackupPending
+	}
 	resp, err := c.ActionInterface.Uninstall(name, opts...)
 	if err == nil {
 		c.recorder.Event(c.obj, corev1.EventTypeNormal, echov1alpha1.EventReasonReleaseUninstalled, "Uninstalled the release")

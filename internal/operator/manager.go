@@ -124,6 +124,12 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("setting up the EchoBackup controller: %w", err)
 	}
 
+	if err := (&controllers.EchoFinalBackupReconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorderFor("echo-operator"),
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the final backup controller: %w", err)
+	}
 	if err := (&controllers.EchoBackupScheduleReconciler{
 		Client:   mgr.GetClient(),
 		Recorder: mgr.GetEventRecorderFor("echo-operator"),

@@ -1,0 +1,124 @@
+package controllers_test
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/controllers"
+)
+
+func withFinalBackup(e *echov1alpha1.Echo) {
+	storage := newBackup(e.Namespace, "unused", e.Name).Spec.Storage
+	e.Spec.Persistence = &echov1alpha1.PersistenceSpec{Enabled: true}
+	e.Spec.Backup = &echov1alpha1.EchoBackupPolicy{BeforeDelete: &echov1alpha1.FinalBackupSpec{Enabled: true, Storage: &storage}}
+}
+
+// finalBackupOf waits for the final backup of an Echo to exist.
+func finalBackupOf(t *testing.T, key types.NamespacedName) echov1alpha1.EchoBackup {
+	t.Helper()
+	var b echov1alpha1.EchoBackup
+	Eventually(func(g Gomega) {
+		list := &echov1alpha1.EchoBackupList{}
+		g.Expect(k8sClient.List(context.Background(), list, client.InNamespace(key.Namespace),
+			client.MatchingLabels{controllers.FinalBackupOfLabel: key.Name})).To(Succeed())
+		g.Expect(list.Items).To(HaveLen(1))
+		b = list.Items[0]
+	}, timeout, interval).Should(Succeed())
+	return b
+}
+
+func setBackupCondition(t *testing.T, b echov1alpha1.EchoBackup, condType, message string) {
+	t.Helper()
+	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		latest := &echov1alpha1.EchoBackup{}
+		if err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(&b), latest); err != nil {
+			return err
+		}
+		meta.SetStatusCondition(&latest.Status.Conditions, metav1.Condition{Type: condType, Status: metav1.ConditionTrue, Reason: "Test", Message: message})
+		latest.Status.Error = message
+		return k8sClient.Status().Update(context.Background(), latest)
+	})).To(Succeed())
+}
+
+func TestFinalBackupHoldsTheDeletionUntilItCompletes(t *testing.T) {
+	RegisterTestingT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	key := types.NamespacedName{Namespace: ns, Name: "precious"}
+	createEcho(t, newEcho(ns, key.Name, withFinalBackup))
+	rollOut(t, key)
+	Eventually(func(g Gomega) []string { return getEcho(g, key).Finalizers }, timeout, interval).
+		Should(ContainElements(echov1alpha1.FinalBackupFinalizer, "uninstall-helm-release"))
+
+	Expect(k8sClient.Delete(ctx, getEcho(Default, key))).To(Succeed())
+	b := finalBackupOf(t, key)
+	Expect(b.OwnerReferences).To(BeEmpty(), "the final backup outlives its Echo")
+	Expect(b.Spec.EchoName).To(Equal(key.Name))
+
+	// The backup's Job starts, and nothing of the Echo goes while it runs.
+	waitJob(t, ns, b.Name+"-backup")
+	Consistently(func(g Gomega) {
+		g.Expect(getEcho(g, key).Finalizers).To(ContainElement(echov1alpha1.FinalBackupFinalizer))
+		g.Expect(k8sClient.Get(ctx, key, &appsv1.Deployment{})).To(Succeed())
+		g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: key.Name + "-data"}, &corev1.PersistentVolumeClaim{})).To(Succeed())
+	}, "1s", interval).Should(Succeed())
+
+	setBackupCondition(t, b, echov1alpha1.BackupConditionComplete, "stored")
+	expectGone(t, &echov1alpha1.Echo{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name}})
+	expectGone(t, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name}})
+	Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&b), &echov1alpha1.EchoBackup{})).To(Succeed(), "the final backup is kept")
+	Eventually(func(g Gomega) []string { return eventReasons(g, ns, key.Name) }, timeout, interval).
+		Should(ContainElements(echov1alpha1.EventReasonFinalBackupStarted, echov1alpha1.EventReasonFinalBackupCompleted))
+}
+
+func TestFailedFinalBackupKeepsTheEchoUntilGivenUp(t *testing.T) {
+	RegisterTestingT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	key := types.NamespacedName{Namespace: ns, Name: "stuck"}
+	createEcho(t, newEcho(ns, key.Name, withFinalBackup))
+	rollOut(t, key)
+	Eventually(func(g Gomega) bool {
+		return controllerutil.ContainsFinalizer(getEcho(g, key), echov1alpha1.FinalBackupFinalizer)
+	}, timeout, interval).Should(BeTrue())
+
+	Expect(k8sClient.Delete(ctx, getEcho(Default, key))).To(Succeed())
+	setBackupCondition(t, finalBackupOf(t, key), echov1alpha1.BackupConditionFailed, "bucket not found")
+	Eventually(func(g Gomega) []string { return eventReasons(g, ns, key.Name) }, timeout, interval).
+		Should(ContainElement(echov1alpha1.EventReasonFinalBackupFailed))
+	Consistently(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, key, &appsv1.Deployment{})).To(Succeed(), "nothing is removed after a failed final backup")
+	}, "1s", interval).Should(Succeed())
+
+	updateEcho(t, key, func(e *echov1alpha1.Echo) { e.Spec.Backup.BeforeDelete.Enabled = false })
+	expectGone(t, &echov1alpha1.Echo{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name}})
+	expectGone(t, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name}})
+}
+
+func TestFinalBackupFinalizerFollowsThePolicy(t *testing.T) {
+	RegisterTestingT(t)
+	ns := newNamespace(t)
+	key := types.NamespacedName{Namespace: ns, Name: "toggled"}
+	createEcho(t, newEcho(ns, key.Name))
+	rollOut(t, key)
+	Consistently(func(g Gomega) []string { return getEcho(g, key).Finalizers }, "500ms", interval).
+		ShouldNot(ContainElement(echov1alpha1.FinalBackupFinalizer), "a finalizer only when there is work outside the object graph")
+
+	updateEcho(t, key, withFinalBackup)
+	Eventually(func(g Gomega) []string { return getEcho(g, key).Finalizers }, timeout, interval).
+		Should(ContainElements(echov1alpha1.FinalBackupFinalizer, "uninstall-helm-release"))
+	updateEcho(t, key, func(e *echov1alpha1.Echo) { e.Spec.Backup = nil })
+	Eventually(func(g Gomega) []string { return getEcho(g, key).Finalizers }, timeout, interval).
+		Should(And(Not(ContainElement(echov1alpha1.FinalBackupFinalizer)), ContainElement("uninstall-helm-release")))
+}
