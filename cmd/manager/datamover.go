@@ -1,12 +1,13 @@
 package main
 
-// The backup and restore subcommands: the data mover run by the operator's
-// backup and restore Jobs, in the operator's own image. The outcome goes to
-// the exit code (0 or 1), to structured logs on stderr and, as one small
-// JSON object, to the termination log, from which the operator reads a
-// Job's result:
+// The backup, restore and delete subcommands: the data mover run by the
+// operator's backup, restore and artifact deletion Jobs, in the operator's
+// own image. The outcome goes to the exit code (0 or 1), to structured logs
+// on stderr and, as one small JSON object, to the termination log, from
+// which the operator reads a Job's result:
 //
 //	{"size":1234,"checksum":"sha256:…","location":"s3://bucket/key","files":3}
+//	{"location":"s3://bucket/key"}  (delete)
 //	{"error":"…","reason":"AccessDenied","retryable":false}
 
 import (
@@ -42,10 +43,17 @@ const (
 	moverGCPercent = 25
 )
 
-// moverOptions are the flags of both subcommands.
+// The subcommands.
+const (
+	commandBackup  = "backup"
+	commandRestore = "restore"
+	commandDelete  = "delete"
+)
+
+// moverOptions are the flags of the subcommands.
 type moverOptions struct {
 	command        string
-	dataDir        string
+	dataDir        string // backup and restore
 	key            string
 	terminationLog string
 	// backup
@@ -66,16 +74,21 @@ type moverSuccess struct {
 	Files    int    `json:"files"`
 }
 
+// moverDeletion is the result of the delete subcommand.
+type moverDeletion struct {
+	Location string `json:"location"`
+}
+
 type moverFailure struct {
 	Error     string `json:"error"`
 	Reason    string `json:"reason"`
 	Retryable bool   `json:"retryable"`
 }
 
-// runDataMover runs the subcommand named by args[0] when it is backup or
-// restore, and reports whether it did.
+// runDataMover runs the subcommand named by args[0] when it is backup,
+// restore or delete, and reports whether it did.
 func runDataMover(args []string) (code int, ok bool) {
-	if len(args) == 0 || (args[0] != "backup" && args[0] != "restore") {
+	if len(args) == 0 || (args[0] != commandBackup && args[0] != commandRestore && args[0] != commandDelete) {
 		return 0, false
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
@@ -122,17 +135,20 @@ func parseMoverFlags(command string, args []string, output io.Writer) (moverOpti
 	fs := flag.NewFlagSet("manager "+command, flag.ContinueOnError)
 	// Errors go to the log and the termination log; usage only on -h.
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&o.dataDir, "data-dir", "", "the Echo's data directory (required)")
+	if command != commandDelete {
+		fs.StringVar(&o.dataDir, "data-dir", "", "the Echo's data directory (required)")
+	}
 	fs.StringVar(&o.key, "key", "", "key of the backup in the store: <key>/manifest.json and <key>/data.tar.gz (required)")
 	fs.StringVar(&o.terminationLog, "termination-log", o.terminationLog, "file receiving the JSON result; empty disables it")
-	if command == "backup" {
+	switch command {
+	case commandBackup:
 		fs.StringVar(&o.compression, "compression", string(datamover.CompressionGzip), "archive compression: gzip or none")
 		fs.StringVar(&o.configFile, "config-file", "", "JSON file with the configuration to back up (the Echo and its Helm release)")
 		fs.StringVar(&o.source.Namespace, "source-namespace", "", "namespace of the Echo, recorded in the manifest")
 		fs.StringVar(&o.source.Name, "source-name", "", "name of the Echo, recorded in the manifest")
 		fs.StringVar(&o.source.UID, "source-uid", "", "UID of the Echo, recorded in the manifest")
 		fs.Int64Var(&o.source.Generation, "source-generation", 0, "generation of the Echo, recorded in the manifest")
-	} else {
+	case commandRestore:
 		fs.StringVar(&o.existingData, "existing-data", string(datamover.ExistingDataFail),
 			"when the data directory holds data: Fail, or Replace (the old data is kept in .echo-pre-restore-<timestamp>/)")
 	}
@@ -156,7 +172,7 @@ func parseMoverFlags(command string, args []string, output io.Writer) (moverOpti
 		return o, fmt.Errorf("%w: unexpected arguments %q", datamover.ErrInvalidArgument, fs.Args())
 	}
 	switch {
-	case o.dataDir == "":
+	case o.dataDir == "" && command != commandDelete:
 		return o, fmt.Errorf("%w: --data-dir is required", datamover.ErrInvalidArgument)
 	case o.key == "":
 		return o, fmt.Errorf("%w: --key is required", datamover.ErrInvalidArgument)
@@ -206,10 +222,16 @@ func (o moverOptions) run(ctx context.Context, log *slog.Logger) (any, error) {
 		return nil, err
 	}
 	var m *datamover.Manifest
-	if o.command == "backup" {
+	switch o.command {
+	case commandBackup:
 		m, err = o.backup(ctx, store, log)
-	} else {
+	case commandRestore:
 		m, err = o.restore(ctx, store, log)
+	default:
+		if err := datamover.Delete(ctx, datamover.DeleteOptions{Store: store, Key: o.key, Logger: log}); err != nil {
+			return nil, err
+		}
+		return moverDeletion{Location: store.Location(o.key)}, nil
 	}
 	if err != nil {
 		return nil, err

@@ -19,13 +19,14 @@ import (
 // defaultEchoImage is the echo server image when RELATED_IMAGE_ECHO is unset.
 const defaultEchoImage = "quay.io/echo-operator/echo-server:v0.1.0"
 
-// defaultOperatorImage is the operator's own image, which backup and
-// restore Jobs run, when RELATED_IMAGE_OPERATOR is unset.
+// defaultOperatorImage is the operator's own image, which the data mover
+// Jobs run, when RELATED_IMAGE_OPERATOR is unset.
 const defaultOperatorImage = "quay.io/echo-operator/echo-operator:v0.1.0"
 
 func main() {
-	// "manager backup ..." and "manager restore ..." run the data mover of
-	// the backup and restore Jobs (datamover.go).
+	// "manager backup ...", "manager restore ..." and "manager delete ..."
+	// run the data mover of the backup, restore and artifact deletion Jobs
+	// (datamover.go).
 	if code, ok := runDataMover(os.Args[1:]); ok {
 		os.Exit(code)
 	}

@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -621,5 +622,87 @@ func TestCLIUsage(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "--existing-data") && !strings.Contains(string(out), "-existing-data") {
 		t.Errorf("restore -h: %v\n%s", err, out)
+	}
+}
+
+// TestCLIDelete deletes backups with the manager binary, as the artifact
+// deletion Job does: the backup's objects go, nothing else, and running it
+// again succeeds.
+func TestCLIDelete(t *testing.T) {
+	f := newFaultEnv(t)
+	fsRoot := t.TempDir()
+	fsStore, err := NewFSStore(fsRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stores := []struct {
+		name     string
+		store    Store
+		flags    []string
+		location string
+	}{
+		{"s3", f.store, s3Flags(f.srv, testBucket), "s3://backups/echo-backups/team-a/echo/b1"},
+		{"fs", fsStore, []string{"--fs-root", fsRoot}, filepath.Join(fsRoot, "team-a/echo/b1")},
+	}
+	for _, s := range stores {
+		t.Run(s.name, func(t *testing.T) {
+			ctx := context.Background()
+			for _, key := range []string{"team-a/echo/b1", "team-a/echo/b2"} {
+				if _, err := Backup(ctx, BackupOptions{DataDir: f.source, Store: s.store, Key: key}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for range 2 {
+				res := runMover(t, f.srv.Env(), append([]string{"delete", "--key", "team-a/echo/b1"}, s.flags...)...)
+				if res.code != 0 {
+					t.Fatalf("delete failed: %s\n%s", res.term, res.stderr)
+				}
+				if res.success != (moverSuccess{Location: s.location}) {
+					t.Errorf("termination log %s, want the location %s alone", res.term, s.location)
+				}
+				f.checkNoSecret(t, res)
+			}
+			if got := storedKeys(t, s.store, "team-a/"); !slices.Equal(got, []string{"team-a/echo/b2/data.tar.gz", "team-a/echo/b2/manifest.json"}) {
+				t.Errorf("store holds %v, want the other backup alone", got)
+			}
+		})
+	}
+}
+
+// TestCLIDeleteFaults: a deletion that fails says why and leaves the
+// backup whole.
+func TestCLIDeleteFaults(t *testing.T) {
+	f := newFaultEnv(t)
+	f.backupTo(t, "delete-faults/b1")
+	for _, c := range []struct {
+		name      string
+		env       []string
+		args      []string
+		reason    string
+		retryable bool
+	}{
+		{"wrong credentials", f.wrongEnv, s3Flags(f.srv, testBucket), "AccessDenied", false},
+		{"unreachable endpoint", f.srv.Env(), []string{"--s3-endpoint", f.unreachable, "--s3-bucket", testBucket, "--s3-path-style"}, "Unavailable", true},
+		{"missing bucket", f.srv.Env(), s3Flags(f.srv, "no-such-bucket"), "BucketNotFound", false},
+		{"no key", f.srv.Env(), []string{"--key=", "--s3-endpoint", f.srv.Endpoint, "--s3-bucket", testBucket}, "InvalidArgument", false},
+		{"bad key", f.srv.Env(), append([]string{"--key", "../delete-faults/b1"}, s3Flags(f.srv, testBucket)...), "InvalidArgument", false},
+		{"a data directory", f.srv.Env(), append([]string{"--data-dir", f.source}, s3Flags(f.srv, testBucket)...), "InvalidArgument", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args := c.args
+			if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--key") }) {
+				args = append([]string{"--key", "delete-faults/b1"}, args...)
+			}
+			res := runMover(t, c.env, append([]string{"delete"}, args...)...)
+			expectFailure(t, res, c.reason, c.retryable)
+			f.checkNoSecret(t, res)
+			if got := storedKeys(t, f.store, "delete-faults/"); len(got) != 2 {
+				t.Errorf("store holds %v after a failed deletion, want the whole backup", got)
+			}
+		})
+	}
+	out, err := exec.Command(managerBin, "delete", "-h").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "-key") || strings.Contains(string(out), "-data-dir") {
+		t.Errorf("delete -h: %v\n%s", err, out)
 	}
 }

@@ -194,7 +194,8 @@ func (s *FSStore) Stat(_ context.Context, key string) (info ObjectInfo, err erro
 	return ObjectInfo{Key: key, Size: fi.Size(), ModTime: fi.ModTime()}, nil
 }
 
-// Delete implements Store.
+// Delete implements Store. The directory is fsynced after the removal, so
+// that deletions persist in the order they were made.
 func (s *FSStore) Delete(_ context.Context, key string) (err error) {
 	if err := CheckKey(key); err != nil {
 		return err
@@ -204,10 +205,58 @@ func (s *FSStore) Delete(_ context.Context, key string) (err error) {
 		return err
 	}
 	defer closeInto(&err, root, "close filesystem store")
-	if err := root.Remove(key); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := root.Remove(key); err != nil {
+		// ENOTDIR: a parent is a file, so the object cannot exist either.
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			return nil
+		}
 		return classifyFS(fmt.Errorf("delete %s: %w", s.Location(key), err))
 	}
+	if err := syncRootDir(root, path.Dir(key)); err != nil {
+		return classifyFS(fmt.Errorf("sync %s: %w", s.Location(path.Dir(key)), err))
+	}
 	return nil
+}
+
+// removeKeyDir removes the directory of a deleted backup's key: first the
+// temporary files that interrupted writes of the named objects left in it,
+// then the directory itself if that emptied it. Anything else keeps the
+// directory, and a key that is not a directory is left alone.
+func (s *FSStore) removeKeyDir(key string, names []string) (err error) {
+	if err := CheckKey(key); err != nil {
+		return err
+	}
+	root, err := s.open()
+	if err != nil {
+		return err
+	}
+	defer closeInto(&err, root, "close filesystem store")
+	info, err := root.Lstat(key)
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && !info.IsDir()) {
+		return nil
+	}
+	if err != nil {
+		return classifyFS(fmt.Errorf("stat %s: %w", s.Location(key), err))
+	}
+	entries, err := fs.ReadDir(root.FS(), key)
+	if err != nil {
+		return classifyFS(fmt.Errorf("read %s: %w", s.Location(key), err))
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !isTempOf(e.Name(), names) {
+			continue
+		}
+		if err := root.Remove(path.Join(key, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return classifyFS(fmt.Errorf("delete %s: %w", s.Location(path.Join(key, e.Name())), err))
+		}
+	}
+	if err := root.Remove(key); err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
+			return nil
+		}
+		return classifyFS(fmt.Errorf("delete %s: %w", s.Location(key), err))
+	}
+	return syncRootDir(root, path.Dir(key))
 }
 
 // List implements Store. Temporary files of unfinished Puts are not listed.
@@ -256,6 +305,17 @@ func (s *FSStore) List(ctx context.Context, prefix string) (out []ObjectInfo, er
 
 func isTempName(name string) bool {
 	return strings.HasPrefix(name, ".") && strings.Contains(name, tmpMarker)
+}
+
+// isTempOf reports whether name is a temporary file of a Put of one of the
+// named objects.
+func isTempOf(name string, objects []string) bool {
+	for _, o := range objects {
+		if strings.HasPrefix(name, "."+o+tmpMarker) {
+			return true
+		}
+	}
+	return false
 }
 
 // classifyFS marks filesystem errors with the package's sentinels.
