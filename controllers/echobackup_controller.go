@@ -17,7 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 )
@@ -35,8 +37,9 @@ const (
 const resultGracePeriod = 2 * time.Minute
 
 // EchoBackupReconciler runs each EchoBackup as a Job of the operator's own
-// image and reports the Job's outcome. A finished backup is never
-// reconciled again.
+// image and reports the Job's outcome. A finished backup is not reconciled
+// again until it is deleted: with deletion policy Delete, a second Job
+// then deletes its artifact (echobackup_delete.go).
 type EchoBackupReconciler struct {
 	client.Client
 	Scheme   *runtime.Scheme
@@ -47,8 +50,9 @@ type EchoBackupReconciler struct {
 	Now func() time.Time
 }
 
-// +kubebuilder:rbac:groups=echo.dev,resources=echobackups,verbs=get;list;watch
+// +kubebuilder:rbac:groups=echo.dev,resources=echobackups,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=echo.dev,resources=echobackups/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=echo.dev,resources=echobackups/finalizers,verbs=update
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
@@ -59,13 +63,26 @@ func (r *EchoBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if err := r.Get(ctx, req.NamespacedName, b); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !b.DeletionTimestamp.IsZero() || backupFinished(b) {
-		return ctrl.Result{}, nil
+	if !b.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, b)
+	}
+	// Added before anything is stored; a finished backup lacks it only if
+	// it finished before the finalizer existed.
+	if wantsArtifactFinalizer(b) && !controllerutil.ContainsFinalizer(b, ArtifactFinalizer) {
+		if err := r.addArtifactFinalizer(ctx, b); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if backupFinished(b) {
+		return ctrl.Result{}, r.deleteFinishedJob(ctx, b)
 	}
 	orig := b.DeepCopy()
 	result, err := r.reconcileBackup(ctx, b)
 	if patchErr := r.patchStatus(ctx, orig, b); patchErr != nil {
 		return ctrl.Result{}, patchErr
+	}
+	if err == nil && backupFinished(b) {
+		err = r.deleteFinishedJob(ctx, b)
 	}
 	return result, err
 }
@@ -145,7 +162,7 @@ func (r *EchoBackupReconciler) observeJob(ctx context.Context, b *echov1alpha1.E
 	if !complete && !failed {
 		return ctrl.Result{}, nil
 	}
-	res, err := r.moverResult(ctx, b)
+	res, err := r.jobMoverResult(ctx, job)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -166,17 +183,24 @@ func (r *EchoBackupReconciler) observeJob(ctx context.Context, b *echov1alpha1.E
 	return ctrl.Result{}, nil
 }
 
-// moverResult reads the result the data mover left as its container's
-// termination message, from the newest pod that has one.
-func (r *EchoBackupReconciler) moverResult(ctx context.Context, b *echov1alpha1.EchoBackup) (*moverResult, error) {
+// jobMoverResult reads the result the data mover left as its container's
+// termination message, from the newest pod of one Job that has one. Pods
+// are matched by the Job's UID: the pods of an earlier Job of the same
+// name, or of the backup's other Jobs, which may linger, do not answer.
+func (r *EchoBackupReconciler) jobMoverResult(ctx context.Context, job *batchv1.Job) (*moverResult, error) {
 	pods := &corev1.PodList{}
-	if err := r.List(ctx, pods, client.InNamespace(b.Namespace), client.MatchingLabels{BackupLabel: b.Name}); err != nil {
-		return nil, fmt.Errorf("listing the pods of backup %s: %w", b.Name, err)
+	if err := r.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.ControllerUidLabel: string(job.UID)}); err != nil {
+		return nil, fmt.Errorf("listing the pods of Job %s: %w", job.Name, err)
 	}
+	return newestMoverResult(pods.Items), nil
+}
+
+// newestMoverResult is the result of the pod that ended last, if any has.
+func newestMoverResult(pods []corev1.Pod) *moverResult {
 	var newest *moverResult
 	var newestAt time.Time
-	for i := range pods.Items {
-		msg, at, ok := terminationMessage(&pods.Items[i])
+	for i := range pods {
+		msg, at, ok := terminationMessage(&pods[i])
 		if !ok || (newest != nil && !at.After(newestAt)) {
 			continue
 		}
@@ -186,7 +210,7 @@ func (r *EchoBackupReconciler) moverResult(ctx context.Context, b *echov1alpha1.
 		}
 		newest, newestAt = res, at
 	}
-	return newest, nil
+	return newest
 }
 
 func (r *EchoBackupReconciler) complete(b *echov1alpha1.EchoBackup, res *moverResult) {
@@ -224,15 +248,27 @@ func (r *EchoBackupReconciler) now() time.Time {
 	return time.Now()
 }
 
-// SetupWithManager registers the controller; Jobs map to their backup
-// through their owner reference.
+// SetupWithManager registers the controller; backup Jobs map to their
+// backup through their owner reference, delete Jobs, which have none,
+// through their label.
 func (r *EchoBackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("echobackup").
 		For(&echov1alpha1.EchoBackup{}).
 		Owns(&batchv1.Job{}).
+		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(deleteJobBackup)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
 		Complete(r)
+}
+
+// deleteJobBackup maps a delete Job to the EchoBackup it deletes the
+// artifact of.
+func deleteJobBackup(_ context.Context, obj client.Object) []reconcile.Request {
+	name := obj.GetLabels()[BackupLabel]
+	if name == "" || obj.GetName() != childName(name, "delete") {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}}}
 }
 
 func backupFinished(b *echov1alpha1.EchoBackup) bool {

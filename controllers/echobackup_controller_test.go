@@ -157,6 +157,8 @@ func TestEchoBackupRunsTheDataMoverAndReportsItsResult(t *testing.T) {
 	}, timeout, interval).Should(Succeed())
 	Eventually(func(g Gomega) []string { return eventReasons(g, ns, b.Name) }, timeout, interval).
 		Should(ContainElements(controllers.EventReasonBackupStarted, controllers.EventReasonBackupCompleted))
+	// Its pods would keep the Echo's claim from ever being deleted.
+	expectGone(t, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: job.Name}})
 }
 
 func TestEchoBackupFailuresSayWhatToFix(t *testing.T) {

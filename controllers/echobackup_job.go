@@ -21,6 +21,10 @@ const (
 	ManagedByLabel = "app.kubernetes.io/managed-by"
 	ManagedByValue = "echo-operator"
 	BackupLabel    = "echo.dev/backup"
+	// BackupUIDAnnotation ties a delete Job to the EchoBackup it serves,
+	// which its name alone does not: a name is reused once its EchoBackup
+	// is gone.
+	BackupUIDAnnotation = "echo.dev/backup-uid"
 
 	moverContainer   = "mover"
 	dataMountPath    = "/data"
@@ -31,6 +35,8 @@ const (
 	caFileName       = "ca.crt"
 	backupDeadline   = int64(3600)
 	backupRetries    = int32(2)
+	deleteDeadline   = int64(600)
+	deleteJobTTL     = int32(3600)
 	moverUserID      = int64(65532)
 	maxObjectNameLen = 63
 )
@@ -51,6 +57,9 @@ func childName(parent, suffix string) string {
 
 // backupJobName is the name of the Job that runs a backup.
 func backupJobName(b *echov1alpha1.EchoBackup) string { return childName(b.Name, "backup") }
+
+// deleteJobName is the name of the Job that deletes a backup's artifact.
+func deleteJobName(b *echov1alpha1.EchoBackup) string { return childName(b.Name, "delete") }
 
 // backupConfigName is the name of the ConfigMap that carries the
 // configuration a backup captures.
@@ -136,6 +145,57 @@ func backupJob(b *echov1alpha1.EchoBackup, echo *echov1alpha1.Echo, image string
 						Resources: corev1.ResourceRequirements{
 							Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
 							Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("256Mi")},
+						},
+					}},
+				},
+			},
+		},
+	}
+}
+
+// deleteJob is the Job that deletes a backup's artifact with the
+// operator's image. It mounts the storage as the backup Job does, and
+// nothing of the Echo, which may be gone.
+//
+// The EchoBackup does not own it: the Job runs while the EchoBackup is
+// being deleted, when the garbage collector may be removing everything it
+// owns (a foreground deletion deletes every dependent, even one created
+// after the deletion began). The controller deletes the Job itself once
+// the EchoBackup is let go; its TTL cleans up after an EchoBackup whose
+// finalizer was removed by hand.
+func deleteJob(b *echov1alpha1.EchoBackup, image string) *batchv1.Job {
+	storeArgs, env, volumes, mounts := storageMount(b.Spec.Storage)
+	args := append([]string{"delete", "--key=" + artifactKey(b)}, storeArgs...)
+	volumes = append(volumes, corev1.Volume{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	mounts = append(mounts, corev1.VolumeMount{Name: "tmp", MountPath: "/tmp"})
+
+	labels := moverLabels(b)
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: deleteJobName(b), Namespace: b.Namespace, Labels: labels,
+			Annotations: map[string]string{BackupUIDAnnotation: string(b.UID)}},
+		Spec: batchv1.JobSpec{
+			BackoffLimit:            ptr.To(backupRetries),
+			ActiveDeadlineSeconds:   ptr.To(deleteDeadline),
+			TTLSecondsAfterFinished: ptr.To(deleteJobTTL),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					RestartPolicy:                corev1.RestartPolicyNever,
+					AutomountServiceAccountToken: ptr.To(false),
+					EnableServiceLinks:           ptr.To(false),
+					SecurityContext:              restrictedPodSecurity(),
+					Volumes:                      volumes,
+					Containers: []corev1.Container{{
+						Name:                     moverContainer,
+						Image:                    image,
+						Args:                     args,
+						Env:                      env,
+						VolumeMounts:             mounts,
+						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+						SecurityContext:          restrictedContainerSecurity(),
+						Resources: corev1.ResourceRequirements{
+							Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
+							Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
 						},
 					}},
 				},

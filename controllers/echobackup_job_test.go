@@ -1,10 +1,13 @@
 package controllers
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -124,5 +127,142 @@ func checkDataVolume(t *testing.T, volumes []corev1.Volume, claim string) {
 		t.Errorf("data volume = %+v, want an emptyDir", src)
 	case claim != "" && (src.PersistentVolumeClaim == nil || src.PersistentVolumeClaim.ClaimName != claim || !src.PersistentVolumeClaim.ReadOnly):
 		t.Errorf("data volume = %+v, want claim %s read-only", src, claim)
+	}
+}
+
+func TestDeleteJob(t *testing.T) {
+	s3 := echov1alpha1.BackupStorage{S3: &echov1alpha1.S3Storage{
+		Bucket: "b", Endpoint: "https://s3.example.test", Prefix: "team", Region: "eu-west-3",
+		CredentialsSecretRef: echov1alpha1.S3CredentialsSecretRef{Name: "creds"},
+		CABundle:             &echov1alpha1.SecretKeyRef{Name: "ca", Key: "bundle.pem"},
+	}}
+	minio := echov1alpha1.BackupStorage{S3: &echov1alpha1.S3Storage{
+		Bucket: "b", Endpoint: "http://minio:9000", ForcePathStyle: true,
+		CredentialsSecretRef: echov1alpha1.S3CredentialsSecretRef{Name: "creds"},
+	}}
+	pvc := echov1alpha1.BackupStorage{PersistentVolumeClaim: &echov1alpha1.PVCStorage{ClaimName: "backups", SubPath: "echo"}}
+
+	cases := []struct {
+		name       string
+		backupName string
+		storage    echov1alpha1.BackupStorage
+		wantName   string
+		wantArgs   []string
+		wantEnv    int
+		wantVolume func(corev1.Volume) bool // a volume the Job must mount
+	}{
+		{"S3 with a CA", "b1", s3, "b1-delete",
+			[]string{"--s3-endpoint=https://s3.example.test", "--s3-region=eu-west-3", "--s3-bucket=b", "--s3-prefix=team", "--s3-ca-file=/etc/echo-backup/ca/ca.crt"},
+			2, func(v corev1.Volume) bool { return v.Secret != nil && v.Secret.SecretName == "ca" }},
+		{"S3 path style, default region", "b1", minio, "b1-delete",
+			[]string{"--s3-endpoint=http://minio:9000", "--s3-region=us-east-1", "--s3-path-style"}, 2, nil},
+		{"PVC store", "b1", pvc, "b1-delete", []string{"--fs-root=/backup/echo"}, 0,
+			func(v corev1.Volume) bool {
+				return v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == "backups"
+			}},
+		{"a long name", strings.Repeat("n", 63), pvc, "", []string{"--fs-root=/backup/echo"}, 0, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &echov1alpha1.EchoBackup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: tc.backupName, UID: "uid-1"},
+				Spec: echov1alpha1.EchoBackupSpec{EchoName: "web", Storage: tc.storage, DeletionPolicy: echov1alpha1.DeletionPolicyDelete}}
+			job := deleteJob(b, "img")
+			if tc.wantName != "" && job.Name != tc.wantName {
+				t.Errorf("name = %s, want %s", job.Name, tc.wantName)
+			}
+			if len(job.Name) > maxObjectNameLen || job.Name != deleteJobName(b) || job.Name == backupJobName(b) {
+				t.Errorf("name %q: not the backup's delete Job name", job.Name)
+			}
+			checkDeleteArgs(t, job.Spec.Template.Spec.Containers[0], append(tc.wantArgs, "--key=ns/web/"+tc.backupName))
+			checkSecretEnv(t, job.Spec.Template.Spec.Containers[0].Env, tc.wantEnv)
+			checkDeleteVolumes(t, job.Spec.Template.Spec, tc.wantVolume)
+			checkDeleteJobBounds(t, job)
+			if len(job.OwnerReferences) != 0 {
+				t.Error("the delete Job is owned: it would go with the EchoBackup it serves")
+			}
+			if job.Annotations[BackupUIDAnnotation] != "uid-1" || job.Labels[BackupLabel] != tc.backupName ||
+				job.Spec.Template.Labels[ManagedByLabel] != ManagedByValue {
+				t.Errorf("labels %v, annotations %v: the Job is not tied to its backup", job.Labels, job.Annotations)
+			}
+			if got := deleteJobBackup(context.Background(), job); len(got) != 1 || got[0].Name != tc.backupName || got[0].Namespace != "ns" {
+				t.Errorf("the Job maps to %v, want its backup", got)
+			}
+		})
+	}
+	if got := deleteJobBackup(context.Background(), backupJob(
+		&echov1alpha1.EchoBackup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b1"}, Spec: echov1alpha1.EchoBackupSpec{Storage: pvc}},
+		&echov1alpha1.Echo{}, "img")); len(got) != 0 {
+		t.Errorf("a backup Job maps to %v through the delete Jobs' watch", got)
+	}
+}
+
+// checkDeleteArgs checks that the container runs the image's delete
+// subcommand with the wanted flags and none of a backup's.
+func checkDeleteArgs(t *testing.T, c corev1.Container, want []string) {
+	t.Helper()
+	if c.Image != "img" || len(c.Args) == 0 || c.Args[0] != "delete" {
+		t.Errorf("container runs %s %v, want the image's delete subcommand", c.Image, c.Args)
+	}
+	for _, w := range want {
+		if !slices.Contains(c.Args, w) {
+			t.Errorf("args %v lack %q", c.Args, w)
+		}
+	}
+	for _, arg := range c.Args {
+		if strings.HasPrefix(arg, "--data-dir") || strings.HasPrefix(arg, "--compression") || strings.HasPrefix(arg, "--config-file") {
+			t.Errorf("args hold %s, which only a backup takes", arg)
+		}
+	}
+}
+
+// checkDeleteVolumes checks that the pod mounts the storage (a volume
+// matching want, when given) and nothing of the Echo or the backup.
+func checkDeleteVolumes(t *testing.T, pod corev1.PodSpec, want func(corev1.Volume) bool) {
+	t.Helper()
+	for _, v := range pod.Volumes {
+		if v.Name == "data" || v.Name == "config" {
+			t.Errorf("the Job mounts the backup's %s volume", v.Name)
+		}
+	}
+	if want != nil && !slices.ContainsFunc(pod.Volumes, want) {
+		t.Errorf("volumes %+v lack the storage's", pod.Volumes)
+	}
+	for _, m := range pod.Containers[0].VolumeMounts {
+		if !slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == m.Name }) {
+			t.Errorf("mount %s has no volume", m.Name)
+		}
+	}
+	if pod.Affinity != nil || pod.NodeSelector != nil {
+		t.Error("the delete Job is placed by the Echo's scheduling, which it does not need")
+	}
+}
+
+// checkDeleteJobBounds checks the Job's security and limits.
+func checkDeleteJobBounds(t *testing.T, job *batchv1.Job) {
+	t.Helper()
+	pod := job.Spec.Template.Spec
+	c := pod.Containers[0]
+	if !*pod.SecurityContext.RunAsNonRoot || !*c.SecurityContext.ReadOnlyRootFilesystem || *c.SecurityContext.AllowPrivilegeEscalation {
+		t.Error("the Job's pod does not meet the restricted profile")
+	}
+	if pod.RestartPolicy != corev1.RestartPolicyNever || *job.Spec.BackoffLimit <= 0 || *job.Spec.ActiveDeadlineSeconds <= 0 ||
+		job.Spec.TTLSecondsAfterFinished == nil || c.Resources.Limits.Memory().IsZero() {
+		t.Error("the Job is not bounded: restart policy, retries, deadline, TTL and memory")
+	}
+}
+
+func TestRetryWait(t *testing.T) {
+	failed := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		since, want time.Duration
+	}{
+		{0, artifactDeleteBackoff},
+		{20 * time.Second, artifactDeleteBackoff - 20*time.Second},
+		{artifactDeleteBackoff, 0},
+		{time.Hour, 0},
+	} {
+		if got := retryWait(failed, failed.Add(tc.since)); got != tc.want {
+			t.Errorf("%s after the failure: retry in %s, want %s", tc.since, got, tc.want)
+		}
 	}
 }

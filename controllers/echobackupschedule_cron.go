@@ -55,12 +55,16 @@ func scheduledBackupName(schedule string, at time.Time) string {
 
 // backupsToPrune picks, among a schedule's backups, the finished ones the
 // retention policy no longer keeps. The newest successful backup is always
-// kept; running backups are never pruned.
+// kept; running backups are never pruned. Backups already being deleted
+// (waiting for their artifact to be deleted) neither count nor are pruned
+// again.
 func backupsToPrune(backups []echov1alpha1.EchoBackup, policy *echov1alpha1.RetentionPolicy, now time.Time) []echov1alpha1.EchoBackup {
 	if policy == nil {
 		return nil
 	}
-	finished := slices.DeleteFunc(slices.Clone(backups), func(b echov1alpha1.EchoBackup) bool { return !backupFinished(&b) })
+	finished := slices.DeleteFunc(slices.Clone(backups), func(b echov1alpha1.EchoBackup) bool {
+		return !backupFinished(&b) || !b.DeletionTimestamp.IsZero()
+	})
 	slices.SortFunc(finished, func(a, b echov1alpha1.EchoBackup) int {
 		return b.CreationTimestamp.Compare(a.CreationTimestamp.Time)
 	})

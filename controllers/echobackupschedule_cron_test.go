@@ -59,8 +59,11 @@ func TestBackupsToPrune(t *testing.T) {
 		return b
 	}
 	const ok, failed = echov1alpha1.BackupConditionComplete, echov1alpha1.BackupConditionFailed
+	deleting := backup("deleting", 30*time.Minute, ok)
+	deleting.DeletionTimestamp = ptr.To(metav1.NewTime(now))
 	backups := []echov1alpha1.EchoBackup{
 		backup("running", time.Minute, ""),
+		deleting, // neither the newest success nor pruned again
 		backup("d1", 24*time.Hour, failed),
 		backup("d2", 48*time.Hour, ok),
 		backup("d3", 72*time.Hour, ok),

@@ -65,7 +65,9 @@ type EchoBackupSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Compression"
 	Compression Compression `json:"compression,omitempty"`
 
-	// DeletionPolicy says whether deleting the EchoBackup deletes its artifact.
+	// DeletionPolicy says what deleting the EchoBackup does to its artifact:
+	// Retain keeps it in the storage; Delete deletes it first, and the
+	// EchoBackup stays until that is done.
 	// +kubebuilder:default=Retain
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Deletion Policy"
