@@ -103,7 +103,7 @@ test-unit: ## Run the tests that need no control plane.
 	go test ./... -short -count=1 $(TEST_FLAGS)
 
 .PHONY: test-e2e
-test-e2e: control-plane ## Run only the end-to-end tests against the simulated cluster.
+test-e2e: control-plane minio ## Run only the end-to-end tests against the simulated cluster.
 	$(CONTROL_PLANE_ENV) go test ./test/e2e/... -timeout $(GO_TEST_TIMEOUT) -count=1 -v $(TEST_FLAGS)
 
 # The data mover's benchmark: 1 GiB through backup and restore, against

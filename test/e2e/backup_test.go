@@ -1,0 +1,213 @@
+//go:build linux
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/internal/echoserver"
+	"github.com/echo-operator/echo-operator/internal/testutil/s3server"
+)
+
+// KWOK completes the pods of the data mover Jobs without running them.
+// These tests run the data mover for real where the Job would: the manager
+// binary, with the Job's own arguments and the Echo's data in a local
+// directory, against a real S3 server; its result then becomes the pod's
+// termination message, as the kubelet would report it.
+
+// runMoverForJob runs the manager binary as a Job's container would and
+// reports its result as the Job pod's termination message.
+func runMoverForJob(t *testing.T, job *batchv1.Job, dataDir string, s3 *s3server.Server) string {
+	t.Helper()
+	ctx := context.Background()
+	work := t.TempDir()
+
+	cm := &corev1.ConfigMap{}
+	cmName := job.Spec.Template.Spec.Volumes[slicesIndex(job.Spec.Template.Spec.Volumes, "config")].ConfigMap.Name
+	Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: cmName}, cm)).To(Succeed())
+	configFile := filepath.Join(work, "config.json")
+	Expect(os.WriteFile(configFile, []byte(cm.Data["config.json"]), 0o600)).To(Succeed())
+
+	// The Job's arguments, with its mount points mapped to local paths.
+	termination := filepath.Join(work, "termination-log")
+	var args []string
+	for _, a := range job.Spec.Template.Spec.Containers[0].Args {
+		a = strings.Replace(a, "--data-dir=/data", "--data-dir="+dataDir, 1)
+		a = strings.Replace(a, "--config-file=/config/config.json", "--config-file="+configFile, 1)
+		args = append(args, a)
+	}
+	args = append(args, "--termination-log="+termination)
+	cmd := exec.Command(op.binary, args...)
+	cmd.Env = append(os.Environ(), s3.Env()...)
+	out, err := cmd.CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), "the data mover failed: %s", out)
+	result, err := os.ReadFile(termination)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(string(out)).NotTo(ContainSubstring(s3.SecretKey), "credentials never reach the logs")
+
+	// KWOK has completed the Job's pod; report the result as the kubelet would.
+	Eventually(func(g Gomega) {
+		pods := &corev1.PodList{}
+		g.Expect(k8sClient.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels(job.Spec.Template.Labels))).To(Succeed())
+		g.Expect(pods.Items).NotTo(BeEmpty())
+		pod := pods.Items[0]
+		g.Expect(pod.Status.Phase).To(Equal(corev1.PodSucceeded))
+		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{
+			Name: "mover", Image: pod.Spec.Containers[0].Image, Ready: false,
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+				ExitCode: 0, Reason: "Completed", Message: string(result), FinishedAt: metav1.Now()}},
+		}}
+		g.Expect(k8sClient.Status().Update(ctx, &pod)).To(Succeed())
+	}, timeout, interval).Should(Succeed())
+	return string(result)
+}
+
+func slicesIndex(volumes []corev1.Volume, name string) int {
+	for i, v := range volumes {
+		if v.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// writeJournal runs a real echo server on dataDir and has it journal n requests.
+func writeJournal(t *testing.T, dataDir string, n int) {
+	t.Helper()
+	srv, err := echoserver.New(echoserver.Config{Message: "e2e", Instance: "journal-0", DataDir: dataDir})
+	Expect(err).NotTo(HaveOccurred())
+	web := httptest.NewServer(srv.Handler())
+	for i := range n {
+		resp, err := http.Post(web.URL+fmt.Sprintf("/items/%d", i), "text/plain", strings.NewReader(fmt.Sprintf("entry %d", i)))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(resp.StatusCode).To(Equal(http.StatusOK))
+		_ = resp.Body.Close()
+	}
+	web.Close()
+	Expect(srv.Close()).To(Succeed())
+}
+
+func waitBackupComplete(t *testing.T, key types.NamespacedName) *echov1alpha1.EchoBackup {
+	t.Helper()
+	b := &echov1alpha1.EchoBackup{}
+	Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(context.Background(), key, b)).To(Succeed())
+		g.Expect(meta.FindStatusCondition(b.Status.Conditions, echov1alpha1.BackupConditionFailed)).To(BeNil(), "%s", b.Status.Error)
+		g.Expect(meta.IsStatusConditionTrue(b.Status.Conditions, echov1alpha1.BackupConditionComplete)).To(BeTrue())
+	}, timeout, interval).Should(Succeed())
+	return b
+}
+
+func TestBackupsEndToEnd(t *testing.T) {
+	RegisterTestingT(t)
+	ctx := context.Background()
+	s3 := s3server.Start(t, "echo-backups")
+	ns := newRestrictedNamespace(t)
+	Expect(k8sClient.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s3-credentials"},
+		StringData: map[string]string{"AWS_ACCESS_KEY_ID": s3.AccessKey, "AWS_SECRET_ACCESS_KEY": s3.SecretKey},
+	})).To(Succeed())
+	storage := echov1alpha1.BackupStorage{S3: &echov1alpha1.S3Storage{
+		Endpoint: s3.Endpoint, Bucket: "echo-backups", Prefix: "e2e", ForcePathStyle: true,
+		CredentialsSecretRef: echov1alpha1.S3CredentialsSecretRef{Name: "s3-credentials"},
+	}}
+
+	key := types.NamespacedName{Namespace: ns, Name: "journal"}
+	Expect(k8sClient.Create(ctx, &echov1alpha1.Echo{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name},
+		Spec: echov1alpha1.EchoSpec{
+			Replicas:    ptr.To[int32](1),
+			Persistence: &echov1alpha1.PersistenceSpec{Enabled: true},
+			Backup:      &echov1alpha1.EchoBackupPolicy{BeforeDelete: &echov1alpha1.FinalBackupSpec{Enabled: true, Storage: &storage}},
+		},
+	})).To(Succeed())
+	waitReady(t, key, 1)
+
+	// The Echo's data: a journal a real echo server wrote.
+	data := t.TempDir()
+	writeJournal(t, data, 25)
+	journal, err := os.ReadFile(filepath.Join(data, "journal", "journal-0.jsonl"))
+	Expect(err).NotTo(HaveOccurred())
+
+	t.Run("on demand", func(t *testing.T) {
+		RegisterTestingT(t)
+		b := &echov1alpha1.EchoBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "journal-1"},
+			Spec: echov1alpha1.EchoBackupSpec{EchoName: key.Name, Storage: storage}}
+		Expect(k8sClient.Create(ctx, b)).To(Succeed())
+		job := &batchv1.Job{}
+		Eventually(func() error {
+			return k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "journal-1-backup"}, job)
+		}, timeout, interval).Should(Succeed())
+
+		var result struct {
+			Size     int64  `json:"size"`
+			Checksum string `json:"checksum"`
+			Location string `json:"location"`
+		}
+		Expect(json.Unmarshal([]byte(runMoverForJob(t, job, data, s3)), &result)).To(Succeed())
+		got := waitBackupComplete(t, client.ObjectKeyFromObject(b))
+		Expect(got.Status.Size).To(Equal(result.Size))
+		Expect(got.Status.Checksum).To(Equal(result.Checksum))
+		Expect(got.Status.Checksum).To(HavePrefix("sha256:"))
+		Expect(got.Status.Location).To(ContainSubstring("e2e/" + ns + "/journal/journal-1"))
+	})
+
+	t.Run("final backup before delete, then the data comes back", func(t *testing.T) {
+		RegisterTestingT(t)
+		Expect(k8sClient.Delete(ctx, &echov1alpha1.Echo{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name}})).To(Succeed())
+		var final echov1alpha1.EchoBackup
+		Eventually(func(g Gomega) {
+			list := &echov1alpha1.EchoBackupList{}
+			g.Expect(k8sClient.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{"echo.dev/final-backup-of": key.Name})).To(Succeed())
+			g.Expect(list.Items).To(HaveLen(1))
+			final = list.Items[0]
+		}, timeout, interval).Should(Succeed())
+		job := &batchv1.Job{}
+		Eventually(func() error {
+			return k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: final.Name + "-backup"}, job)
+		}, timeout, interval).Should(Succeed())
+		Expect(k8sClient.Get(ctx, key, &echov1alpha1.Echo{})).To(Succeed(), "the Echo waits for its final backup")
+
+		runMoverForJob(t, job, data, s3)
+		final = *waitBackupComplete(t, client.ObjectKeyFromObject(&final))
+		Eventually(func(g Gomega) {
+			g.Expect(apierrors.IsNotFound(k8sClient.Get(ctx, key, &echov1alpha1.Echo{}))).To(BeTrue())
+			pvcs := &corev1.PersistentVolumeClaimList{}
+			g.Expect(k8sClient.List(ctx, pvcs, client.InNamespace(ns))).To(Succeed())
+			g.Expect(pvcs.Items).To(BeEmpty())
+		}, timeout, interval).Should(Succeed())
+
+		// The artifact restores, byte for byte, with the same binary.
+		restored := t.TempDir()
+		termination := filepath.Join(t.TempDir(), "termination-log")
+		cmd := exec.Command(op.binary, "restore", "--data-dir="+restored, "--key="+ns+"/journal/"+final.Name,
+			"--s3-endpoint="+s3.Endpoint, "--s3-bucket=echo-backups", "--s3-prefix=e2e", "--s3-path-style", "--termination-log="+termination)
+		cmd.Env = append(os.Environ(), s3.Env()...)
+		out, err := cmd.CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), "%s", out)
+		got, err := os.ReadFile(filepath.Join(restored, "journal", "journal-0.jsonl"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(bytes.Equal(got, journal)).To(BeTrue(), "the restored journal differs")
+	})
+}
