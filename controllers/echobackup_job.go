@@ -117,6 +117,14 @@ func backupJob(b *echov1alpha1.EchoBackup, echo *echov1alpha1.Echo, image string
 		corev1.VolumeMount{Name: "data", MountPath: dataMountPath, ReadOnly: true},
 	)
 
+	pod := moverPod(image, args, env, volumes, mounts, corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("256Mi")},
+	})
+	pod.Affinity = dataAffinity(echo)
+	pod.NodeSelector = echo.Spec.NodeSelector
+	pod.Tolerations = echo.Spec.Tolerations
+
 	labels := moverLabels(b)
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: backupJobName(b), Namespace: b.Namespace, Labels: labels},
@@ -125,29 +133,7 @@ func backupJob(b *echov1alpha1.EchoBackup, echo *echov1alpha1.Echo, image string
 			ActiveDeadlineSeconds: ptr.To(backupDeadline),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					RestartPolicy:                corev1.RestartPolicyNever,
-					AutomountServiceAccountToken: ptr.To(false),
-					EnableServiceLinks:           ptr.To(false),
-					SecurityContext:              restrictedPodSecurity(),
-					Affinity:                     dataAffinity(echo),
-					NodeSelector:                 echo.Spec.NodeSelector,
-					Tolerations:                  echo.Spec.Tolerations,
-					Volumes:                      volumes,
-					Containers: []corev1.Container{{
-						Name:                     moverContainer,
-						Image:                    image,
-						Args:                     args,
-						Env:                      env,
-						VolumeMounts:             mounts,
-						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-						SecurityContext:          restrictedContainerSecurity(),
-						Resources: corev1.ResourceRequirements{
-							Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
-							Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("256Mi")},
-						},
-					}},
-				},
+				Spec:       pod,
 			},
 		},
 	}
@@ -179,28 +165,35 @@ func deleteJob(b *echov1alpha1.EchoBackup, image string) *batchv1.Job {
 			TTLSecondsAfterFinished: ptr.To(deleteJobTTL),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					RestartPolicy:                corev1.RestartPolicyNever,
-					AutomountServiceAccountToken: ptr.To(false),
-					EnableServiceLinks:           ptr.To(false),
-					SecurityContext:              restrictedPodSecurity(),
-					Volumes:                      volumes,
-					Containers: []corev1.Container{{
-						Name:                     moverContainer,
-						Image:                    image,
-						Args:                     args,
-						Env:                      env,
-						VolumeMounts:             mounts,
-						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-						SecurityContext:          restrictedContainerSecurity(),
-						Resources: corev1.ResourceRequirements{
-							Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
-							Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
-						},
-					}},
-				},
+				Spec: moverPod(image, args, env, volumes, mounts, corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
+					Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
+				}),
 			},
 		},
+	}
+}
+
+// moverPod is the pod of a data mover Job: the operator's image, run once
+// under the restricted Pod Security Standard, reporting its result as its
+// termination message.
+func moverPod(image string, args []string, env []corev1.EnvVar, volumes []corev1.Volume, mounts []corev1.VolumeMount, res corev1.ResourceRequirements) corev1.PodSpec {
+	return corev1.PodSpec{
+		RestartPolicy:                corev1.RestartPolicyNever,
+		AutomountServiceAccountToken: ptr.To(false),
+		EnableServiceLinks:           ptr.To(false),
+		SecurityContext:              restrictedPodSecurity(),
+		Volumes:                      volumes,
+		Containers: []corev1.Container{{
+			Name:                     moverContainer,
+			Image:                    image,
+			Args:                     args,
+			Env:                      env,
+			VolumeMounts:             mounts,
+			TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+			SecurityContext:          restrictedContainerSecurity(),
+			Resources:                res,
+		}},
 	}
 }
 
