@@ -130,6 +130,7 @@ func backupJob(b *echov1alpha1.EchoBackup, echo *echov1alpha1.Echo, image string
 		ObjectMeta: metav1.ObjectMeta{Name: backupJobName(b), Namespace: b.Namespace, Labels: labels},
 		Spec: batchv1.JobSpec{
 			BackoffLimit:          ptr.To(backupRetries),
+			PodFailurePolicy:      moverFailurePolicy(),
 			ActiveDeadlineSeconds: ptr.To(backupDeadline),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
@@ -161,6 +162,7 @@ func deleteJob(b *echov1alpha1.EchoBackup, image string) *batchv1.Job {
 			Annotations: map[string]string{BackupUIDAnnotation: string(b.UID)}},
 		Spec: batchv1.JobSpec{
 			BackoffLimit:            ptr.To(backupRetries),
+			PodFailurePolicy:        moverFailurePolicy(),
 			ActiveDeadlineSeconds:   ptr.To(deleteDeadline),
 			TTLSecondsAfterFinished: ptr.To(deleteJobTTL),
 			Template: corev1.PodTemplateSpec{
@@ -172,6 +174,23 @@ func deleteJob(b *echov1alpha1.EchoBackup, image string) *batchv1.Job {
 			},
 		},
 	}
+}
+
+// moverExitPermanent is the data mover's exit code for a failure that
+// retrying cannot fix.
+const moverExitPermanent = 2
+
+// moverFailurePolicy fails a data mover Job at once on a permanent failure,
+// and leaves the others to the Job's retries.
+func moverFailurePolicy() *batchv1.PodFailurePolicy {
+	return &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
+		Action: batchv1.PodFailurePolicyActionFailJob,
+		OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
+			ContainerName: ptr.To(moverContainer),
+			Operator:      batchv1.PodFailurePolicyOnExitCodesOpIn,
+			Values:        []int32{moverExitPermanent},
+		},
+	}}}
 }
 
 // moverPod is the pod of a data mover Job: the operator's image, run once

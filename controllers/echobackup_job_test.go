@@ -92,6 +92,9 @@ func TestBackupJob(t *testing.T) {
 			if pod.SecurityContext.RunAsNonRoot == nil || !*pod.SecurityContext.RunAsNonRoot || !*c.SecurityContext.ReadOnlyRootFilesystem {
 				t.Error("the Job's pod does not meet the restricted profile")
 			}
+			if r := job.Spec.PodFailurePolicy; r == nil || len(r.Rules) != 1 || r.Rules[0].OnExitCodes.Values[0] != moverExitPermanent {
+				t.Errorf("pod failure policy = %+v: a permanent failure must fail the Job at once", r)
+			}
 			if job.Labels[BackupLabel] != "b1" || job.Spec.Template.Labels[BackupLabel] != "b1" {
 				t.Error("the Job and its pods are not labelled with their backup")
 			}

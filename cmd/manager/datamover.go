@@ -2,7 +2,8 @@ package main
 
 // The backup, restore and delete subcommands: the data mover run by the
 // operator's backup, restore and artifact deletion Jobs, in the operator's
-// own image. The outcome goes to the exit code (0 or 1), to structured logs
+// own image. The outcome goes to the exit code (0; 1 when retrying can
+// help; 2 when it cannot), to structured logs
 // on stderr and, as one small JSON object, to the termination log, from
 // which the operator reads a Job's result:
 //
@@ -122,11 +123,23 @@ func dataMover(ctx context.Context, command string, args []string, stderr io.Wri
 			log.Warn("could not write the termination log", "path", o.terminationLog, "error", werr.Error())
 		}
 	}
-	if err != nil {
-		return 1
+	switch {
+	case err == nil:
+		return 0
+	case datamover.Retryable(err):
+		return exitRetryable
+	default:
+		return exitPermanent
 	}
-	return 0
 }
+
+// Exit codes of a failed data mover. The Jobs' pod failure policy fails the
+// Job at once on exitPermanent: retrying cannot fix wrong credentials, a
+// missing bucket or a corrupted artifact.
+const (
+	exitRetryable = 1
+	exitPermanent = 2
+)
 
 func parseMoverFlags(command string, args []string, output io.Writer) (moverOptions, error) {
 	// The termination log is found first, so that even a flag error is

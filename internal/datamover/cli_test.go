@@ -99,8 +99,13 @@ func runMover(t *testing.T, env []string, args ...string) moverResult {
 // expectFailure checks a failed run's exit code and termination log.
 func expectFailure(t *testing.T, res moverResult, reason string, retryable bool) {
 	t.Helper()
-	if res.code != 1 {
-		t.Fatalf("exit code %d, want 1; termination log %s\n%s", res.code, res.term, res.stderr)
+	// The Jobs' pod failure policy fails a Job at once on exit code 2.
+	wantCode := 2
+	if retryable {
+		wantCode = 1
+	}
+	if res.code != wantCode {
+		t.Fatalf("exit code %d, want %d; termination log %s\n%s", res.code, wantCode, res.term, res.stderr)
 	}
 	f := res.failure
 	if f.Reason != reason || f.Retryable == nil || *f.Retryable != retryable || f.Error == "" {
