@@ -122,8 +122,10 @@ func TestEchoUpdatesConverge(t *testing.T) {
 		})
 		e := getEcho(Default, key)
 		getDeployment(t, key, e.Generation)
-		Consistently(func(g Gomega) string { return readyCondition(getEcho(g, key)).Reason }, "500ms", interval).
-			Should(Equal(echov1alpha1.EchoReasonRollingOut), "not Ready below the autoscaler's minimum")
+		Eventually(func(g Gomega) string { return readyCondition(getEcho(g, key)).Reason }, timeout, interval).
+			Should(Equal(echov1alpha1.EchoReasonRollingOut))
+		Consistently(func(g Gomega) metav1.ConditionStatus { return readyCondition(getEcho(g, key)).Status }, "500ms", interval).
+			Should(Equal(metav1.ConditionFalse), "not Ready below the autoscaler's minimum")
 		scaleDeployment(t, key, 2) // as the autoscaler would
 		rollOut(t, key)
 		hpa := &autoscalingv2.HorizontalPodAutoscaler{}
