@@ -76,6 +76,8 @@ func TestBackupKindsValidateAtAdmission(t *testing.T) {
 		{"restore from a bare artifact", "EchoRestore", map[string]any{"source": map[string]any{"storage": s3Storage(), "key": "team/web/web-1"}, "echoName": "web2"}, ""},
 		{"restore from two sources", "EchoRestore", map[string]any{"source": map[string]any{"backupName": "web-1", "storage": s3Storage(), "key": "k"}},
 			"set exactly one of source.backupName and source.storage"},
+		{"bare artifact without a target", "EchoRestore", map[string]any{"source": map[string]any{"storage": s3Storage(), "key": "team/web/web-1"}},
+			"echoName is required when restoring from a storage location"},
 		{"storage without a key", "EchoRestore", map[string]any{"source": map[string]any{"storage": s3Storage()}}, "source.key goes with source.storage"},
 		{"unknown existing-data policy", "EchoRestore", map[string]any{"source": map[string]any{"backupName": "web-1"}, "existingData": "Merge"}, "spec.existingData"},
 	}

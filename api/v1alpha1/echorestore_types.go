@@ -53,6 +53,8 @@ type RestoreSource struct {
 }
 
 // EchoRestoreSpec says what to restore and into which Echo.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.source.backupName) || (has(self.echoName) && size(self.echoName) > 0)",message="echoName is required when restoring from a storage location: nothing else names the Echo"
 type EchoRestoreSpec struct {
 	// Source of the restore.
 	// +required
@@ -61,7 +63,8 @@ type EchoRestoreSpec struct {
 
 	// EchoName is the Echo to restore into, in the restore's namespace: an
 	// existing Echo is restored in place, a missing one is created from the
-	// backed-up configuration. Defaults to the backed-up Echo's name.
+	// backed-up configuration. Defaults to the backed-up Echo's name when
+	// the source is an EchoBackup; required for a storage location.
 	// +kubebuilder:validation:MaxLength=53
 	// +kubebuilder:validation:Pattern=`^([a-z]([-a-z0-9]*[a-z0-9])?)?$`
 	// +optional
