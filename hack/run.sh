@@ -40,7 +40,7 @@ else
 fi
 
 say "Installing the CRDs"
-"${KUBECTL}" apply --server-side -f config/crd/bases
+"${KUBECTL}" apply --server-side -k config/crd
 
 say "Starting the operator (logs: ${work}/manager.log)"
 go build -o "${work}/manager" ./cmd/manager
