@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"path"
@@ -96,7 +97,7 @@ func backupJob(b *echov1alpha1.EchoBackup, echo *echov1alpha1.Echo, image string
 		"backup",
 		"--data-dir=" + dataMountPath,
 		"--key=" + artifactKey(b),
-		"--compression=" + strings.ToLower(string(orDefault(b.Spec.Compression, echov1alpha1.CompressionGzip))),
+		"--compression=" + strings.ToLower(string(cmp.Or(b.Spec.Compression, echov1alpha1.CompressionGzip))),
 		"--config-file=" + path.Join(configMountPath, configFileName),
 		"--source-namespace=" + echo.Namespace,
 		"--source-name=" + echo.Name,
@@ -229,7 +230,7 @@ func storageMount(s echov1alpha1.BackupStorage) ([]string, []corev1.EnvVar, []co
 	s3 := s.S3
 	args := []string{
 		"--s3-endpoint=" + s3.Endpoint,
-		"--s3-region=" + orDefault(s3.Region, "us-east-1"),
+		"--s3-region=" + cmp.Or(s3.Region, "us-east-1"),
 		"--s3-bucket=" + s3.Bucket,
 	}
 	if s3.Prefix != "" {
@@ -240,8 +241,8 @@ func storageMount(s echov1alpha1.BackupStorage) ([]string, []corev1.EnvVar, []co
 	}
 	ref := s3.CredentialsSecretRef
 	env := []corev1.EnvVar{
-		secretEnv("AWS_ACCESS_KEY_ID", ref.Name, orDefault(ref.AccessKeyIDKey, "AWS_ACCESS_KEY_ID")),
-		secretEnv("AWS_SECRET_ACCESS_KEY", ref.Name, orDefault(ref.SecretAccessKeyKey, "AWS_SECRET_ACCESS_KEY")),
+		secretEnv("AWS_ACCESS_KEY_ID", ref.Name, cmp.Or(ref.AccessKeyIDKey, "AWS_ACCESS_KEY_ID")),
+		secretEnv("AWS_SECRET_ACCESS_KEY", ref.Name, cmp.Or(ref.SecretAccessKeyKey, "AWS_SECRET_ACCESS_KEY")),
 	}
 	var volumes []corev1.Volume
 	var mounts []corev1.VolumeMount
@@ -308,12 +309,4 @@ func restrictedContainerSecurity() *corev1.SecurityContext {
 		RunAsNonRoot:             ptr.To(true),
 		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 	}
-}
-
-func orDefault[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }

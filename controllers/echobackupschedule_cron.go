@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -23,7 +24,7 @@ const maxMissedRuns = 10000
 
 // parseSchedule reads a schedule in its time zone.
 func parseSchedule(spec, zone string) (cron.Schedule, error) {
-	loc, err := time.LoadLocation(orDefault(zone, "UTC"))
+	loc, err := time.LoadLocation(cmp.Or(zone, "UTC"))
 	if err != nil {
 		return nil, fmt.Errorf("unknown time zone %q: %w", zone, err)
 	}

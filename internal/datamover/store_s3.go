@@ -1,6 +1,7 @@
 package datamover
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -128,9 +129,9 @@ func newS3Store(cfg S3Config, lookupEnv func(string) (string, bool)) (*S3Store, 
 		Creds:        creds,
 		Secure:       secure,
 		Transport:    transport,
-		Region:       withDefault(cfg.Region, DefaultS3Region),
+		Region:       cmp.Or(cfg.Region, DefaultS3Region),
 		BucketLookup: lookup,
-		MaxRetries:   withDefault(cfg.MaxRetries, DefaultS3MaxRetries),
+		MaxRetries:   cmp.Or(cfg.MaxRetries, DefaultS3MaxRetries),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: s3 client: %w", ErrInvalidArgument, err)
@@ -139,8 +140,8 @@ func newS3Store(cfg S3Config, lookupEnv func(string) (string, bool)) (*S3Store, 
 		client:   client,
 		bucket:   cfg.Bucket,
 		prefix:   prefix,
-		partSize: withDefault(cfg.PartSize, DefaultS3PartSize),
-		threads:  withDefault(cfg.Threads, DefaultS3Threads),
+		partSize: cmp.Or(cfg.PartSize, DefaultS3PartSize),
+		threads:  cmp.Or(cfg.Threads, DefaultS3Threads),
 	}, nil
 }
 
@@ -186,14 +187,6 @@ func loadCAFile(file string) (*x509.CertPool, error) {
 		return nil, fmt.Errorf("%w: s3 CA file %s holds no PEM certificate", ErrInvalidArgument, file)
 	}
 	return pool, nil
-}
-
-func withDefault[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }
 
 func (s *S3Store) object(key string) string { return s.prefix + key }

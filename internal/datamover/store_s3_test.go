@@ -2,6 +2,7 @@ package datamover
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -37,10 +38,10 @@ func s3Env(id, secret string) func(string) (string, bool) {
 
 func newTestS3Store(t *testing.T, srv *s3server.Server, cfg S3Config) *S3Store {
 	t.Helper()
-	cfg.Endpoint = withDefault(cfg.Endpoint, srv.Endpoint)
-	cfg.Bucket = withDefault(cfg.Bucket, testBucket)
+	cfg.Endpoint = cmp.Or(cfg.Endpoint, srv.Endpoint)
+	cfg.Bucket = cmp.Or(cfg.Bucket, testBucket)
 	cfg.PathStyle = true
-	cfg.CAFile = withDefault(cfg.CAFile, srv.CAFile)
+	cfg.CAFile = cmp.Or(cfg.CAFile, srv.CAFile)
 	s, err := newS3Store(cfg, s3Env(srv.AccessKey, srv.SecretKey))
 	if err != nil {
 		t.Fatal(err)
@@ -164,8 +165,8 @@ func TestS3StoreErrors(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := c.cfg
-			cfg.Endpoint = withDefault(cfg.Endpoint, srv.Endpoint)
-			cfg.Bucket = withDefault(cfg.Bucket, testBucket)
+			cfg.Endpoint = cmp.Or(cfg.Endpoint, srv.Endpoint)
+			cfg.Bucket = cmp.Or(cfg.Bucket, testBucket)
 			cfg.PathStyle = true
 			env := c.env
 			if env == nil {

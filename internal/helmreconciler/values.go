@@ -1,6 +1,7 @@
 package helmreconciler
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -9,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 )
@@ -115,16 +117,16 @@ func dropResourceClaims(vals map[string]any) {
 func (t EchoTranslator) values(echo *echov1alpha1.Echo) chartValues {
 	spec := echo.Spec
 	v := chartValues{
-		Replicas:         ptrOr(spec.Replicas, 1),
-		Image:            orDefault(spec.Image, t.DefaultImage),
-		ImagePullPolicy:  orDefault(spec.ImagePullPolicy, corev1.PullIfNotPresent),
+		Replicas:         ptr.Deref(spec.Replicas, 1),
+		Image:            cmp.Or(spec.Image, t.DefaultImage),
+		ImagePullPolicy:  cmp.Or(spec.ImagePullPolicy, corev1.PullIfNotPresent),
 		ImagePullSecrets: orEmpty(spec.ImagePullSecrets),
 		Message:          spec.Message,
-		Port:             orDefault(spec.Port, 8080),
+		Port:             cmp.Or(spec.Port, 8080),
 		Resources:        defaultResources,
 		Service: serviceValues{
-			Type:        string(orDefault(spec.Service.Type, echov1alpha1.ServiceType(corev1.ServiceTypeClusterIP))),
-			Port:        orDefault(spec.Service.Port, 80),
+			Type:        string(cmp.Or(spec.Service.Type, echov1alpha1.ServiceType(corev1.ServiceTypeClusterIP))),
+			Port:        cmp.Or(spec.Service.Port, 80),
 			Annotations: orEmptyMap(spec.Service.Annotations),
 		},
 		Autoscaling:    autoscalingValues{MinReplicas: 1, MaxReplicas: 5, TargetCPUUtilizationPercentage: 80},
@@ -147,9 +149,9 @@ func (t EchoTranslator) values(echo *echov1alpha1.Echo) chartValues {
 	if as := spec.Autoscaling; as != nil {
 		v.Autoscaling = autoscalingValues{
 			Enabled:                        as.Enabled,
-			MinReplicas:                    orDefault(as.MinReplicas, 1),
-			MaxReplicas:                    orDefault(as.MaxReplicas, 5),
-			TargetCPUUtilizationPercentage: orDefault(as.TargetCPUUtilizationPercentage, 80),
+			MinReplicas:                    cmp.Or(as.MinReplicas, 1),
+			MaxReplicas:                    cmp.Or(as.MaxReplicas, 5),
+			TargetCPUUtilizationPercentage: cmp.Or(as.TargetCPUUtilizationPercentage, 80),
 		}
 	}
 	if p := spec.Persistence; p != nil {
@@ -157,25 +159,10 @@ func (t EchoTranslator) values(echo *echov1alpha1.Echo) chartValues {
 		if p.Size != nil && !p.Size.IsZero() {
 			v.Persistence.Size = p.Size.String()
 		}
-		v.Persistence.StorageClassName = ptrOr(p.StorageClassName, "")
+		v.Persistence.StorageClassName = ptr.Deref(p.StorageClassName, "")
 		if len(p.AccessModes) > 0 {
 			v.Persistence.AccessModes = p.AccessModes
 		}
-	}
-	return v
-}
-
-func ptrOr[T any](p *T, def T) T {
-	if p == nil {
-		return def
-	}
-	return *p
-}
-
-func orDefault[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
 	}
 	return v
 }
