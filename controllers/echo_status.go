@@ -9,6 +9,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 )
@@ -190,16 +191,9 @@ func currentWorkloadStatus(echo *echov1alpha1.Echo) workloadStatus {
 // toApplyMap renders the workload status as the status of a server-side
 // apply request. Zero values are left out, which releases those fields.
 func (st workloadStatus) toApplyMap() map[string]any {
-	out := map[string]any{
-		"conditions": []any{map[string]any{
-			"type":               st.ready.Type,
-			"status":             string(st.ready.Status),
-			"reason":             st.ready.Reason,
-			"message":            st.ready.Message,
-			"observedGeneration": st.ready.ObservedGeneration,
-			"lastTransitionTime": st.ready.LastTransitionTime.UTC().Format("2006-01-02T15:04:05Z"),
-		}},
-	}
+	// A Condition always converts; the error is for types that cannot.
+	ready, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(&st.ready)
+	out := map[string]any{"conditions": []any{ready}}
 	setIf := func(key string, v any, zero bool) {
 		if !zero {
 			out[key] = v

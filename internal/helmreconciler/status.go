@@ -157,13 +157,9 @@ func (s releaseStatus) toMap() map[string]any {
 		if c.LastTransitionTime.IsZero() {
 			c.LastTransitionTime = metav1.Now()
 		}
-		conds = append(conds, map[string]any{
-			"type":               c.Type,
-			"status":             string(c.Status),
-			"reason":             c.Reason,
-			"message":            c.Message,
-			"lastTransitionTime": c.LastTransitionTime.UTC().Format("2006-01-02T15:04:05Z"),
-		})
+		// A Condition always converts; the error is for types that cannot.
+		cond, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(&c)
+		conds = append(conds, cond)
 	}
 	out := map[string]any{"conditions": conds}
 	if s.releaseName != "" {
