@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -21,6 +22,10 @@ import (
 
 // ScheduleLabel marks the EchoBackups a schedule created with its name.
 const ScheduleLabel = "echo.dev/schedule"
+
+// ScheduledAtAnnotation records the run time (RFC 3339) a scheduled backup
+// was started for: retention orders and ages backups by it.
+const ScheduledAtAnnotation = "echo.dev/scheduled-at"
 
 // Event reasons of EchoBackupSchedules.
 const (
@@ -114,9 +119,10 @@ func (r *EchoBackupScheduleReconciler) ensureDueBackup(ctx context.Context, s *e
 	}
 	b := &echov1alpha1.EchoBackup{
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace: s.Namespace,
-			Name:      scheduledBackupName(s.Name, due),
-			Labels:    map[string]string{ScheduleLabel: s.Name},
+			Namespace:   s.Namespace,
+			Name:        scheduledBackupName(s.Name, due),
+			Labels:      map[string]string{ScheduleLabel: s.Name},
+			Annotations: map[string]string{ScheduledAtAnnotation: due.UTC().Format(time.RFC3339)},
 		},
 		Spec: s.Spec.Template,
 	}
@@ -137,14 +143,15 @@ func (r *EchoBackupScheduleReconciler) backupsOf(ctx context.Context, s *echov1a
 	return list.Items, nil
 }
 
-// recordLastSuccess reports the newest completed backup.
+// recordLastSuccess reports the completed backup of the latest run time;
+// once every backup is gone the last report stays.
 func recordLastSuccess(s *echov1alpha1.EchoBackupSchedule, backups []echov1alpha1.EchoBackup) {
-	for _, b := range backups {
-		if !backupSucceeded(b) || b.Status.CompletionTime == nil {
-			continue
-		}
-		if s.Status.LastSuccessfulTime == nil || b.Status.CompletionTime.After(s.Status.LastSuccessfulTime.Time) {
+	sorted := slices.Clone(backups)
+	sortNewestFirst(sorted)
+	for _, b := range sorted {
+		if backupSucceeded(b) && b.Status.CompletionTime != nil {
 			s.Status.LastSuccessfulBackup, s.Status.LastSuccessfulTime = b.Name, b.Status.CompletionTime
+			return
 		}
 	}
 }

@@ -66,9 +66,7 @@ func backupsToPrune(backups []echov1alpha1.EchoBackup, policy *echov1alpha1.Rete
 	finished := slices.DeleteFunc(slices.Clone(backups), func(b echov1alpha1.EchoBackup) bool {
 		return !backupFinished(&b) || !b.DeletionTimestamp.IsZero()
 	})
-	slices.SortFunc(finished, func(a, b echov1alpha1.EchoBackup) int {
-		return b.CreationTimestamp.Compare(a.CreationTimestamp.Time)
-	})
+	sortNewestFirst(finished)
 	newestGood := slices.IndexFunc(finished, backupSucceeded)
 
 	var prune []echov1alpha1.EchoBackup
@@ -77,12 +75,29 @@ func backupsToPrune(backups []echov1alpha1.EchoBackup, policy *echov1alpha1.Rete
 			continue
 		}
 		tooMany := policy.KeepLast != nil && i >= int(*policy.KeepLast)
-		tooOld := policy.MaxAge != nil && now.Sub(b.CreationTimestamp.Time) > policy.MaxAge.Duration
+		tooOld := policy.MaxAge != nil && now.Sub(scheduledAt(b)) > policy.MaxAge.Duration
 		if tooMany || tooOld {
 			prune = append(prune, b)
 		}
 	}
 	return prune
+}
+
+// scheduledAt is the run time a scheduled backup was started for, read from
+// its annotation; a backup without one falls back to its creation time.
+func scheduledAt(b echov1alpha1.EchoBackup) time.Time {
+	if at, err := time.Parse(time.RFC3339, b.Annotations[ScheduledAtAnnotation]); err == nil {
+		return at
+	}
+	return b.CreationTimestamp.Time
+}
+
+// sortNewestFirst orders backups by run time, newest first, and by name
+// when run times tie, so the order never depends on the list order.
+func sortNewestFirst(backups []echov1alpha1.EchoBackup) {
+	slices.SortFunc(backups, func(a, b echov1alpha1.EchoBackup) int {
+		return cmp.Or(scheduledAt(b).Compare(scheduledAt(a)), strings.Compare(b.Name, a.Name))
+	})
 }
 
 func backupSucceeded(b echov1alpha1.EchoBackup) bool {

@@ -98,3 +98,42 @@ func TestBackupsToPrune(t *testing.T) {
 		})
 	}
 }
+
+// Backups a schedule starts in quick succession share a creation second;
+// their run times, not their creation or list order, decide which are newest.
+func TestScheduledBackupsOrderByRunTime(t *testing.T) {
+	created := metav1.NewTime(time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC))
+	completed := ptr.To(created)
+	backup := func(name, runTime string) echov1alpha1.EchoBackup {
+		return echov1alpha1.EchoBackup{
+			ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: created,
+				Annotations: map[string]string{ScheduledAtAnnotation: runTime}},
+			Status: echov1alpha1.EchoBackupStatus{CompletionTime: completed, Conditions: []metav1.Condition{
+				{Type: echov1alpha1.BackupConditionComplete, Status: metav1.ConditionTrue}}},
+		}
+	}
+	// Names sort the other way from run times, so neither order can pass by luck.
+	backups := []echov1alpha1.EchoBackup{
+		backup("c-oldest", "2026-02-28T01:00:00Z"),
+		backup("a-newest", "2026-02-28T07:00:00Z"),
+		backup("b-middle", "2026-02-28T06:00:00Z"),
+	}
+	for range 3 {
+		pruned := backupsToPrune(backups, &echov1alpha1.RetentionPolicy{KeepLast: ptr.To[int32](2)}, created.Time)
+		if len(pruned) != 1 || pruned[0].Name != "c-oldest" {
+			t.Fatalf("pruned %v, want only c-oldest", pruned)
+		}
+		s := &echov1alpha1.EchoBackupSchedule{}
+		recordLastSuccess(s, backups)
+		if s.Status.LastSuccessfulBackup != "a-newest" {
+			t.Fatalf("last successful backup = %q, want a-newest", s.Status.LastSuccessfulBackup)
+		}
+		backups = append(backups[1:], backups[0]) // rotate the list order
+	}
+
+	aged := backupsToPrune(backups, &echov1alpha1.RetentionPolicy{MaxAge: &metav1.Duration{Duration: 12 * time.Hour}},
+		time.Date(2026, 2, 28, 14, 0, 0, 0, time.UTC))
+	if len(aged) != 1 || aged[0].Name != "c-oldest" {
+		t.Fatalf("maxAge pruned %v, want only c-oldest (aged by run time)", aged)
+	}
+}
