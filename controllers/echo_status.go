@@ -78,6 +78,10 @@ func readiness(echo *echov1alpha1.Echo, w echoWorld) (metav1.ConditionStatus, st
 	if c := meta.FindStatusCondition(conds, echov1alpha1.EchoConditionPaused); c != nil && c.Status == metav1.ConditionTrue {
 		return metav1.ConditionFalse, echov1alpha1.EchoReasonPaused, "Reconciliation of the release is paused by the echo.dev/pause-reconcile annotation"
 	}
+	if restore := echo.Annotations[echov1alpha1.RestoreAnnotation]; restore != "" {
+		return metav1.ConditionFalse, echov1alpha1.EchoReasonRestoring,
+			fmt.Sprintf("EchoRestore %s is writing the data: the echo server is scaled to zero until it is in place", restore)
+	}
 	for _, t := range []string{echov1alpha1.EchoConditionReleaseFailed, echov1alpha1.EchoConditionIrreconcilable} {
 		if c := meta.FindStatusCondition(conds, t); c != nil && c.Status == metav1.ConditionTrue {
 			return metav1.ConditionFalse, echov1alpha1.EchoReasonReleaseFailed, "The Helm release failed: " + c.Message

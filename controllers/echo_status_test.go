@@ -89,6 +89,12 @@ func TestComputeWorkloadStatus(t *testing.T) {
 		{name: "paused", echo: echo(2, metav1.Condition{Type: echov1alpha1.EchoConditionPaused, Status: metav1.ConditionTrue}),
 			world:      echoWorld{deployment: deployment("2", 1)},
 			wantStatus: metav1.ConditionFalse, wantReason: echov1alpha1.EchoReasonPaused, wantObsGen: 2},
+		{name: "restoring", echo: func() *echov1alpha1.Echo {
+			e := echo(2)
+			e.Annotations = map[string]string{echov1alpha1.RestoreAnnotation: "r1"}
+			return e
+		}(), world: echoWorld{deployment: deployment("2", 0)},
+			wantStatus: metav1.ConditionFalse, wantReason: echov1alpha1.EchoReasonRestoring, wantObsGen: 2},
 		{name: "load balancer address", echo: echo(2), world: echoWorld{deployment: deployment("2", 1), service: lbService},
 			wantStatus: metav1.ConditionTrue, wantReason: echov1alpha1.EchoReasonAvailable, wantObsGen: 2,
 			wantAddress: "http://e.ns.svc:80", wantExt: "http://203.0.113.7:80"},

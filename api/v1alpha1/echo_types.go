@@ -43,6 +43,9 @@ const (
 	EchoReasonDeploymentFailed = "DeploymentFailed"
 	// EchoReasonPaused: reconciliation of the release is paused.
 	EchoReasonPaused = "Paused"
+	// EchoReasonRestoring: an EchoRestore is writing the data; the echo
+	// server is scaled to zero until it is in place.
+	EchoReasonRestoring = "Restoring"
 )
 
 // Event reasons emitted for an Echo.
@@ -63,6 +66,12 @@ const (
 // FinalBackupFinalizer holds an Echo being deleted until its final backup
 // has completed. The Helm release is not uninstalled while it is present.
 const FinalBackupFinalizer = "echo.dev/final-backup"
+
+// RestoreAnnotation names the EchoRestore writing an Echo's data. While it
+// is set the release is quiesced: the echo server runs no pod, so nothing
+// serves or writes until the data is in place. The EchoRestore controller
+// sets it and removes it.
+const RestoreAnnotation = "echo.dev/restore-in-progress"
 
 // SpecGenerationAnnotation is set on the Echo's Deployment to the generation
 // of the Echo spec that the deployed release was rendered from.

@@ -974,3 +974,27 @@ func TestManifestsMatchKubernetesTypes(t *testing.T) {
 		})
 	}
 }
+
+// While quiesced the echo server runs no pod, whatever scales it otherwise,
+// and the data claim stays.
+func TestQuiesced(t *testing.T) {
+	tests := []struct {
+		name      string
+		values    string
+		wantKinds []string
+	}{
+		{"plain", "replicas: 3", []string{"Deployment", "Service"}},
+		{"high availability", "highAvailability: {enabled: true}", []string{"Deployment", "PodDisruptionBudget", "Service"}},
+		{"autoscaling leaves out the autoscaler", "autoscaling: {enabled: true, minReplicas: 2}", []string{"Deployment", "Service"}},
+		{"persistence keeps the claim", "persistence: {enabled: true}", []string{"Deployment", "PersistentVolumeClaim", "Service"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := render(t, values(t, tc.values+"\nquiesced: true"))
+			if got := kinds(objs); !slices.Equal(got, tc.wantKinds) {
+				t.Fatalf("kinds = %v, want %v", got, tc.wantKinds)
+			}
+			expect(t, find(t, objs, "Deployment"), int64(0), "spec", "replicas")
+		})
+	}
+}

@@ -49,6 +49,7 @@ type chartValues struct {
 	Tolerations      []corev1.Toleration           `json:"tolerations"`
 	Affinity         *corev1.Affinity              `json:"affinity"`
 	PodAnnotations   map[string]string             `json:"podAnnotations"`
+	Quiesced         bool                          `json:"quiesced"`
 	SpecGeneration   int64                         `json:"specGeneration"`
 }
 
@@ -135,6 +136,7 @@ func (t EchoTranslator) values(echo *echov1alpha1.Echo) chartValues {
 		Tolerations:    orEmpty(spec.Tolerations),
 		Affinity:       spec.Affinity,
 		PodAnnotations: orEmptyMap(spec.PodAnnotations),
+		Quiesced:       echo.Annotations[echov1alpha1.RestoreAnnotation] != "",
 		SpecGeneration: echo.Generation,
 	}
 	if spec.Resources != nil {

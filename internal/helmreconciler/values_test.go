@@ -87,6 +87,17 @@ func TestEchoTranslator(t *testing.T) {
 			t.Error("claims reached the chart")
 		}
 	})
+	t.Run("a restore quiesces the release", func(t *testing.T) {
+		for annotations, want := range map[string]bool{"": false, "r1": true} {
+			echo := &echov1alpha1.Echo{ObjectMeta: metav1.ObjectMeta{Name: "e", Namespace: "ns"}}
+			if annotations != "" {
+				echo.Annotations = map[string]string{echov1alpha1.RestoreAnnotation: annotations}
+			}
+			if got := (EchoTranslator{}).values(echo).Quiesced; got != want {
+				t.Errorf("restore %q: quiesced = %v, want %v", annotations, got, want)
+			}
+		}
+	})
 	t.Run("same Echo, same values", func(t *testing.T) {
 		spec := echov1alpha1.EchoSpec{NodeSelector: map[string]string{"a": "b"}, PodAnnotations: map[string]string{"x": "y"}}
 		a, b := translate(t, spec), translate(t, spec)

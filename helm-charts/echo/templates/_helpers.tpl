@@ -66,10 +66,13 @@ helm.sh/chart: {{ include "echo.chart" . }}
 {{- end -}}
 
 {{/*
-Effective replica count: replicas, raised to 3 with high availability.
+Effective replica count: replicas, raised to 3 with high availability; 0
+while quiesced.
 */}}
 {{- define "echo.replicas" -}}
-{{- if .Values.highAvailability.enabled -}}
+{{- if .Values.quiesced -}}
+0
+{{- else if .Values.highAvailability.enabled -}}
 {{- max (int64 .Values.replicas) 3 -}}
 {{- else -}}
 {{- int64 .Values.replicas -}}
