@@ -1,18 +1,33 @@
 package main
 
-// The backup, restore and delete subcommands: the data mover run by the
-// operator's backup, restore and artifact deletion Jobs, in the operator's
-// own image. The outcome goes to the exit code (0; 1 when retrying can
-// help; 2 when it cannot), to structured logs
+// The backup, restore, delete and inspect subcommands: the data mover run
+// by the operator's backup, restore and artifact deletion Jobs, in the
+// operator's own image. The outcome goes to the exit code (0; 1 when
+// retrying can help; 2 when it cannot), to structured logs
 // on stderr and, as one small JSON object, to the termination log, from
 // which the operator reads a Job's result:
 //
-//	{"size":1234,"checksum":"sha256:…","location":"s3://bucket/key","files":3}
+//	{"size":1234,"checksum":"sha256:…","location":"s3://bucket/key","files":3}  (backup, restore)
 //	{"location":"s3://bucket/key"}  (delete)
+//	{"location":"s3://bucket/key","source":{"namespace":"…","name":"…","uid":"…","generation":3},
+//	 "createdAt":"2026-01-02T03:04:05Z","files":4,"dataFiles":3,"size":1234,"echo":{…}}  (inspect)
 //	{"error":"…","reason":"AccessDenied","retryable":false}
+//
+// inspect, the first step of a restore, reads a backup's manifest and
+// checks its archive is there, without downloading it: files counts every
+// file of the archive (config.json included), dataFiles those of the data
+// directory, size sums their sizes, and echo is the backed-up Echo (the
+// "echo" member of the configuration), verbatim; it is absent when the
+// configuration has none. When the message would exceed
+// maxInspectionLen, echo is replaced by echoGzip, the Echo gzipped and
+// base64-encoded; when even that is too long, inspect fails with reason
+// ConfigTooLarge.
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -24,6 +39,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
+	"time"
 	"unicode/utf8"
 
 	"github.com/echo-operator/echo-operator/internal/datamover"
@@ -37,6 +53,15 @@ const (
 	// maxErrorLen keeps the termination message under the 4096 bytes
 	// Kubernetes keeps.
 	maxErrorLen = 3000
+	// maxInspectionLen bounds the encoded result of inspect, which carries
+	// the backed-up Echo: Kubernetes keeps at most 4096 bytes of a
+	// termination message, and a message cut short is not JSON. Beyond it
+	// the Echo goes gzipped (echoGzip), and beyond it even so inspect
+	// fails with ErrConfigTooLarge.
+	maxInspectionLen = 3500
+	// echoConfigMember names the backed-up Echo in the configuration given
+	// to backup (and in the archive's config.json).
+	echoConfigMember = "echo"
 	// moverGCPercent is the GOGC of the subcommands unless GOGC is set.
 	// After start-up the mover allocates little (its buffers are reused),
 	// so a tight heap goal keeps the peak near the live set for almost no
@@ -49,7 +74,22 @@ const (
 	commandBackup  = "backup"
 	commandRestore = "restore"
 	commandDelete  = "delete"
+	commandInspect = "inspect"
 )
+
+// isMoverCommand reports whether command is a data mover subcommand.
+func isMoverCommand(command string) bool {
+	switch command {
+	case commandBackup, commandRestore, commandDelete, commandInspect:
+		return true
+	}
+	return false
+}
+
+// takesDataDir reports whether command works on a data directory.
+func takesDataDir(command string) bool {
+	return command == commandBackup || command == commandRestore
+}
 
 // moverOptions are the flags of the subcommands.
 type moverOptions struct {
@@ -80,6 +120,25 @@ type moverDeletion struct {
 	Location string `json:"location"`
 }
 
+// moverInspection is the result of the inspect subcommand.
+type moverInspection struct {
+	Location string           `json:"location"`
+	Source   datamover.Source `json:"source"`
+	// CreatedAt is RFC 3339, in seconds, in UTC.
+	CreatedAt string `json:"createdAt"`
+	// Files counts every file of the archive, config.json included.
+	Files int `json:"files"`
+	// DataFiles counts the files of the data directory.
+	DataFiles int `json:"dataFiles"`
+	// Size sums the sizes of the archive's files.
+	Size int64 `json:"size"`
+	// Echo is the backed-up Echo, verbatim, or EchoGzip the same gzipped
+	// and base64-encoded (standard encoding, with padding) when it is too
+	// large to go as is; neither when the configuration holds no Echo.
+	Echo     json.RawMessage `json:"echo,omitempty"`
+	EchoGzip string          `json:"echoGzip,omitempty"`
+}
+
 type moverFailure struct {
 	Error     string `json:"error"`
 	Reason    string `json:"reason"`
@@ -87,9 +146,9 @@ type moverFailure struct {
 }
 
 // runDataMover runs the subcommand named by args[0] when it is backup,
-// restore or delete, and reports whether it did.
+// restore, delete or inspect, and reports whether it did.
 func runDataMover(args []string) (code int, ok bool) {
-	if len(args) == 0 || (args[0] != commandBackup && args[0] != commandRestore && args[0] != commandDelete) {
+	if len(args) == 0 || !isMoverCommand(args[0]) {
 		return 0, false
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
@@ -148,7 +207,7 @@ func parseMoverFlags(command string, args []string, output io.Writer) (moverOpti
 	fs := flag.NewFlagSet("manager "+command, flag.ContinueOnError)
 	// Errors go to the log and the termination log; usage only on -h.
 	fs.SetOutput(io.Discard)
-	if command != commandDelete {
+	if takesDataDir(command) {
 		fs.StringVar(&o.dataDir, "data-dir", "", "the Echo's data directory (required)")
 	}
 	fs.StringVar(&o.key, "key", "", "key of the backup in the store: <key>/manifest.json and <key>/data.tar.gz (required)")
@@ -185,7 +244,7 @@ func parseMoverFlags(command string, args []string, output io.Writer) (moverOpti
 		return o, fmt.Errorf("%w: unexpected arguments %q", datamover.ErrInvalidArgument, fs.Args())
 	}
 	switch {
-	case o.dataDir == "" && command != commandDelete:
+	case o.dataDir == "" && takesDataDir(command):
 		return o, fmt.Errorf("%w: --data-dir is required", datamover.ErrInvalidArgument)
 	case o.key == "":
 		return o, fmt.Errorf("%w: --key is required", datamover.ErrInvalidArgument)
@@ -240,6 +299,12 @@ func (o moverOptions) run(ctx context.Context, log *slog.Logger) (any, error) {
 		m, err = o.backup(ctx, store, log)
 	case commandRestore:
 		m, err = o.restore(ctx, store, log)
+	case commandInspect:
+		res, err := o.inspect(ctx, store, log)
+		if err != nil {
+			return nil, err
+		}
+		return res, nil
 	default:
 		if err := datamover.Delete(ctx, datamover.DeleteOptions{Store: store, Key: o.key, Logger: log}); err != nil {
 			return nil, err
@@ -293,6 +358,78 @@ func (o moverOptions) restore(ctx context.Context, store datamover.Store, log *s
 	})
 }
 
+// inspect reads the backup's manifest and builds the result handed back to
+// the operator, within maxInspectionLen.
+func (o moverOptions) inspect(ctx context.Context, store datamover.Store, log *slog.Logger) (*moverInspection, error) {
+	m, err := datamover.Inspect(ctx, datamover.InspectOptions{Store: store, Key: o.key, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	echo, err := configMember(m.Config, echoConfigMember)
+	if err != nil {
+		return nil, err
+	}
+	res := &moverInspection{
+		Location:  store.Location(o.key),
+		Source:    m.Source,
+		CreatedAt: m.CreatedAt.UTC().Format(time.RFC3339),
+		Files:     len(m.Files),
+		DataFiles: m.DataFiles(),
+		Size:      m.DataSize(),
+		Echo:      echo,
+	}
+	b, err := encodeTermination(res)
+	if err != nil || len(b) <= maxInspectionLen {
+		return res, err
+	}
+	if len(echo) > 0 {
+		res.Echo = nil
+		if res.EchoGzip, err = gzipBase64(echo); err != nil {
+			return nil, err
+		}
+		if b, err = encodeTermination(res); err != nil {
+			return nil, err
+		}
+	}
+	if len(b) > maxInspectionLen {
+		return nil, fmt.Errorf("%w: the Echo is %d bytes (%d gzipped and base64-encoded), more than the %d bytes of a termination message "+
+			"can hand back to the operator; create the Echo from the %q member of %s in the artifact at %s, then restore into it in place",
+			datamover.ErrConfigTooLarge, len(echo), len(res.EchoGzip), maxInspectionLen, echoConfigMember, datamover.ConfigName, res.Location)
+	}
+	log.Info("the backed-up Echo is handed back gzipped", "bytes", len(echo), "gzipBase64Bytes", len(res.EchoGzip))
+	return res, nil
+}
+
+// configMember returns the member name of the configuration object config,
+// verbatim, or nil when config is not an object or has no such member.
+func configMember(config json.RawMessage, name string) (json.RawMessage, error) {
+	if trimmed := bytes.TrimSpace(config); len(trimmed) == 0 || trimmed[0] != '{' {
+		return nil, nil
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(config, &members); err != nil {
+		return nil, fmt.Errorf("%w: manifest config: %w", datamover.ErrCorruptArchive, err)
+	}
+	return members[name], nil
+}
+
+// gzipBase64 compresses b with gzip and encodes the result in standard
+// base64.
+func gzipBase64(b []byte) (string, error) {
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	if err != nil {
+		return "", fmt.Errorf("gzip: %w", err)
+	}
+	if _, err := zw.Write(b); err != nil {
+		return "", fmt.Errorf("gzip: %w", err)
+	}
+	if err := zw.Close(); err != nil {
+		return "", fmt.Errorf("gzip: %w", err)
+	}
+	return base64.StdEncoding.EncodeToString(buf.Bytes()), nil
+}
+
 func readConfigFile(name string) ([]byte, error) {
 	f, err := os.Open(name)
 	if err != nil {
@@ -310,11 +447,21 @@ func readConfigFile(name string) ([]byte, error) {
 }
 
 func writeTermination(path string, v any) error {
-	b, err := json.Marshal(v)
+	b, err := encodeTermination(v)
 	if err != nil {
-		return fmt.Errorf("encode: %w", err)
+		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// encodeTermination encodes a result as the termination log holds it,
+// without its final newline.
+func encodeTermination(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode: %w", err)
+	}
+	return b, nil
 }
 
 // minRedactLen is the shortest credential blanked out by redactor: no real

@@ -1,14 +1,16 @@
 package datamover
 
-// Tests of the manager's backup and restore subcommands, run as a Job
-// would run them: the real binary, real data written by the echo server,
+// Tests of the manager's backup, restore, delete and inspect subcommands,
+// run as a Job would run them: the real binary, real data written by the echo server,
 // a real S3 service (MinIO) or a filesystem store.
 
 import (
 	"archive/tar"
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -39,6 +41,8 @@ type moverResult struct {
 	term    string // the termination log as written
 	success moverSuccess
 	failure moverFailure
+	// inspection is the result of a successful inspect.
+	inspection moverInspection
 }
 
 type moverSuccess struct {
@@ -46,6 +50,17 @@ type moverSuccess struct {
 	Checksum string `json:"checksum"`
 	Location string `json:"location"`
 	Files    int    `json:"files"`
+}
+
+type moverInspection struct {
+	Location  string          `json:"location"`
+	Source    Source          `json:"source"`
+	CreatedAt string          `json:"createdAt"`
+	Files     int             `json:"files"`
+	DataFiles int             `json:"dataFiles"`
+	Size      int64           `json:"size"`
+	Echo      json.RawMessage `json:"echo"`
+	EchoGzip  string          `json:"echoGzip"`
 }
 
 type moverFailure struct {
@@ -80,8 +95,11 @@ func runMover(t *testing.T, env []string, args ...string) moverResult {
 		t.Errorf("termination log is %d bytes, more than Kubernetes keeps", len(b))
 	}
 	target := any(&res.success)
-	if res.code != 0 {
+	switch {
+	case res.code != 0:
 		target = &res.failure
+	case args[0] == "inspect":
+		target = &res.inspection
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -709,5 +727,226 @@ func TestCLIDeleteFaults(t *testing.T) {
 	out, err := exec.Command(managerBin, "delete", "-h").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "-key") || strings.Contains(string(out), "-data-dir") {
 		t.Errorf("delete -h: %v\n%s", err, out)
+	}
+}
+
+// TestCLIInspect inspects backups made by Backup with the manager binary,
+// as the first Job of a restore does: the termination log carries the
+// manifest's source and counts and the backed-up Echo, and the store is
+// left as it was.
+func TestCLIInspect(t *testing.T) {
+	f := newFaultEnv(t)
+	fsRoot := t.TempDir()
+	fsStore, err := NewFSStore(fsRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const key = "team-a/journal/b1"
+	stores := []struct {
+		name     string
+		store    Store
+		flags    []string
+		location string
+	}{
+		{"s3", f.store, s3Flags(f.srv, testBucket), "s3://backups/echo-backups/" + key},
+		{"fs", fsStore, []string{"--fs-root", fsRoot}, filepath.Join(fsRoot, key)},
+	}
+	echo := configEcho(t, inspectConfig)
+	for _, s := range stores {
+		t.Run(s.name, func(t *testing.T) {
+			m := backupForInspect(t, s.store, f.source, key, inspectConfig)
+			before := storedKeys(t, s.store, "team-a/")
+			res := runMover(t, f.srv.Env(), append([]string{"inspect", "--key", key}, s.flags...)...)
+			if res.code != 0 {
+				t.Fatalf("inspect failed: %s\n%s", res.term, res.stderr)
+			}
+			got := res.inspection
+			want := moverInspection{Location: s.location, Source: inspectSource, CreatedAt: "2026-01-02T03:04:05Z",
+				Files: len(m.Files), DataFiles: m.DataFiles(), Size: m.DataSize()}
+			if got.Location != want.Location || got.Source != want.Source || got.CreatedAt != want.CreatedAt ||
+				got.Files != want.Files || got.DataFiles != want.DataFiles || got.Size != want.Size {
+				t.Errorf("termination log %s; want %+v", res.term, want)
+			}
+			// sampleData: six files of data (the mover's own entries and
+			// lost+found are not backed up), and config.json.
+			if got.DataFiles != 6 || got.Files != 7 || got.Size <= 3<<20 {
+				t.Errorf("files %d, dataFiles %d, size %d; want 7, 6 and the blob's size and more", got.Files, got.DataFiles, got.Size)
+			}
+			if !bytes.Equal(got.Echo, echo) || got.EchoGzip != "" {
+				t.Errorf("echo %s, echoGzip %q; want the backed-up Echo as is: %s", got.Echo, got.EchoGzip, echo)
+			}
+			if after := storedKeys(t, s.store, "team-a/"); !slices.Equal(after, before) {
+				t.Errorf("store holds %v after inspect, held %v", after, before)
+			}
+			f.checkNoSecret(t, res)
+		})
+	}
+}
+
+// configEcho returns the "echo" member of config, compacted.
+func configEcho(t *testing.T, config string) []byte {
+	t.Helper()
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(config), &members); err != nil {
+		t.Fatal(err)
+	}
+	if members["echo"] == nil {
+		return nil
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, members["echo"]); err != nil {
+		t.Fatal(err)
+	}
+	return compact.Bytes()
+}
+
+// smallData is a data directory of one journal.
+func smallData(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"journal/echo-0.jsonl": "{\"seq\":1}\n"})
+	return dir
+}
+
+// TestCLIInspectConfigSizes: the backed-up Echo goes back as is, gzipped
+// when too long for a termination message, and not at all when even that
+// is too long (a permanent failure).
+func TestCLIInspectConfigSizes(t *testing.T) {
+	needManager(t)
+	source := smallData(t)
+	random := make([]byte, 7680)
+	_, _ = rand.NewChaCha8([32]byte{9}).Read(random)
+	withAnnotation := func(note string) string {
+		quoted, err := json.Marshal(note)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return `{"echo": {"apiVersion": "echo.dev/v1alpha1", "kind": "Echo",
+			"metadata": {"name": "journal", "namespace": "team-a", "annotations": {"echo.dev/note": ` + string(quoted) + `}},
+			"spec": {"replicas": 1}},
+		  "release": {"chart": "echo", "chartVersion": "0.1.0"}}`
+	}
+	cases := []struct {
+		name   string
+		config string
+		gzip   bool
+		reason string // of a failure
+	}{
+		{name: "small", config: withAnnotation("short")},
+		{name: "no configuration", config: ""},
+		{name: "no echo", config: `{"release": {"chart": "echo"}}`},
+		{name: "not an object", config: `["echo"]`},
+		{name: "20 KB of text", config: withAnnotation(strings.Repeat("the quick brown fox jumps over the lazy dog; ", 460)), gzip: true},
+		{name: "10 KB of random base64", config: withAnnotation(base64.StdEncoding.EncodeToString(random)), reason: "ConfigTooLarge"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			root := t.TempDir()
+			store, err := NewFSStore(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			backupForInspect(t, store, source, "k", c.config)
+			res := runMover(t, nil, "inspect", "--key", "k", "--fs-root", root)
+			if c.reason != "" {
+				expectFailure(t, res, c.reason, false)
+				if !strings.Contains(res.failure.Error, ConfigName) || !strings.Contains(res.failure.Error, "in place") {
+					t.Errorf("the error does not say what to do instead: %s", res.failure.Error)
+				}
+				return
+			}
+			if res.code != 0 {
+				t.Fatalf("inspect failed: %s\n%s", res.term, res.stderr)
+			}
+			if n := len(strings.TrimSuffix(res.term, "\n")); n > 3500 {
+				t.Errorf("termination message is %d bytes, more than 3500", n)
+			}
+			var want []byte
+			if strings.HasPrefix(strings.TrimSpace(c.config), "{") {
+				want = configEcho(t, c.config)
+			}
+			got := []byte(res.inspection.Echo)
+			if c.gzip {
+				if len(got) != 0 {
+					t.Errorf("echo and echoGzip both present")
+				}
+				got = gunzipBase64(t, res.inspection.EchoGzip)
+			} else if res.inspection.EchoGzip != "" {
+				t.Errorf("echoGzip present for a %d-byte Echo", len(want))
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("the Echo handed back is\n%s\nwant\n%s", got, want)
+			}
+		})
+	}
+}
+
+func gunzipBase64(t *testing.T, s string) []byte {
+	t.Helper()
+	z, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		t.Fatalf("echoGzip: %v", err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(z))
+	if err != nil {
+		t.Fatalf("echoGzip: %v", err)
+	}
+	b, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatalf("echoGzip: %v", err)
+	}
+	return b
+}
+
+// TestCLIInspectFaults: a backup inspect cannot vouch for fails
+// permanently, with the reason restore gives the same backup where
+// restore reads it the same way.
+func TestCLIInspectFaults(t *testing.T) {
+	needManager(t)
+	source := smallData(t)
+	cases := []struct {
+		name   string
+		tamper func(t *testing.T, s Store, key string) // nil: no backup
+		args   []string                                // more flags
+		reason string
+		// asRestore: restore fails the same way.
+		asRestore bool
+	}{
+		{name: "missing backup", reason: "NotFound", asRestore: true},
+		{name: "unknown format version", tamper: unknownFormat, reason: "UnknownFormat", asRestore: true},
+		{name: "archive deleted", tamper: deleteArchive, reason: "CorruptArchive"},
+		{name: "archive truncated", tamper: truncateArchive, reason: "ChecksumMismatch", asRestore: true},
+		{name: "a data directory", tamper: func(*testing.T, Store, string) {}, args: []string{"--data-dir", source}, reason: "InvalidArgument"},
+		{name: "no key", tamper: func(*testing.T, Store, string) {}, args: []string{"--key="}, reason: "InvalidArgument"},
+		{name: "both stores", tamper: func(*testing.T, Store, string) {}, args: []string{"--s3-endpoint", "http://127.0.0.1:1", "--s3-bucket", "b"}, reason: "InvalidArgument"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			root := t.TempDir()
+			store, err := NewFSStore(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const key = "team-a/journal/b1"
+			if c.tamper != nil {
+				backupForInspect(t, store, source, key, inspectConfig)
+				c.tamper(t, store, key)
+			}
+			before := storedKeys(t, store, "")
+			flags := append([]string{"--key", key, "--fs-root", root}, c.args...)
+			res := runMover(t, nil, append([]string{"inspect"}, flags...)...)
+			expectFailure(t, res, c.reason, false)
+			if after := storedKeys(t, store, ""); !slices.Equal(after, before) {
+				t.Errorf("store holds %v after inspect, held %v", after, before)
+			}
+			if c.asRestore {
+				restore := runMover(t, nil, append([]string{"restore", "--data-dir", filepath.Join(t.TempDir(), "data")}, flags...)...)
+				expectFailure(t, restore, c.reason, false)
+			}
+		})
+	}
+	out, err := exec.Command(managerBin, "inspect", "-h").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "-key") || !strings.Contains(string(out), "-fs-root") || strings.Contains(string(out), "-data-dir") {
+		t.Errorf("inspect -h: %v\n%s", err, out)
 	}
 }

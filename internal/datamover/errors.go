@@ -11,9 +11,10 @@ import (
 	"syscall"
 )
 
-// Sentinel errors. Every error returned by Backup, Restore and the stores
-// wraps at most one of them (test with errors.Is); Reason names it and
-// Retryable says whether running the same operation again may succeed.
+// Sentinel errors. Every error returned by Backup, Restore, Inspect,
+// Delete and the stores wraps at most one of them (test with errors.Is);
+// Reason names it and Retryable says whether running the same operation
+// again may succeed.
 var (
 	// ErrNotFound: the object (a backup's manifest or archive) does not
 	// exist in the store.
@@ -32,7 +33,8 @@ var (
 	// manifest (content, size or the list of files).
 	ErrChecksumMismatch = errors.New("checksum mismatch")
 	// ErrCorruptArchive: the archive matches its manifest but cannot be
-	// decoded, or the manifest itself is malformed.
+	// decoded, or the manifest itself is malformed; for Inspect, also a
+	// manifest whose archive is missing.
 	ErrCorruptArchive = errors.New("corrupt archive")
 	// ErrUnknownFormat: the manifest's format version is not one this
 	// mover reads.
@@ -51,6 +53,10 @@ var (
 	ErrSourceChanged = errors.New("source changed during backup")
 	// ErrInvalidArgument: the options or flags are unusable.
 	ErrInvalidArgument = errors.New("invalid argument")
+	// ErrConfigTooLarge: the configuration recorded in a backup's manifest
+	// is too large to hand back in a termination message, even compressed
+	// (the inspect subcommand).
+	ErrConfigTooLarge = errors.New("backed-up configuration too large")
 )
 
 // reasons maps each sentinel to the short reason written to a Job's
@@ -61,6 +67,7 @@ var reasons = []struct {
 	retryable bool
 }{
 	{ErrInvalidArgument, "InvalidArgument", false},
+	{ErrConfigTooLarge, "ConfigTooLarge", false},
 	{ErrUnknownFormat, "UnknownFormat", false},
 	{ErrUnsafePath, "UnsafePath", false},
 	{ErrChecksumMismatch, "ChecksumMismatch", false},
@@ -104,7 +111,8 @@ func Reason(err error) string {
 // true for network errors, server-side (5xx) store errors, deadlines and a
 // source that changed while being read; false for everything that needs a
 // person (credentials, a missing bucket or backup, a corrupt or foreign
-// archive, a non-empty target, a full disk) and for cancellation.
+// archive, a non-empty target, a full disk, a configuration too large to
+// hand back) and for cancellation.
 func Retryable(err error) bool {
 	if err == nil {
 		return false

@@ -145,7 +145,7 @@ func (r *restore) run(ctx context.Context) (m *Manifest, err error) {
 			_ = os.Remove(r.root) // only if still empty
 		}
 	}()
-	if m, err = r.fetchManifest(ctx); err != nil {
+	if m, err = fetchManifest(ctx, r.Store, r.Key); err != nil {
 		return nil, err
 	}
 	if err := r.checkTarget(m); err != nil {
@@ -189,20 +189,6 @@ func (r *restore) run(ctx context.Context) (m *Manifest, err error) {
 		attrs = append(attrs, "previousData", aside)
 	}
 	r.log.Info("restore complete", attrs...)
-	return m, nil
-}
-
-func (r *restore) fetchManifest(ctx context.Context) (*Manifest, error) {
-	key := ManifestKey(r.Key)
-	body, err := r.Store.Get(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = body.Close() }() // read-only
-	m, err := DecodeManifest(body)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", r.Store.Location(key), err)
-	}
 	return m, nil
 }
 
