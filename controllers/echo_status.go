@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 )
@@ -110,20 +111,25 @@ func readiness(echo *echov1alpha1.Echo, w echoWorld) (metav1.ConditionStatus, st
 	return metav1.ConditionTrue, echov1alpha1.EchoReasonAvailable, fmt.Sprintf("%d of %d replicas available", s.AvailableReplicas, desired)
 }
 
-// desiredReplicas is what the Deployment must have available. Under an
-// autoscaler that is at least its minimum, which a Deployment created with
-// the default single replica reaches only after the autoscaler's first sync.
+// desiredReplicas is what the Deployment must have available: what the
+// Echo asks for (at least 3 under high availability), not what the
+// Deployment says, which lags behind a release still on its way (a restore
+// giving a quiesced Echo back, for one). Under an autoscaler it is the
+// Deployment's count, at least the autoscaler's minimum, which a
+// Deployment created with a single replica reaches only after the
+// autoscaler's first sync.
 func desiredReplicas(echo *echov1alpha1.Echo, d *appsv1.Deployment) int32 {
-	desired := int32(1)
-	if d.Spec.Replicas != nil {
-		desired = *d.Spec.Replicas
-	}
+	ha := echo.Spec.HighAvailability != nil && echo.Spec.HighAvailability.Enabled
 	if as := echo.Spec.Autoscaling; as != nil && as.Enabled {
 		minimum := as.MinReplicas
-		if ha := echo.Spec.HighAvailability; ha != nil && ha.Enabled {
+		if ha {
 			minimum = max(minimum, 3)
 		}
-		desired = max(desired, minimum)
+		return max(ptr.Deref(d.Spec.Replicas, 1), minimum)
+	}
+	desired := ptr.Deref(echo.Spec.Replicas, 1)
+	if ha {
+		desired = max(desired, 3)
 	}
 	return desired
 }

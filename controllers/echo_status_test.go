@@ -59,9 +59,23 @@ func TestComputeWorkloadStatus(t *testing.T) {
 			wantStatus: metav1.ConditionFalse, wantReason: echov1alpha1.EchoReasonReleasePending, wantObsGen: 1, wantAddress: "http://e.ns.svc:80"},
 		{name: "all replicas available", echo: echo(2), world: echoWorld{deployment: deployment("2", 3), service: service},
 			wantStatus: metav1.ConditionTrue, wantReason: echov1alpha1.EchoReasonAvailable, wantObsGen: 2, wantAddress: "http://e.ns.svc:80"},
-		{name: "scaled to zero", echo: echo(2), world: echoWorld{deployment: deployment("2", 0)},
+		{name: "scaled to zero", echo: func() *echov1alpha1.Echo {
+			e := echo(2)
+			e.Spec.Replicas = ptr.To[int32](0)
+			return e
+		}(), world: echoWorld{deployment: deployment("2", 0)},
 			wantStatus: metav1.ConditionTrue, wantReason: echov1alpha1.EchoReasonScaledToZero, wantObsGen: 2},
-		{name: "rolling out", echo: echo(2), world: echoWorld{deployment: deployment("2", 3, func(d *appsv1.Deployment) {
+		{name: "the Deployment still runs fewer than the Echo asks for", echo: func() *echov1alpha1.Echo {
+			e := echo(2)
+			e.Spec.Replicas = ptr.To[int32](2)
+			return e
+		}(), world: echoWorld{deployment: deployment("2", 0)},
+			wantStatus: metav1.ConditionFalse, wantReason: echov1alpha1.EchoReasonRollingOut, wantObsGen: 2},
+		{name: "rolling out", echo: func() *echov1alpha1.Echo {
+			e := echo(2)
+			e.Spec.Replicas = ptr.To[int32](3)
+			return e
+		}(), world: echoWorld{deployment: deployment("2", 3, func(d *appsv1.Deployment) {
 			d.Status.AvailableReplicas = 1
 		})}, wantStatus: metav1.ConditionFalse, wantReason: echov1alpha1.EchoReasonRollingOut, wantObsGen: 2},
 		{name: "old pods still terminating", echo: echo(2), world: echoWorld{deployment: deployment("2", 2, func(d *appsv1.Deployment) {

@@ -15,14 +15,19 @@ import (
 // being deleted, and the backup outlives its Echo. The outcome is in the
 // backup's status by then.
 func (r *EchoBackupReconciler) deleteFinishedJob(ctx context.Context, b *echov1alpha1.EchoBackup) error {
+	return removeJob(ctx, r.Client, b.Namespace, backupJobName(b))
+}
+
+// removeJob deletes a Job and, in the background, its pods.
+func removeJob(ctx context.Context, c client.Client, namespace, name string) error {
 	job := &batchv1.Job{}
-	if err := r.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: backupJobName(b)}, job); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, job); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	if !job.DeletionTimestamp.IsZero() {
 		return nil
 	}
-	if err := r.Delete(ctx, job, client.PropagationPolicy("Background")); client.IgnoreNotFound(err) != nil {
+	if err := c.Delete(ctx, job, client.PropagationPolicy("Background")); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("deleting the finished Job %s: %w", job.Name, err)
 	}
 	return nil

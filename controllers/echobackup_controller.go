@@ -162,7 +162,7 @@ func (r *EchoBackupReconciler) observeJob(ctx context.Context, b *echov1alpha1.E
 	if !complete && !failed {
 		return ctrl.Result{}, nil
 	}
-	res, err := r.jobMoverResult(ctx, job)
+	res, err := jobMoverResult(ctx, r.Client, job)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -187,9 +187,9 @@ func (r *EchoBackupReconciler) observeJob(ctx context.Context, b *echov1alpha1.E
 // termination message, from the newest pod of one Job that has one. Pods
 // are matched by the Job's UID: the pods of an earlier Job of the same
 // name, or of the backup's other Jobs, which may linger, do not answer.
-func (r *EchoBackupReconciler) jobMoverResult(ctx context.Context, job *batchv1.Job) (*moverResult, error) {
+func jobMoverResult(ctx context.Context, c client.Reader, job *batchv1.Job) (*moverResult, error) {
 	pods := &corev1.PodList{}
-	if err := r.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.ControllerUidLabel: string(job.UID)}); err != nil {
+	if err := c.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.ControllerUidLabel: string(job.UID)}); err != nil {
 		return nil, fmt.Errorf("listing the pods of Job %s: %w", job.Name, err)
 	}
 	return newestMoverResult(pods.Items), nil

@@ -163,7 +163,7 @@ func (r *EchoBackupReconciler) startDeleteJob(ctx context.Context, b *echov1alph
 // next one.
 func (r *EchoBackupReconciler) retryDeleteJob(ctx context.Context, b *echov1alpha1.EchoBackup, job *batchv1.Job) (ctrl.Result, error) {
 	reason := "the delete Job failed: " + jobFailureMessage(job)
-	res, err := r.jobMoverResult(ctx, job)
+	res, err := jobMoverResult(ctx, r.Client, job)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -272,7 +272,7 @@ func dataVolume(echo *echov1alpha1.Echo) corev1.Volume {
 		return corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
 	}
 	return corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
-		ClaimName: echo.Name + "-data", ReadOnly: true}}}
+		ClaimName: dataClaimName(echo), ReadOnly: true}}}
 }
 
 // dataAffinity places the Job beside the Echo's pods when they hold its

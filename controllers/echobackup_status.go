@@ -13,7 +13,8 @@ import (
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 )
 
-// moverResult is what the data mover writes as its termination message.
+// moverResult is what the data mover writes as its termination message,
+// for any of its subcommands (see cmd/manager/datamover.go).
 type moverResult struct {
 	Size      int64  `json:"size"`
 	Checksum  string `json:"checksum"`
@@ -22,6 +23,12 @@ type moverResult struct {
 	Error     string `json:"error"`
 	Reason    string `json:"reason"`
 	Retryable bool   `json:"retryable"`
+
+	// inspect only: how many of the files are data, and the backed-up
+	// Echo, as JSON or, when that would not fit, gzipped and base64-encoded.
+	DataFiles int             `json:"dataFiles"`
+	Echo      json.RawMessage `json:"echo,omitempty"`
+	EchoGzip  string          `json:"echoGzip,omitempty"`
 }
 
 // backupFailureReason maps a data mover error reason to a condition reason.

@@ -4,20 +4,48 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Condition types and reasons of an EchoRestore.
+// Condition types of an EchoRestore.
 const (
-	// RestoreConditionComplete is True once the Echo runs on the restored data.
+	// RestoreConditionComplete is True once the Echo runs on the restored
+	// data; False, with the step under way as its reason, until then.
 	RestoreConditionComplete = "Complete"
 	// RestoreConditionFailed is True once the restore failed for good.
 	RestoreConditionFailed = "Failed"
+	// RestoreConditionDataRestored is True once the data is in place (or
+	// the backup holds none), before the Echo serves again.
+	RestoreConditionDataRestored = "DataRestored"
+)
 
-	RestoreReasonCompleted        = "Completed"
+// Reasons of the Complete condition while a restore is under way.
+const (
+	RestoreReasonWaitingForBackup  = "WaitingForBackup"
+	RestoreReasonWaitingForRestore = "WaitingForOtherRestore"
+	RestoreReasonInspecting        = "Inspecting"
+	RestoreReasonQuiescing         = "Quiescing"
+	RestoreReasonRestoringData     = "RestoringData"
+	RestoreReasonWaitingForEcho    = "WaitingForEcho"
+	RestoreReasonCompleted         = "Completed"
+)
+
+// Reasons of the Failed condition: each says what to fix.
+const (
 	RestoreReasonBackupNotFound   = "BackupNotFound"
 	RestoreReasonBackupIncomplete = "BackupNotComplete"
-	RestoreReasonTargetHasData    = "TargetHasData"
+	RestoreReasonArtifactNotFound = "ArtifactNotFound"
 	RestoreReasonVerifyFailed     = "VerificationFailed"
+	RestoreReasonCredentialsError = "CredentialsError"
+	RestoreReasonStorageError     = "StorageError"
+	RestoreReasonTargetHasData    = "TargetHasData"
+	RestoreReasonNoVolume         = "TargetHasNoVolume"
+	RestoreReasonNoSpace          = "NoSpace"
+	RestoreReasonInvalidConfig    = "InvalidConfiguration"
+	RestoreReasonEchoDeleted      = "EchoDeleted"
 	RestoreReasonJobFailed        = "JobFailed"
 )
+
+// RestoreFinalizer lets an EchoRestore being deleted give back the Echo it
+// quiesced (the RestoreAnnotation on it) before it goes.
+const RestoreFinalizer = "echo.dev/restore"
 
 // ExistingDataPolicy says what a restore does when its target already holds data.
 // +kubebuilder:validation:Enum=Fail;Replace
@@ -84,7 +112,18 @@ type EchoRestoreStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions: Complete and Failed.
+	// EchoName is the Echo restored into: spec.echoName, or the backed-up
+	// Echo's name.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Echo"
+	EchoName string `json:"echoName,omitempty"`
+
+	// EchoCreated is true when the restore created the Echo from the
+	// backed-up configuration rather than restoring an existing one.
+	// +optional
+	EchoCreated bool `json:"echoCreated,omitempty"`
+
+	// Conditions: Complete, Failed and DataRestored.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -118,7 +157,7 @@ type EchoRestoreStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=ecr,categories={echo}
-// +kubebuilder:printcolumn:name="Echo",type=string,JSONPath=`.spec.echoName`
+// +kubebuilder:printcolumn:name="Echo",type=string,JSONPath=`.status.echoName`
 // +kubebuilder:printcolumn:name="Complete",type=string,JSONPath=`.status.conditions[?(@.type=="Complete")].status`
 // +kubebuilder:printcolumn:name="Failed",type=string,JSONPath=`.status.conditions[?(@.type=="Failed")].status`
 // +kubebuilder:printcolumn:name="From",type=string,JSONPath=`.status.restoredFrom`,priority=1

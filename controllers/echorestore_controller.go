@@ -1,0 +1,402 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+)
+
+// Event reasons of EchoRestores.
+const (
+	EventReasonRestoreStarted   = "RestoreStarted"
+	EventReasonEchoCreated      = "EchoCreated"
+	EventReasonEchoQuiesced     = "EchoQuiesced"
+	EventReasonDataRestored     = "DataRestored"
+	EventReasonRestoreCompleted = "RestoreCompleted"
+	EventReasonRestoreFailed    = "RestoreFailed"
+)
+
+// Cache index fields of EchoRestores.
+const (
+	restoreBackupField = ".spec.source.backupName"
+	restoreEchoField   = ".status.echoName"
+)
+
+// EchoRestoreReconciler restores an Echo from a backup in steps, each
+// decided afresh from what the cluster shows:
+//
+//  1. resolve the source: an EchoBackup (waiting for it to complete) or a
+//     storage location and key;
+//  2. run an inspect Job that checks the manifest and hands back the
+//     backed-up Echo, before anything is touched;
+//  3. create the Echo from that configuration when it does not exist, or
+//     take the existing one; either way quiesced (echo.dev/restore-in-progress)
+//     when it keeps data, so its release runs no pod;
+//  4. once no pod runs, run a restore Job that writes the data into the
+//     Echo's claim (DataRestored);
+//  5. give the Echo back and wait until it is Ready on the restored data
+//     (Complete).
+//
+// A failure at any step gives the Echo back untouched by the failed step:
+// the data mover verifies everything before it swaps data in.
+type EchoRestoreReconciler struct {
+	client.Client
+	Scheme   *runtime.Scheme
+	Recorder record.EventRecorder
+	// MoverImage is the operator's image, whose inspect and restore
+	// subcommands the Jobs run.
+	MoverImage string
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// +kubebuilder:rbac:groups=echo.dev,resources=echorestores,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=echo.dev,resources=echorestores/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=echo.dev,resources=echorestores/finalizers,verbs=update
+// +kubebuilder:rbac:groups=echo.dev,resources=echoes,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=echo.dev,resources=echobackups,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+
+// Reconcile moves one EchoRestore a step towards Complete or Failed.
+func (r *EchoRestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	rs := &echov1alpha1.EchoRestore{}
+	if err := r.Get(ctx, req.NamespacedName, rs); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !rs.DeletionTimestamp.IsZero() || restoreFinished(rs) {
+		return ctrl.Result{}, r.reconcileRelease(ctx, rs)
+	}
+	orig := rs.DeepCopy()
+	result, err := r.reconcileRestore(ctx, rs)
+	if patchErr := r.patchStatus(ctx, orig, rs); patchErr != nil {
+		return ctrl.Result{}, patchErr
+	}
+	return result, err
+}
+
+func (r *EchoRestoreReconciler) reconcileRestore(ctx context.Context, rs *echov1alpha1.EchoRestore) (ctrl.Result, error) {
+	src, err := r.resolveSource(ctx, rs)
+	if err != nil || src == nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.ensureFinalizer(ctx, rs); err != nil {
+		return ctrl.Result{}, err
+	}
+	if rs.Status.StartTime == nil {
+		rs.Status.StartTime = ptrTime(r.now())
+		rs.Status.EchoName = src.echoName
+		r.Recorder.Eventf(rs, corev1.EventTypeNormal, EventReasonRestoreStarted, "Restoring Echo %s from %s", src.echoName, src.key)
+	}
+	if meta.IsStatusConditionTrue(rs.Status.Conditions, echov1alpha1.RestoreConditionDataRestored) {
+		return r.completeWhenReady(ctx, rs)
+	}
+	inspected, result, err := r.inspectArtifact(ctx, rs, src)
+	if err != nil || inspected == nil {
+		return result, err
+	}
+	rs.Status.RestoredFrom = inspected.Location
+	echo, err := r.ensureTargetEcho(ctx, rs, inspected)
+	if err != nil || echo == nil {
+		return ctrl.Result{}, err
+	}
+	return r.restoreData(ctx, rs, src, echo)
+}
+
+// resolveSource finds the artifact to restore and the Echo to restore
+// into; nil when the restore failed or waits for its EchoBackup.
+func (r *EchoRestoreReconciler) resolveSource(ctx context.Context, rs *echov1alpha1.EchoRestore) (*restoreSource, error) {
+	if rs.Spec.Source.BackupName == "" {
+		return &restoreSource{storage: *rs.Spec.Source.Storage, key: rs.Spec.Source.Key, echoName: rs.Spec.EchoName}, nil
+	}
+	b := &echov1alpha1.EchoBackup{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: rs.Namespace, Name: rs.Spec.Source.BackupName}, b); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.fail(rs, echov1alpha1.RestoreReasonBackupNotFound, fmt.Sprintf(
+				"EchoBackup %q does not exist in namespace %s: name an EchoBackup of this namespace, or restore from source.storage and source.key",
+				rs.Spec.Source.BackupName, rs.Namespace))
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading EchoBackup %s: %w", rs.Spec.Source.BackupName, err)
+	}
+	switch {
+	case meta.IsStatusConditionTrue(b.Status.Conditions, echov1alpha1.BackupConditionFailed):
+		r.fail(rs, echov1alpha1.RestoreReasonBackupIncomplete, fmt.Sprintf(
+			"EchoBackup %s failed, so there is nothing to restore: %s", b.Name, b.Status.Error))
+		return nil, nil
+	case !meta.IsStatusConditionTrue(b.Status.Conditions, echov1alpha1.BackupConditionComplete):
+		r.progress(rs, echov1alpha1.RestoreReasonWaitingForBackup, fmt.Sprintf("Waiting for EchoBackup %s to complete", b.Name))
+		return nil, nil
+	}
+	echoName := rs.Spec.EchoName
+	if echoName == "" {
+		echoName = b.Spec.EchoName
+	}
+	return &restoreSource{storage: b.Spec.Storage, key: artifactKey(b), echoName: echoName}, nil
+}
+
+// ensureFinalizer adds the finalizer that gives a quiesced Echo back if
+// the restore is deleted, before the restore quiesces anything.
+func (r *EchoRestoreReconciler) ensureFinalizer(ctx context.Context, rs *echov1alpha1.EchoRestore) error {
+	if controllerutil.ContainsFinalizer(rs, echov1alpha1.RestoreFinalizer) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(rs.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.AddFinalizer(rs, echov1alpha1.RestoreFinalizer)
+	if err := r.Patch(ctx, rs, patch); err != nil {
+		return fmt.Errorf("adding the finalizer of EchoRestore %s: %w", rs.Name, err)
+	}
+	return nil
+}
+
+// inspectArtifact runs the inspect Job and returns its result once it
+// has one; nil while it runs or when the restore failed.
+func (r *EchoRestoreReconciler) inspectArtifact(ctx context.Context, rs *echov1alpha1.EchoRestore, src *restoreSource) (*moverResult, ctrl.Result, error) {
+	job, err := r.ensureJob(ctx, rs, inspectJob(rs, *src, r.MoverImage))
+	if err != nil {
+		return nil, ctrl.Result{}, err
+	}
+	res, result, err := r.jobOutcome(ctx, rs, job, "inspect")
+	if err != nil || res == nil {
+		if res == nil && err == nil && !restoreFinished(rs) {
+			r.progress(rs, echov1alpha1.RestoreReasonInspecting, fmt.Sprintf("Job %s is checking the backup %s", job.Name, src.key))
+		}
+		return nil, result, err
+	}
+	return res, ctrl.Result{}, nil
+}
+
+// restoreData writes the backup's data into a quiesced Echo's claim, and
+// records it in DataRestored. An Echo without persistence has no data to
+// restore (ensureTargetEcho refused a backup that holds some).
+func (r *EchoRestoreReconciler) restoreData(ctx context.Context, rs *echov1alpha1.EchoRestore, src *restoreSource, echo *echov1alpha1.Echo) (ctrl.Result, error) {
+	if !persistent(echo) {
+		r.dataRestored(rs, "The backup holds no data, only the configuration")
+		return ctrl.Result{}, nil
+	}
+	if ok, why, err := r.quiesced(ctx, echo); err != nil || !ok {
+		if err == nil {
+			r.progress(rs, echov1alpha1.RestoreReasonQuiescing, why)
+		}
+		return ctrl.Result{}, err
+	}
+	job, err := r.ensureJob(ctx, rs, restoreJob(rs, *src, echo, r.MoverImage))
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	res, result, err := r.jobOutcome(ctx, rs, job, "restore")
+	if err != nil || res == nil {
+		if res == nil && err == nil && !restoreFinished(rs) {
+			r.progress(rs, echov1alpha1.RestoreReasonRestoringData, fmt.Sprintf("Job %s is restoring the data of Echo %s", job.Name, echo.Name))
+		}
+		return result, err
+	}
+	r.dataRestored(rs, fmt.Sprintf("Restored %d files (%d bytes) into claim %s", res.Files, res.Size, dataClaimName(echo)))
+	return ctrl.Result{}, nil
+}
+
+// ensureJob returns one of the restore's Jobs, creating it on first sight.
+func (r *EchoRestoreReconciler) ensureJob(ctx context.Context, rs *echov1alpha1.EchoRestore, want *batchv1.Job) (*batchv1.Job, error) {
+	job := &batchv1.Job{}
+	err := r.Get(ctx, client.ObjectKeyFromObject(want), job)
+	if err == nil || !apierrors.IsNotFound(err) {
+		return job, err
+	}
+	if err := controllerutil.SetControllerReference(rs, want, r.Scheme); err != nil {
+		return nil, fmt.Errorf("owning Job %s: %w", want.Name, err)
+	}
+	if err := r.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("creating Job %s: %w", want.Name, err)
+	}
+	log.FromContext(ctx).Info("Started data mover Job", "job", want.Name)
+	return want, nil
+}
+
+// jobOutcome reads a finished Job's result: the data mover's result when
+// it succeeded; nil while it runs, or after it failed (the restore is then
+// marked failed with what to fix).
+func (r *EchoRestoreReconciler) jobOutcome(ctx context.Context, rs *echov1alpha1.EchoRestore, job *batchv1.Job, step string) (*moverResult, ctrl.Result, error) {
+	complete, failed := jobFinished(job)
+	if !complete && !failed {
+		return nil, ctrl.Result{}, nil
+	}
+	res, err := jobMoverResult(ctx, r.Client, job)
+	if err != nil {
+		return nil, ctrl.Result{}, err
+	}
+	switch {
+	case failed && res != nil && res.Error != "":
+		r.fail(rs, restoreFailureReason(res.Reason), restoreFailureMessage(rs, res))
+	case failed:
+		r.fail(rs, echov1alpha1.RestoreReasonJobFailed, fmt.Sprintf("The %s Job %s failed: %s", step, job.Name, jobFailureMessage(job)))
+	case res != nil && res.Error == "":
+		return res, ctrl.Result{}, nil
+	case res == nil && r.now().Sub(jobFinishTime(job)) < resultGracePeriod:
+		return nil, ctrl.Result{RequeueAfter: 5 * time.Second}, nil
+	default:
+		r.fail(rs, echov1alpha1.RestoreReasonJobFailed, fmt.Sprintf("The %s Job %s succeeded without reporting its result", step, job.Name))
+	}
+	return nil, ctrl.Result{}, nil
+}
+
+// restoreFailureReason maps a data mover error reason to a condition reason.
+func restoreFailureReason(moverReason string) string {
+	switch moverReason {
+	case "TargetNotEmpty":
+		return echov1alpha1.RestoreReasonTargetHasData
+	case "NotFound":
+		return echov1alpha1.RestoreReasonArtifactNotFound
+	case "ChecksumMismatch", "CorruptArchive", "UnknownFormat", "UnsafePath":
+		return echov1alpha1.RestoreReasonVerifyFailed
+	case "AccessDenied":
+		return echov1alpha1.RestoreReasonCredentialsError
+	case "NoSpace":
+		return echov1alpha1.RestoreReasonNoSpace
+	case "ConfigTooLarge", "InvalidArgument":
+		return echov1alpha1.RestoreReasonInvalidConfig
+	case "":
+		return echov1alpha1.RestoreReasonJobFailed
+	default:
+		return echov1alpha1.RestoreReasonStorageError
+	}
+}
+
+// restoreFailureMessage is the data mover's error, with what to do about
+// the failures a person settles with the restore's own spec.
+func restoreFailureMessage(rs *echov1alpha1.EchoRestore, res *moverResult) string {
+	switch res.Reason {
+	case "TargetNotEmpty":
+		return res.Error + ": the Echo already holds data; to replace it, create a new EchoRestore with existingData: Replace " +
+			"(the current data is then kept aside in .echo-pre-restore-<time> in the data directory)"
+	case "NoSpace":
+		return res.Error + ": the Echo's volume is too small for the backup; raise spec.persistence.size of Echo " + rs.Status.EchoName
+	}
+	return res.Error
+}
+
+// progress reports the step under way in the Complete condition.
+func (r *EchoRestoreReconciler) progress(rs *echov1alpha1.EchoRestore, reason, message string) {
+	setCondition(&rs.Status.Conditions, rs.Generation, echov1alpha1.RestoreConditionComplete, metav1.ConditionFalse, reason, message)
+}
+
+func (r *EchoRestoreReconciler) dataRestored(rs *echov1alpha1.EchoRestore, message string) {
+	setCondition(&rs.Status.Conditions, rs.Generation, echov1alpha1.RestoreConditionDataRestored, metav1.ConditionTrue,
+		echov1alpha1.RestoreReasonCompleted, message)
+	r.progress(rs, echov1alpha1.RestoreReasonWaitingForEcho, fmt.Sprintf("Waiting for Echo %s to be Ready", rs.Status.EchoName))
+	r.Recorder.Event(rs, corev1.EventTypeNormal, EventReasonDataRestored, message)
+}
+
+func (r *EchoRestoreReconciler) complete(rs *echov1alpha1.EchoRestore) {
+	rs.Status.CompletionTime = ptrTime(r.now())
+	rs.Status.Error = ""
+	message := fmt.Sprintf("Echo %s is Ready on the data restored from %s", rs.Status.EchoName, rs.Status.RestoredFrom)
+	setCondition(&rs.Status.Conditions, rs.Generation, echov1alpha1.RestoreConditionComplete, metav1.ConditionTrue,
+		echov1alpha1.RestoreReasonCompleted, message)
+	r.Recorder.Event(rs, corev1.EventTypeNormal, EventReasonRestoreCompleted, message)
+}
+
+func (r *EchoRestoreReconciler) fail(rs *echov1alpha1.EchoRestore, reason, message string) {
+	rs.Status.Error = message
+	rs.Status.CompletionTime = ptrTime(r.now())
+	setCondition(&rs.Status.Conditions, rs.Generation, echov1alpha1.RestoreConditionFailed, metav1.ConditionTrue, reason, message)
+	r.progress(rs, reason, "The restore failed: see the Failed condition")
+	r.Recorder.Event(rs, corev1.EventTypeWarning, EventReasonRestoreFailed, message)
+}
+
+// patchStatus writes the status when it changed.
+func (r *EchoRestoreReconciler) patchStatus(ctx context.Context, orig, rs *echov1alpha1.EchoRestore) error {
+	rs.Status.ObservedGeneration = rs.Generation
+	if equalJSON(orig.Status, rs.Status) {
+		return nil
+	}
+	if err := r.Status().Patch(ctx, rs, client.MergeFrom(orig)); err != nil {
+		return fmt.Errorf("patching the status of EchoRestore %s: %w", rs.Name, err)
+	}
+	return nil
+}
+
+func (r *EchoRestoreReconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func restoreFinished(rs *echov1alpha1.EchoRestore) bool {
+	return meta.IsStatusConditionTrue(rs.Status.Conditions, echov1alpha1.RestoreConditionComplete) ||
+		meta.IsStatusConditionTrue(rs.Status.Conditions, echov1alpha1.RestoreConditionFailed)
+}
+
+// SetupWithManager registers the controller. Besides its Jobs, a restore
+// follows the EchoBackup it waits for and the Echo (and its Deployment) it
+// restores, found through cache indexes.
+func (r *EchoRestoreReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	ctx := context.Background()
+	indexer := mgr.GetFieldIndexer()
+	if err := indexer.IndexField(ctx, &echov1alpha1.EchoRestore{}, restoreBackupField, func(o client.Object) []string {
+		return nonEmpty(o.(*echov1alpha1.EchoRestore).Spec.Source.BackupName)
+	}); err != nil {
+		return fmt.Errorf("indexing EchoRestores by backup: %w", err)
+	}
+	if err := indexer.IndexField(ctx, &echov1alpha1.EchoRestore{}, restoreEchoField, func(o client.Object) []string {
+		return nonEmpty(o.(*echov1alpha1.EchoRestore).Status.EchoName)
+	}); err != nil {
+		return fmt.Errorf("indexing EchoRestores by Echo: %w", err)
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("echorestore").
+		For(&echov1alpha1.EchoRestore{}).
+		Owns(&batchv1.Job{}).
+		Watches(&echov1alpha1.EchoBackup{}, r.restoresBy(restoreBackupField, func(o client.Object) string { return o.GetName() })).
+		Watches(&echov1alpha1.Echo{}, r.restoresBy(restoreEchoField, func(o client.Object) string { return o.GetName() })).
+		Watches(&appsv1.Deployment{}, r.restoresBy(restoreEchoField, func(o client.Object) string {
+			return o.GetLabels()["app.kubernetes.io/instance"]
+		})).
+		Complete(r)
+}
+
+// restoresBy maps an object to the restores of its namespace whose index
+// field holds the name key gives for it.
+func (r *EchoRestoreReconciler) restoresBy(field string, key func(client.Object) string) handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		name := key(o)
+		if name == "" {
+			return nil
+		}
+		list := &echov1alpha1.EchoRestoreList{}
+		if err := r.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingFields{field: name}); err != nil {
+			log.FromContext(ctx).Error(err, "Listing the restores of an object", "object", name)
+			return nil
+		}
+		reqs := make([]reconcile.Request, 0, len(list.Items))
+		for _, rs := range list.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&rs)})
+		}
+		return reqs
+	})
+}
+
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
+}
