@@ -24,9 +24,8 @@ const defaultEchoImage = "quay.io/echo-operator/echo-server:v0.1.0"
 const defaultOperatorImage = "quay.io/echo-operator/echo-operator:v0.1.0"
 
 func main() {
-	// "manager backup ...", "manager restore ..." and "manager delete ..."
-	// run the data mover of the backup, restore and artifact deletion Jobs
-	// (datamover.go).
+	// "manager backup|restore|inspect|delete ..." run the data mover of the
+	// backup, restore and artifact deletion Jobs (datamover.go).
 	if code, ok := runDataMover(os.Args[1:]); ok {
 		os.Exit(code)
 	}
