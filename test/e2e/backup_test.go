@@ -43,11 +43,14 @@ func runMoverForJob(t *testing.T, job *batchv1.Job, dataDir string, s3 *s3server
 	ctx := context.Background()
 	work := t.TempDir()
 
-	cm := &corev1.ConfigMap{}
-	cmName := job.Spec.Template.Spec.Volumes[slicesIndex(job.Spec.Template.Spec.Volumes, "config")].ConfigMap.Name
-	Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: cmName}, cm)).To(Succeed())
+	// A backup Job's configuration comes from a ConfigMap volume.
 	configFile := filepath.Join(work, "config.json")
-	Expect(os.WriteFile(configFile, []byte(cm.Data["config.json"]), 0o600)).To(Succeed())
+	if i := slicesIndex(job.Spec.Template.Spec.Volumes, "config"); i >= 0 {
+		cm := &corev1.ConfigMap{}
+		cmName := job.Spec.Template.Spec.Volumes[i].ConfigMap.Name
+		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: cmName}, cm)).To(Succeed())
+		Expect(os.WriteFile(configFile, []byte(cm.Data["config.json"]), 0o600)).To(Succeed())
+	}
 
 	// The Job's arguments, with its mount points mapped to local paths.
 	termination := filepath.Join(work, "termination-log")
@@ -69,7 +72,8 @@ func runMoverForJob(t *testing.T, job *batchv1.Job, dataDir string, s3 *s3server
 	// KWOK has completed the Job's pod; report the result as the kubelet would.
 	Eventually(func(g Gomega) {
 		pods := &corev1.PodList{}
-		g.Expect(k8sClient.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels(job.Spec.Template.Labels))).To(Succeed())
+		g.Expect(k8sClient.List(ctx, pods, client.InNamespace(job.Namespace),
+			client.MatchingLabels{batchv1.ControllerUidLabel: string(job.UID)})).To(Succeed())
 		g.Expect(pods.Items).NotTo(BeEmpty())
 		pod := pods.Items[0]
 		g.Expect(pod.Status.Phase).To(Equal(corev1.PodSucceeded))
@@ -81,6 +85,15 @@ func runMoverForJob(t *testing.T, job *batchv1.Job, dataDir string, s3 *s3server
 		g.Expect(k8sClient.Status().Update(ctx, &pod)).To(Succeed())
 	}, timeout, interval).Should(Succeed())
 	return string(result)
+}
+
+func waitJobNamed(t *testing.T, ns, name string) *batchv1.Job {
+	t.Helper()
+	job := &batchv1.Job{}
+	Eventually(func() error {
+		return k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, job)
+	}, timeout, interval).Should(Succeed())
+	return job
 }
 
 func slicesIndex(volumes []corev1.Volume, name string) int {
@@ -155,10 +168,7 @@ func TestBackupsEndToEnd(t *testing.T) {
 		b := &echov1alpha1.EchoBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "journal-1"},
 			Spec: echov1alpha1.EchoBackupSpec{EchoName: key.Name, Storage: storage}}
 		Expect(k8sClient.Create(ctx, b)).To(Succeed())
-		job := &batchv1.Job{}
-		Eventually(func() error {
-			return k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "journal-1-backup"}, job)
-		}, timeout, interval).Should(Succeed())
+		job := waitJobNamed(t, ns, "journal-1-backup")
 
 		var result struct {
 			Size     int64  `json:"size"`
@@ -183,10 +193,7 @@ func TestBackupsEndToEnd(t *testing.T) {
 			g.Expect(list.Items).To(HaveLen(1))
 			final = list.Items[0]
 		}, timeout, interval).Should(Succeed())
-		job := &batchv1.Job{}
-		Eventually(func() error {
-			return k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: final.Name + "-backup"}, job)
-		}, timeout, interval).Should(Succeed())
+		job := waitJobNamed(t, ns, final.Name+"-backup")
 		Expect(k8sClient.Get(ctx, key, &echov1alpha1.Echo{})).To(Succeed(), "the Echo waits for its final backup")
 
 		runMoverForJob(t, job, data, s3)
@@ -198,16 +205,46 @@ func TestBackupsEndToEnd(t *testing.T) {
 			g.Expect(pvcs.Items).To(BeEmpty())
 		}, timeout, interval).Should(Succeed())
 
-		// The artifact restores, byte for byte, with the same binary.
+		// Disaster recovery: a namespace with no EchoBackup restores the
+		// bare artifact into a new Echo, the data mover running the Jobs'
+		// own arguments; the journal comes back byte for byte.
+		dr := newRestrictedNamespace(t)
+		Expect(k8sClient.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: dr, Name: "s3-credentials"},
+			StringData: map[string]string{"AWS_ACCESS_KEY_ID": s3.AccessKey, "AWS_SECRET_ACCESS_KEY": s3.SecretKey},
+		})).To(Succeed())
+		restore := &echov1alpha1.EchoRestore{
+			ObjectMeta: metav1.ObjectMeta{Namespace: dr, Name: "recover"},
+			Spec: echov1alpha1.EchoRestoreSpec{
+				Source:   echov1alpha1.RestoreSource{Storage: &storage, Key: ns + "/journal/" + final.Name},
+				EchoName: "journal",
+			},
+		}
+		Expect(k8sClient.Create(ctx, restore)).To(Succeed())
+		runMoverForJob(t, waitJobNamed(t, dr, "recover-inspect"), "", s3)
+
+		restoredKey := types.NamespacedName{Namespace: dr, Name: "journal"}
+		Eventually(func(g Gomega) string {
+			c := meta.FindStatusCondition(getEcho(g, restoredKey).Status.Conditions, echov1alpha1.EchoConditionReady)
+			g.Expect(c).NotTo(BeNil())
+			return c.Reason
+		}, timeout, interval).Should(Equal(echov1alpha1.EchoReasonRestoring), "the new Echo runs no pod before its data is in place")
+		Expect(getEcho(Default, restoredKey).Spec.Persistence.Enabled).To(BeTrue(), "the Echo comes from the backed-up configuration")
+
 		restored := t.TempDir()
-		termination := filepath.Join(t.TempDir(), "termination-log")
-		cmd := exec.Command(op.binary, "restore", "--data-dir="+restored, "--key="+ns+"/journal/"+final.Name,
-			"--s3-endpoint="+s3.Endpoint, "--s3-bucket=echo-backups", "--s3-prefix=e2e", "--s3-path-style", "--termination-log="+termination)
-		cmd.Env = append(os.Environ(), s3.Env()...)
-		out, err := cmd.CombinedOutput()
-		Expect(err).NotTo(HaveOccurred(), "%s", out)
+		runMoverForJob(t, waitJobNamed(t, dr, "recover-restore"), restored, s3)
 		got, err := os.ReadFile(filepath.Join(restored, "journal", "journal-0.jsonl"))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(bytes.Equal(got, journal)).To(BeTrue(), "the restored journal differs")
+
+		waitReady(t, restoredKey, 1)
+		Eventually(func(g Gomega) {
+			rs := &echov1alpha1.EchoRestore{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(restore), rs)).To(Succeed())
+			g.Expect(meta.FindStatusCondition(rs.Status.Conditions, echov1alpha1.RestoreConditionFailed)).To(BeNil(), "%s", rs.Status.Error)
+			g.Expect(meta.IsStatusConditionTrue(rs.Status.Conditions, echov1alpha1.RestoreConditionComplete)).To(BeTrue())
+			g.Expect(rs.Status.RestoredFrom).To(HaveSuffix("/" + final.Name))
+			g.Expect(rs.Status.EchoCreated).To(BeTrue())
+		}, timeout, interval).Should(Succeed())
 	})
 }
