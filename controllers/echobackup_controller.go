@@ -46,8 +46,8 @@ type EchoBackupReconciler struct {
 	Recorder record.EventRecorder
 	// MoverImage is the operator's image, whose backup subcommand the Job runs.
 	MoverImage string
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Clock tells the time; nil is the wall clock.
+	Clock Clock
 }
 
 // +kubebuilder:rbac:groups=echo.dev,resources=echobackups,verbs=get;list;watch;update;patch
@@ -99,7 +99,7 @@ func (r *EchoBackupReconciler) reconcileBackup(ctx context.Context, b *echov1alp
 	}
 
 	if b.Status.StartTime == nil {
-		b.Status.StartTime = ptrTime(r.now())
+		b.Status.StartTime = ptrTime(r.Clock.Now())
 		b.Status.EchoGeneration = echo.Generation
 	}
 	if err := r.ensureConfigMap(ctx, b, echo); err != nil {
@@ -175,7 +175,7 @@ func (r *EchoBackupReconciler) observeJob(ctx context.Context, b *echov1alpha1.E
 		r.fail(b, reason, message)
 	case res != nil && res.Error == "" && res.Checksum != "":
 		r.complete(b, res)
-	case res == nil && r.now().Sub(jobFinishTime(job)) < resultGracePeriod:
+	case res == nil && r.Clock.Now().Sub(jobFinishTime(job)) < resultGracePeriod:
 		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
 	default:
 		r.fail(b, echov1alpha1.BackupReasonArtifactMissing, "The backup Job succeeded without reporting a stored artifact")
@@ -215,7 +215,7 @@ func newestMoverResult(pods []corev1.Pod) *moverResult {
 
 func (r *EchoBackupReconciler) complete(b *echov1alpha1.EchoBackup, res *moverResult) {
 	b.Status.Size, b.Status.Checksum, b.Status.Location = res.Size, res.Checksum, res.Location
-	b.Status.CompletionTime = ptrTime(r.now())
+	b.Status.CompletionTime = ptrTime(r.Clock.Now())
 	b.Status.Error = ""
 	setCondition(&b.Status.Conditions, b.Generation, echov1alpha1.BackupConditionComplete, metav1.ConditionTrue, echov1alpha1.BackupReasonCompleted,
 		fmt.Sprintf("Stored %d bytes at %s", res.Size, res.Location))
@@ -224,7 +224,7 @@ func (r *EchoBackupReconciler) complete(b *echov1alpha1.EchoBackup, res *moverRe
 
 func (r *EchoBackupReconciler) fail(b *echov1alpha1.EchoBackup, reason, message string) {
 	b.Status.Error = message
-	b.Status.CompletionTime = ptrTime(r.now())
+	b.Status.CompletionTime = ptrTime(r.Clock.Now())
 	setCondition(&b.Status.Conditions, b.Generation, echov1alpha1.BackupConditionFailed, metav1.ConditionTrue, reason, message)
 	r.Recorder.Event(b, corev1.EventTypeWarning, EventReasonBackupFailed, message)
 }
@@ -232,20 +232,7 @@ func (r *EchoBackupReconciler) fail(b *echov1alpha1.EchoBackup, reason, message 
 // patchStatus writes the status when it changed.
 func (r *EchoBackupReconciler) patchStatus(ctx context.Context, orig, b *echov1alpha1.EchoBackup) error {
 	b.Status.ObservedGeneration = b.Generation
-	if equalJSON(orig.Status, b.Status) {
-		return nil
-	}
-	if err := r.Status().Patch(ctx, b, client.MergeFrom(orig)); err != nil {
-		return fmt.Errorf("patching the status of EchoBackup %s: %w", b.Name, err)
-	}
-	return nil
-}
-
-func (r *EchoBackupReconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
+	return patchStatusIfChanged(ctx, r.Client, "EchoBackup", orig, b, orig.Status, b.Status)
 }
 
 // SetupWithManager registers the controller; backup Jobs map to their

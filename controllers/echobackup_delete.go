@@ -174,7 +174,7 @@ func (r *EchoBackupReconciler) retryDeleteJob(ctx context.Context, b *echov1alph
 	// Events are counted as one.
 	r.Recorder.Eventf(b, corev1.EventTypeWarning, EventReasonArtifactDeleteFailed,
 		"Could not delete the artifact at %s, trying again %s after the failure: %s", b.Status.Location, artifactDeleteBackoff, truncateMessage(reason))
-	if wait := retryWait(jobFinishTime(job), r.now()); wait > 0 {
+	if wait := retryWait(jobFinishTime(job), r.Clock.Now()); wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	return ctrl.Result{}, r.removeJob(ctx, job)

@@ -42,8 +42,8 @@ const (
 type EchoBackupScheduleReconciler struct {
 	client.Client
 	Recorder record.EventRecorder
-	// Now is the clock; nil means time.Now. Tests move it forward.
-	Now func() time.Time
+	// Clock tells the schedules the time; nil is the wall clock.
+	Clock Clock
 }
 
 // +kubebuilder:rbac:groups=echo.dev,resources=echobackupschedules,verbs=get;list;watch
@@ -62,10 +62,8 @@ func (r *EchoBackupScheduleReconciler) Reconcile(ctx context.Context, req ctrl.R
 	orig := s.DeepCopy()
 	result, err := r.reconcileSchedule(ctx, s)
 	s.Status.ObservedGeneration = s.Generation
-	if !equalJSON(orig.Status, s.Status) {
-		if patchErr := r.Status().Patch(ctx, s, client.MergeFrom(orig)); patchErr != nil {
-			return ctrl.Result{}, fmt.Errorf("patching the status of EchoBackupSchedule %s: %w", s.Name, patchErr)
-		}
+	if patchErr := patchStatusIfChanged(ctx, r.Client, "EchoBackupSchedule", orig, s, orig.Status, s.Status); patchErr != nil {
+		return ctrl.Result{}, patchErr
 	}
 	return result, err
 }
@@ -80,7 +78,7 @@ func (r *EchoBackupScheduleReconciler) reconcileSchedule(ctx context.Context, s 
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
 
-	now := r.now()
+	now := r.Clock.Now()
 	if err := r.ensureDueBackup(ctx, s, sched, now); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -166,13 +164,6 @@ func (r *EchoBackupScheduleReconciler) pruneBackups(ctx context.Context, s *echo
 		r.Recorder.Eventf(s, corev1.EventTypeNormal, EventReasonPrunedBackup, "Pruned EchoBackup %s under the retention policy", b.Name)
 	}
 	return nil
-}
-
-func (r *EchoBackupScheduleReconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
 }
 
 // SetupWithManager registers the controller; a backup's changes reach its

@@ -63,8 +63,8 @@ type EchoRestoreReconciler struct {
 	// MoverImage is the operator's image, whose inspect and restore
 	// subcommands the Jobs run.
 	MoverImage string
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Clock tells the time; nil is the wall clock.
+	Clock Clock
 }
 
 // +kubebuilder:rbac:groups=echo.dev,resources=echorestores,verbs=get;list;watch;update;patch
@@ -102,7 +102,7 @@ func (r *EchoRestoreReconciler) reconcileRestore(ctx context.Context, rs *echov1
 		return ctrl.Result{}, err
 	}
 	if rs.Status.StartTime == nil {
-		rs.Status.StartTime = ptrTime(r.now())
+		rs.Status.StartTime = ptrTime(r.Clock.Now())
 		rs.Status.EchoName = src.echoName
 		r.Recorder.Eventf(rs, corev1.EventTypeNormal, EventReasonRestoreStarted, "Restoring Echo %s from %s", src.echoName, src.key)
 	}
@@ -249,7 +249,7 @@ func (r *EchoRestoreReconciler) jobOutcome(ctx context.Context, rs *echov1alpha1
 		r.fail(rs, echov1alpha1.RestoreReasonJobFailed, fmt.Sprintf("The %s Job %s failed: %s", step, job.Name, jobFailureMessage(job)))
 	case res != nil && res.Error == "":
 		return res, ctrl.Result{}, nil
-	case res == nil && r.now().Sub(jobFinishTime(job)) < resultGracePeriod:
+	case res == nil && r.Clock.Now().Sub(jobFinishTime(job)) < resultGracePeriod:
 		return nil, ctrl.Result{RequeueAfter: 5 * time.Second}, nil
 	default:
 		r.fail(rs, echov1alpha1.RestoreReasonJobFailed, fmt.Sprintf("The %s Job %s succeeded without reporting its result", step, job.Name))
@@ -305,7 +305,7 @@ func (r *EchoRestoreReconciler) dataRestored(rs *echov1alpha1.EchoRestore, messa
 }
 
 func (r *EchoRestoreReconciler) complete(rs *echov1alpha1.EchoRestore) {
-	rs.Status.CompletionTime = ptrTime(r.now())
+	rs.Status.CompletionTime = ptrTime(r.Clock.Now())
 	rs.Status.Error = ""
 	message := fmt.Sprintf("Echo %s is Ready on the data restored from %s", rs.Status.EchoName, rs.Status.RestoredFrom)
 	setCondition(&rs.Status.Conditions, rs.Generation, echov1alpha1.RestoreConditionComplete, metav1.ConditionTrue,
@@ -315,7 +315,7 @@ func (r *EchoRestoreReconciler) complete(rs *echov1alpha1.EchoRestore) {
 
 func (r *EchoRestoreReconciler) fail(rs *echov1alpha1.EchoRestore, reason, message string) {
 	rs.Status.Error = message
-	rs.Status.CompletionTime = ptrTime(r.now())
+	rs.Status.CompletionTime = ptrTime(r.Clock.Now())
 	setCondition(&rs.Status.Conditions, rs.Generation, echov1alpha1.RestoreConditionFailed, metav1.ConditionTrue, reason, message)
 	r.progress(rs, reason, "The restore failed: see the Failed condition")
 	r.Recorder.Event(rs, corev1.EventTypeWarning, EventReasonRestoreFailed, message)
@@ -324,20 +324,7 @@ func (r *EchoRestoreReconciler) fail(rs *echov1alpha1.EchoRestore, reason, messa
 // patchStatus writes the status when it changed.
 func (r *EchoRestoreReconciler) patchStatus(ctx context.Context, orig, rs *echov1alpha1.EchoRestore) error {
 	rs.Status.ObservedGeneration = rs.Generation
-	if equalJSON(orig.Status, rs.Status) {
-		return nil
-	}
-	if err := r.Status().Patch(ctx, rs, client.MergeFrom(orig)); err != nil {
-		return fmt.Errorf("patching the status of EchoRestore %s: %w", rs.Name, err)
-	}
-	return nil
-}
-
-func (r *EchoRestoreReconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
+	return patchStatusIfChanged(ctx, r.Client, "EchoRestore", orig, rs, orig.Status, rs.Status)
 }
 
 func restoreFinished(rs *echov1alpha1.EchoRestore) bool {

@@ -133,7 +133,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := (&controllers.EchoBackupScheduleReconciler{
 		Client:   mgr.GetClient(),
 		Recorder: mgr.GetEventRecorderFor("echo-operator"),
-		Now:      o.Now,
+		Clock:    o.Now,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the EchoBackupSchedule controller: %w", err)
 	}
@@ -142,7 +142,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Scheme:     mgr.GetScheme(),
 		Recorder:   mgr.GetEventRecorderFor("echo-operator"),
 		MoverImage: o.MoverImage,
-		Now:        o.Now,
+		Clock:      o.Now,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the EchoRestore controller: %w", err)
 	}
