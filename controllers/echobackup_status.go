@@ -25,10 +25,12 @@ type moverResult struct {
 	Retryable bool   `json:"retryable"`
 
 	// inspect only: how many of the files are data, and the backed-up
-	// Echo, as JSON or, when that would not fit, gzipped and base64-encoded.
-	DataFiles int             `json:"dataFiles"`
-	Echo      json.RawMessage `json:"echo,omitempty"`
-	EchoGzip  string          `json:"echoGzip,omitempty"`
+	// Echo, as JSON or, when that would not fit, gzipped and base64-encoded;
+	// EchoOmitted when even that would not fit.
+	DataFiles   int             `json:"dataFiles"`
+	Echo        json.RawMessage `json:"echo,omitempty"`
+	EchoGzip    string          `json:"echoGzip,omitempty"`
+	EchoOmitted bool            `json:"echoOmitted,omitempty"`
 }
 
 // backupFailureReason maps a data mover error reason to a condition reason.

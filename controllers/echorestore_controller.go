@@ -60,6 +60,8 @@ type EchoRestoreReconciler struct {
 	client.Client
 	Scheme   *runtime.Scheme
 	Recorder record.EventRecorder
+	// APIReader reads what the cache leaves out: the Echo's own pods.
+	APIReader client.Reader
 	// MoverImage is the operator's image, whose inspect and restore
 	// subcommands the Jobs run.
 	MoverImage string
@@ -193,10 +195,12 @@ func (r *EchoRestoreReconciler) restoreData(ctx context.Context, rs *echov1alpha
 		return ctrl.Result{}, nil
 	}
 	if ok, why, err := r.quiesced(ctx, echo); err != nil || !ok {
-		if err == nil {
-			r.progress(rs, echov1alpha1.RestoreReasonQuiescing, why)
+		if err != nil {
+			return ctrl.Result{}, err
 		}
-		return ctrl.Result{}, err
+		// Pods shutting down are not watched: look again shortly.
+		r.progress(rs, echov1alpha1.RestoreReasonQuiescing, why)
+		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
 	}
 	job, err := r.ensureJob(ctx, rs, restoreJob(rs, *src, echo, r.MoverImage))
 	if err != nil {
@@ -270,7 +274,7 @@ func restoreFailureReason(moverReason string) string {
 		return echov1alpha1.RestoreReasonCredentialsError
 	case "NoSpace":
 		return echov1alpha1.RestoreReasonNoSpace
-	case "ConfigTooLarge", "InvalidArgument":
+	case "InvalidArgument":
 		return echov1alpha1.RestoreReasonInvalidConfig
 	case "":
 		return echov1alpha1.RestoreReasonJobFailed

@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -213,7 +214,25 @@ func TestEchoRestoreInPlace(t *testing.T) {
 	waitRestoreReason(t, key, echov1alpha1.RestoreReasonQuiescing)
 	Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "back-restore"}, &batchv1.Job{})).NotTo(Succeed(),
 		"no data is written while the Echo runs")
+	// A pod shutting down is no longer counted by its Deployment, but may
+	// still write: the restore waits for it to be gone.
+	lingering := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-old", Finalizers: []string{"example.test/shutting-down"},
+			Labels: map[string]string{"app.kubernetes.io/name": "echo", "app.kubernetes.io/instance": "web"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "echo", Image: "example.test/echo"}}},
+	}
+	Expect(k8sClient.Create(ctx, lingering)).To(Succeed())
+	Expect(k8sClient.Delete(ctx, lingering)).To(Succeed())
 	quiesce(t, echoKey)
+	Eventually(func(g Gomega) string {
+		c := meta.FindStatusCondition(getRestore(g, key).Status.Conditions, echov1alpha1.RestoreConditionComplete)
+		g.Expect(c).NotTo(BeNil())
+		return c.Message
+	}, timeout, interval).Should(ContainSubstring("pods of Echo web to shut down"))
+	Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "back-restore"}, &batchv1.Job{})).NotTo(Succeed())
+	Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(lingering), lingering)).To(Succeed())
+	lingering.Finalizers = nil
+	Expect(k8sClient.Update(ctx, lingering)).To(Succeed())
 	restore := waitJob(t, ns, "back-restore")
 	Expect(restore.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--existing-data=Replace"))
 	finishMoverJob(t, restore, restoredData, true)
@@ -280,6 +299,16 @@ func TestEchoRestoreFailuresGiveTheEchoBack(t *testing.T) {
 		resume(t, echoKey)
 		Eventually(func(g Gomega) []string { return eventReasons(g, ns, "occupied") }, timeout, interval).
 			Should(ContainElement(controllers.EventReasonRestoreFailed))
+	})
+
+	t.Run("an Echo too large to hand back cannot be created, only restored in place", func(t *testing.T) {
+		RegisterTestingT(t)
+		key := newRestore("huge", "absent")
+		finishMoverJob(t, waitJob(t, ns, "huge-inspect"),
+			`{"location":"s3://echo-backups/src/web/web-1","files":2,"dataFiles":1,"size":10,"echoOmitted":true}`, true)
+		c := waitRestoreFailed(t, key)
+		Expect(c.Reason).To(Equal(echov1alpha1.RestoreReasonInvalidConfig))
+		Expect(c.Message).To(ContainSubstring("restore into it in place"))
 	})
 
 	t.Run("data cannot go into an Echo without a volume", func(t *testing.T) {

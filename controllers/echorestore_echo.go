@@ -71,6 +71,12 @@ func (r *EchoRestoreReconciler) ensureTargetEcho(ctx context.Context, rs *echov1
 // quiesced when it keeps data so that no pod starts before the data is in
 // place. The Echo is not owned by the restore: it outlives it.
 func (r *EchoRestoreReconciler) createEcho(ctx context.Context, rs *echov1alpha1.EchoRestore, inspected *moverResult) error {
+	if inspected.EchoOmitted {
+		r.fail(rs, echov1alpha1.RestoreReasonInvalidConfig, fmt.Sprintf(
+			"The backed-up Echo is too large to hand back from the artifact: create Echo %s from the \"echo\" member of config.json "+
+				"in the artifact (or of manifest.json's config), then restore into it in place", rs.Status.EchoName))
+		return nil
+	}
 	backedUp, err := decodeBackedUpEcho(inspected)
 	if err != nil {
 		r.fail(rs, echov1alpha1.RestoreReasonVerifyFailed, fmt.Sprintf("The backup's configuration is unreadable: %v", err))
@@ -168,8 +174,8 @@ func (r *EchoRestoreReconciler) holdEcho(ctx context.Context, rs *echov1alpha1.E
 
 // quiesced reports whether an Echo held by a restore runs no pod: its
 // Deployment (which the release creates for a new Echo) asks for none and
-// has none, and the Echo reports Restoring, so its Ready condition can no
-// longer be one from before the hold.
+// has none, not even one shutting down, and the Echo reports Restoring, so
+// its Ready condition can no longer be one from before the hold.
 func (r *EchoRestoreReconciler) quiesced(ctx context.Context, echo *echov1alpha1.Echo) (bool, string, error) {
 	d := &appsv1.Deployment{}
 	if err := r.Get(ctx, client.ObjectKey{Namespace: echo.Namespace, Name: echo.Name}, d); err != nil {
@@ -185,6 +191,16 @@ func (r *EchoRestoreReconciler) quiesced(ctx context.Context, echo *echov1alpha1
 		return false, fmt.Sprintf("Waiting for the %d pods of Echo %s to stop", d.Status.Replicas, echo.Name), nil
 	case readyReason(echo) != echov1alpha1.EchoReasonRestoring:
 		return false, fmt.Sprintf("Waiting for Echo %s to report Restoring", echo.Name), nil
+	}
+	// The Deployment no longer counts pods that are shutting down, which
+	// may still write: ask the API server (the cache holds no echo pods).
+	pods := &corev1.PodList{}
+	if err := r.APIReader.List(ctx, pods, client.InNamespace(echo.Namespace),
+		client.MatchingLabels{"app.kubernetes.io/name": "echo", "app.kubernetes.io/instance": echo.Name}); err != nil {
+		return false, "", fmt.Errorf("listing the pods of Echo %s: %w", echo.Name, err)
+	}
+	if n := len(pods.Items); n > 0 {
+		return false, fmt.Sprintf("Waiting for the %d pods of Echo %s to shut down", n, echo.Name), nil
 	}
 	return true, "", nil
 }

@@ -110,6 +110,7 @@ type EchoRestoreSpec struct {
 type EchoRestoreStatus struct {
 	// ObservedGeneration is the generation last reconciled.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Observed Generation"
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// EchoName is the Echo restored into: spec.echoName, or the backed-up
@@ -121,6 +122,7 @@ type EchoRestoreStatus struct {
 	// EchoCreated is true when the restore created the Echo from the
 	// backed-up configuration rather than restoring an existing one.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Echo Created"
 	EchoCreated bool `json:"echoCreated,omitempty"`
 
 	// Conditions: Complete, Failed and DataRestored.
@@ -162,6 +164,7 @@ type EchoRestoreStatus struct {
 // +kubebuilder:printcolumn:name="Failed",type=string,JSONPath=`.status.conditions[?(@.type=="Failed")].status`
 // +kubebuilder:printcolumn:name="From",type=string,JSONPath=`.status.restoredFrom`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63",message="an EchoRestore name is at most 63 characters: it labels the restore's Jobs and pods"
 // +kubebuilder:validation:XValidation:rule="self.spec == oldSelf.spec",message="an EchoRestore's spec is immutable: create a new EchoRestore instead"
 // +operator-sdk:csv:customresourcedefinitions:displayName="Echo Restore",resources={{Echo,v1alpha1},{Job,v1},{PersistentVolumeClaim,v1}}
 type EchoRestore struct {

@@ -20,8 +20,9 @@ package main
 // "echo" member of the configuration), verbatim; it is absent when the
 // configuration has none. When the message would exceed
 // maxInspectionLen, echo is replaced by echoGzip, the Echo gzipped and
-// base64-encoded; when even that is too long, inspect fails with reason
-// ConfigTooLarge.
+// base64-encoded; when even that is too long, the Echo is left out and
+// echoOmitted is true: the operator can still restore into an existing
+// Echo, and says what to do when it would have to create one.
 
 import (
 	"bytes"
@@ -57,7 +58,7 @@ const (
 	// the backed-up Echo: Kubernetes keeps at most 4096 bytes of a
 	// termination message, and a message cut short is not JSON. Beyond it
 	// the Echo goes gzipped (echoGzip), and beyond it even so inspect
-	// fails with ErrConfigTooLarge.
+	// leaves the Echo out (echoOmitted).
 	maxInspectionLen = 3500
 	// echoConfigMember names the backed-up Echo in the configuration given
 	// to backup (and in the archive's config.json).
@@ -137,6 +138,9 @@ type moverInspection struct {
 	// large to go as is; neither when the configuration holds no Echo.
 	Echo     json.RawMessage `json:"echo,omitempty"`
 	EchoGzip string          `json:"echoGzip,omitempty"`
+	// EchoOmitted is true when the Echo is too large to hand back even
+	// gzipped; it is then in config.json of the artifact only.
+	EchoOmitted bool `json:"echoOmitted,omitempty"`
 }
 
 type moverFailure struct {
@@ -392,9 +396,10 @@ func (o moverOptions) inspect(ctx context.Context, store datamover.Store, log *s
 		}
 	}
 	if len(b) > maxInspectionLen {
-		return nil, fmt.Errorf("%w: the Echo is %d bytes (%d gzipped and base64-encoded), more than the %d bytes of a termination message "+
-			"can hand back to the operator; create the Echo from the %q member of %s in the artifact at %s, then restore into it in place",
-			datamover.ErrConfigTooLarge, len(echo), len(res.EchoGzip), maxInspectionLen, echoConfigMember, datamover.ConfigName, res.Location)
+		log.Warn("the backed-up Echo is too large to hand back: left out", "bytes", len(echo),
+			"gzipBase64Bytes", len(res.EchoGzip), "limit", maxInspectionLen)
+		res.EchoGzip, res.EchoOmitted = "", true
+		return res, nil
 	}
 	log.Info("the backed-up Echo is handed back gzipped", "bytes", len(echo), "gzipBase64Bytes", len(res.EchoGzip))
 	return res, nil

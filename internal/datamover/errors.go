@@ -53,10 +53,6 @@ var (
 	ErrSourceChanged = errors.New("source changed during backup")
 	// ErrInvalidArgument: the options or flags are unusable.
 	ErrInvalidArgument = errors.New("invalid argument")
-	// ErrConfigTooLarge: the configuration recorded in a backup's manifest
-	// is too large to hand back in a termination message, even compressed
-	// (the inspect subcommand).
-	ErrConfigTooLarge = errors.New("backed-up configuration too large")
 )
 
 // reasons maps each sentinel to the short reason written to a Job's
@@ -67,7 +63,6 @@ var reasons = []struct {
 	retryable bool
 }{
 	{ErrInvalidArgument, "InvalidArgument", false},
-	{ErrConfigTooLarge, "ConfigTooLarge", false},
 	{ErrUnknownFormat, "UnknownFormat", false},
 	{ErrUnsafePath, "UnsafePath", false},
 	{ErrChecksumMismatch, "ChecksumMismatch", false},
@@ -111,8 +106,7 @@ func Reason(err error) string {
 // true for network errors, server-side (5xx) store errors, deadlines and a
 // source that changed while being read; false for everything that needs a
 // person (credentials, a missing bucket or backup, a corrupt or foreign
-// archive, a non-empty target, a full disk, a configuration too large to
-// hand back) and for cancellation.
+// archive, a non-empty target, a full disk) and for cancellation.
 func Retryable(err error) bool {
 	if err == nil {
 		return false

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -176,12 +175,5 @@ func TestInspectRejects(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func TestConfigTooLargeReason(t *testing.T) {
-	err := fmt.Errorf("%w: the backed-up Echo is 20000 bytes", ErrConfigTooLarge)
-	if Reason(err) != "ConfigTooLarge" || Retryable(err) {
-		t.Fatalf("Reason = %q, Retryable = %v; want ConfigTooLarge, not retryable", Reason(err), Retryable(err))
 	}
 }
