@@ -1,12 +1,29 @@
 # echo-operator
 
-# VERSION is the operator's version: image tags, the chart's appVersion and,
-# later, the bundle's CSV name all derive from it.
+# VERSION is the operator's version: image tags, the bundle's CSV name
+# (echo-operator.v$(VERSION)) and olm.skipRange derive from it, and the
+# chart's appVersion must equal it (`make bundle` fails otherwise).
 VERSION ?= 0.1.0
 
 IMAGE_REGISTRY ?= quay.io/echo-operator
 IMG ?= $(IMAGE_REGISTRY)/echo-operator:v$(VERSION)
 ECHO_IMG ?= $(IMAGE_REGISTRY)/echo-server:v$(VERSION)
+
+## OLM bundle (make bundle; see docs/install.md)
+# The package name: the CSV is $(PACKAGE).v$(VERSION).
+PACKAGE ?= echo-operator
+BUNDLE_IMG ?= $(IMAGE_REGISTRY)/echo-operator-bundle:v$(VERSION)
+# Channels of the bundle and the channel a Subscription follows by default.
+CHANNELS ?= alpha,stable
+DEFAULT_CHANNEL ?= stable
+BUNDLE_METADATA_OPTS ?= --channels=$(CHANNELS) --default-channel=$(DEFAULT_CHANNEL)
+# The version this bundle replaces in its channels (spec.replaces), e.g.
+# 0.1.0; empty for the first release. Whatever it says, the CSV's
+# olm.skipRange '<$(VERSION)' lets any older version upgrade straight to this one.
+REPLACES ?=
+# The CSV's createdAt annotation. operator-sdk would stamp the wall clock,
+# making every `make bundle` differ; set it with VERSION at each release.
+CREATED_AT ?= 2026-11-21T00:00:00Z
 
 SHELL = /usr/bin/env bash -o pipefail
 .SHELLFLAGS = -ec
@@ -19,6 +36,8 @@ CONTROLLER_TOOLS_VERSION ?= v0.20.1
 KUSTOMIZE_VERSION ?= v5.8.1
 GOLANGCI_LINT_VERSION ?= v2.15.0
 HELM_VERSION ?= v3.21.0
+# operator-sdk and the scorecard's test binary (see hack/build-operator-sdk.sh)
+OPERATOR_SDK_VERSION ?= v1.42.2
 # Control plane of the simulated cluster (see hack/build-control-plane.sh)
 KUBE_VERSION ?= v1.35.4
 ETCD_VERSION ?= v3.6.16
@@ -32,6 +51,8 @@ GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint/$(GOLANGCI_LINT_VERSION)/golangci-lin
 HELM ?= $(LOCALBIN)/helm/$(HELM_VERSION)/helm
 KUBECTL ?= $(LOCALBIN)/kubernetes/$(KUBE_VERSION)/kubectl
 MINIO ?= $(LOCALBIN)/minio/$(MINIO_VERSION)/minio
+OPERATOR_SDK ?= $(LOCALBIN)/operator-sdk/$(OPERATOR_SDK_VERSION)/operator-sdk
+SCORECARD_TEST ?= $(LOCALBIN)/operator-sdk/$(OPERATOR_SDK_VERSION)/scorecard-test
 
 # The simulated cluster's binaries, as the tests and `make run` find them.
 CONTROL_PLANE_ENV = \
@@ -95,7 +116,7 @@ lint: golangci-lint helm vet ## Run golangci-lint, go vet and helm lint --strict
 	$(HELM) lint --strict helm-charts/echo -f helm-charts/echo/ci/all-enabled-values.yaml
 
 .PHONY: test
-test: verify-generated lint control-plane minio ## Run every test: unit, integration (envtest) and end to end (simulated cluster).
+test: verify-generated verify-bundle scorecard-static lint control-plane minio ## Run every test: unit, integration (envtest) and end to end (simulated cluster).
 	$(CONTROL_PLANE_ENV) go test ./... -timeout $(GO_TEST_TIMEOUT) -count=1 $(TEST_FLAGS)
 
 .PHONY: test-unit
@@ -156,6 +177,93 @@ deploy: kustomize control-plane ## Deploy the operator into the cluster of $KUBE
 undeploy: kustomize control-plane ## Remove the operator from the cluster of $KUBECONFIG.
 	$(KUSTOMIZE) build config/default | $(KUBECTL) delete --ignore-not-found -f -
 
+##@ Bundle
+
+.PHONY: bundle
+bundle: manifests kustomize operator-sdk verify-version ## Generate the OLM bundle (bundle/, bundle.Dockerfile) from config/ and validate it.
+	$(call generate-bundle,$(CURDIR))
+	$(call validate-bundle,bundle)
+
+.PHONY: bundle-validate
+bundle-validate: operator-sdk ## Validate bundle/ with the operatorframework suite; fail on any error or warning.
+	$(call validate-bundle,bundle)
+
+.PHONY: verify-bundle
+verify-bundle: kustomize operator-sdk verify-version ## Fail when bundle/ is stale against config/ and the API types, or does not validate.
+	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+	cp -r config $$tmp/; \
+	out=$$( ( $(call generate-bundle,$$tmp) ) 2>&1 ) || { echo "$$out"; exit 1; }; \
+	diff -r config/manifests $$tmp/config/manifests && diff -r bundle $$tmp/bundle && diff bundle.Dockerfile $$tmp/bundle.Dockerfile || \
+	{ echo "The bundle is stale: run 'make bundle' and commit the result."; exit 1; }
+	$(call validate-bundle,bundle)
+
+# The scorecard's static tests (config/manifests/scorecard). The scorecard
+# runs them in pods, where its test binary reads the bundle from /bundle, a
+# fixed path. Here that binary runs in a chroot holding only itself and a
+# copy of bundle/ at /bundle: entered through an unprivileged user namespace
+# (unshare), or directly when make runs as root (e.g. in a container), so no
+# cluster is needed.
+SCORECARD_TESTS ?= basic-check-spec olm-bundle-validation olm-crds-have-validation olm-crds-have-resources olm-spec-descriptors olm-status-descriptors
+
+.PHONY: scorecard-static
+scorecard-static: operator-sdk ## Run the scorecard's static tests (basic and olm suites) on bundle/, without a cluster.
+	@root=$$(mktemp -d); trap 'rm -rf $$root' EXIT; \
+	cp -r bundle $$root/bundle; cp $(SCORECARD_TEST) $$root/scorecard-test; mkdir $$root/tmp; \
+	if [[ $$(id -u) == 0 ]]; then enter=(chroot $$root); else enter=(unshare --user --map-root-user --root=$$root); fi; \
+	failed=; \
+	for t in $(SCORECARD_TESTS); do \
+		out=$$("$${enter[@]}" /scorecard-test $$t 2>&1) || { echo "$$out"; failed="$$failed $$t"; continue; }; \
+		state=$$(sed -n 's/^ *"state": "\(.*\)",*$$/\1/p' <<<"$$out"); \
+		printf '%-26s %s\n' "$$t" "$$state"; \
+		[[ "$$state" == pass ]] || { echo "$$out"; failed="$$failed $$t"; }; \
+	done; \
+	[[ -z "$$failed" ]] || { echo "Scorecard tests failed:$$failed"; exit 1; }
+
+.PHONY: verify-version
+verify-version: ## Fail when the chart's appVersion is not $(VERSION).
+	@v=$$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\} *$$/\1/p' helm-charts/echo/Chart.yaml); \
+	[[ "$$v" == "$(VERSION)" ]] || { echo "helm-charts/echo/Chart.yaml has appVersion $$v, the Makefile VERSION $(VERSION): make them equal."; exit 1; }
+
+.PHONY: bundle-build
+bundle-build: ## Build the bundle image $(BUNDLE_IMG) with $(CONTAINER_TOOL).
+	$(CONTAINER_TOOL) build -f bundle.Dockerfile -t $(BUNDLE_IMG) .
+
+.PHONY: bundle-push
+bundle-push: ## Push the bundle image.
+	$(CONTAINER_TOOL) push $(BUNDLE_IMG)
+
+# generate-bundle generates the bundle into $(1)/bundle and
+# $(1)/bundle.Dockerfile from the config/ tree under $(1), which it edits
+# like `make deploy` does (manager image IMG, RELATED_IMAGE_ECHO and
+# RELATED_IMAGE_OPERATOR). `operator-sdk generate kustomize manifests`
+# refreshes the base CSV's owned CRDs from the API types' markers; it reads
+# config/manifests/PROJECT, so it runs from there. operator-sdk stamps
+# createdAt with the wall clock and has no option for spec.replaces: both
+# are set afterwards, with containerImage and olm.skipRange.
+define generate-bundle
+(cd $(1)/config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)); \
+sed -i 's|value: .*echo-server:.*|value: $(ECHO_IMG)|; s|value: .*/echo-operator:v.*|value: $(IMG)|' $(1)/config/manager/manager.yaml; \
+(cd config/manifests && $(OPERATOR_SDK) generate kustomize manifests -q --interactive=false --package $(PACKAGE) \
+	--apis-dir ../../api --input-dir $(1)/config/manifests --output-dir $(1)/config/manifests); \
+rm -rf $(1)/bundle; \
+$(KUSTOMIZE) build $(1)/config/manifests | (cd $(1) && $(OPERATOR_SDK) generate bundle -q --overwrite \
+	--package $(PACKAGE) --version $(VERSION) $(BUNDLE_METADATA_OPTS)); \
+sed -i -e 's|^    createdAt: .*|    createdAt: "$(CREATED_AT)"|' \
+	-e 's|^    containerImage: .*|    containerImage: $(IMG)|' \
+	-e "s|^    olm.skipRange: .*|    olm.skipRange: '<$(VERSION)'|" \
+	$(if $(REPLACES),-e 's|^  version: |  replaces: $(PACKAGE).v$(REPLACES)\n&|') \
+	$(1)/bundle/manifests/$(PACKAGE).clusterserviceversion.yaml
+endef
+
+# validate-bundle validates the bundle in $(1) with the optional
+# operatorframework suite (OperatorHub metadata, good practices, deprecated
+# APIs for minKubeVersion) and fails on warnings as well as errors.
+define validate-bundle
+@out=$$($(OPERATOR_SDK) bundle validate $(1) --select-optional suite=operatorframework 2>&1) || { echo "$$out"; exit 1; }; \
+echo "$$out"; \
+! grep -qiE 'level=(warn|warning|error)|^(WARN|ERRO)' <<<"$$out" || { echo "bundle validate reported warnings: fix them."; exit 1; }
+endef
+
 ##@ Tools
 
 .PHONY: minio
@@ -165,6 +273,10 @@ minio: ## Build the MinIO server of the data mover's tests (first run only).
 .PHONY: control-plane
 control-plane: ## Build the simulated cluster's binaries (first run only).
 	KUBE_VERSION=$(KUBE_VERSION) ETCD_VERSION=$(ETCD_VERSION) KWOK_VERSION=$(KWOK_VERSION) BIN_DIR=$(LOCALBIN) hack/build-control-plane.sh build >/dev/null
+
+.PHONY: operator-sdk
+operator-sdk: ## Build operator-sdk and the scorecard's test binary (first run only).
+	OPERATOR_SDK_VERSION=$(OPERATOR_SDK_VERSION) BIN_DIR=$(LOCALBIN) hack/build-operator-sdk.sh build >/dev/null
 
 .PHONY: controller-gen
 controller-gen: $(CONTROLLER_GEN) ## Install controller-gen.

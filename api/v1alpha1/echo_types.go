@@ -388,6 +388,7 @@ type EchoStatus struct {
 
 	// Selector is the label selector of the echo server pods, for the scale subresource.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Pod Selector"
 	Selector string `json:"selector,omitempty"`
 
 	// Address is the in-cluster URL of the Service.
@@ -422,7 +423,7 @@ type DeployedRelease struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
-// +kubebuilder:resource:shortName=ec,categories={echo,all}
+// +kubebuilder:resource:path=echoes,shortName=ec,categories={echo,all}
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.status.replicas`
@@ -432,7 +433,7 @@ type DeployedRelease struct {
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 53",message="an Echo name is at most 53 characters: it names a Helm release"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="an Echo name must be a DNS-1035 label (lower-case letters, digits and '-', starting with a letter): it names a Service"
-// +operator-sdk:csv:customresourcedefinitions:displayName="Echo",resources={{Deployment,v1},{Service,v1},{Ingress,v1},{HorizontalPodAutoscaler,v2},{PodDisruptionBudget,v1},{PersistentVolumeClaim,v1},{Secret,v1}}
+// +operator-sdk:csv:customresourcedefinitions:displayName="Echo",resources={{Deployment,v1},{Service,v1},{Ingress,v1},{HorizontalPodAutoscaler,v2},{PodDisruptionBudget,v1},{PersistentVolumeClaim,v1},{Secret,v1},{Event,v1}}
 type Echo struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

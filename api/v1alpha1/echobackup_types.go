@@ -78,6 +78,7 @@ type EchoBackupSpec struct {
 type EchoBackupStatus struct {
 	// ObservedGeneration is the generation last reconciled.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Observed Generation"
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// Conditions: Complete and Failed.
@@ -137,7 +138,7 @@ type EchoBackupStatus struct {
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.spec == oldSelf.spec",message="an EchoBackup's spec is immutable: create a new EchoBackup instead"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63",message="an EchoBackup name is at most 63 characters: it labels the backup's Job and pods"
-// +operator-sdk:csv:customresourcedefinitions:displayName="Echo Backup",resources={{Job,v1},{ConfigMap,v1},{Secret,v1}}
+// +operator-sdk:csv:customresourcedefinitions:displayName="Echo Backup",resources={{Job,v1},{ConfigMap,v1},{Secret,v1},{Event,v1}}
 type EchoBackup struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -166,7 +166,7 @@ type EchoRestoreStatus struct {
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63",message="an EchoRestore name is at most 63 characters: it labels the restore's Jobs and pods"
 // +kubebuilder:validation:XValidation:rule="self.spec == oldSelf.spec",message="an EchoRestore's spec is immutable: create a new EchoRestore instead"
-// +operator-sdk:csv:customresourcedefinitions:displayName="Echo Restore",resources={{Echo,v1alpha1},{Job,v1},{PersistentVolumeClaim,v1}}
+// +operator-sdk:csv:customresourcedefinitions:displayName="Echo Restore",resources={{Echo,v1alpha1,echoes},{Job,v1},{PersistentVolumeClaim,v1},{Event,v1}}
 type EchoRestore struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
