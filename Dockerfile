@@ -2,9 +2,10 @@
 #   docker build .                      the operator (the last stage)
 #   docker build --target echo-server . the echo server its Echoes run
 # Cross-build with `docker buildx build --platform linux/arm64 ...`: the Go
-# toolchain runs natively and cross-compiles.
+# toolchain runs natively (the builder stage is pulled for the build
+# platform) and cross-compiles for TARGETOS/TARGETARCH.
 
-FROM golang:1.26 AS builder
+FROM --platform=$BUILDPLATFORM golang:1.26 AS builder
 ARG TARGETOS
 ARG TARGETARCH
 

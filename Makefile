@@ -116,7 +116,7 @@ lint: golangci-lint helm vet ## Run golangci-lint, go vet and helm lint --strict
 	$(HELM) lint --strict helm-charts/echo -f helm-charts/echo/ci/all-enabled-values.yaml
 
 .PHONY: test
-test: verify-generated verify-bundle scorecard-static lint control-plane minio ## Run every test: unit, integration (envtest) and end to end (simulated cluster).
+test: verify-generated verify-bundle scorecard-static docker-lint imagecheck-test image-layout lint control-plane minio ## Run every test: unit, integration (envtest) and end to end (simulated cluster).
 	$(CONTROL_PLANE_ENV) go test ./... -timeout $(GO_TEST_TIMEOUT) -count=1 $(TEST_FLAGS)
 
 .PHONY: test-unit
@@ -176,6 +176,22 @@ deploy: kustomize control-plane ## Deploy the operator into the cluster of $KUBE
 .PHONY: undeploy
 undeploy: kustomize control-plane ## Remove the operator from the cluster of $KUBECONFIG.
 	$(KUSTOMIZE) build config/default | $(KUBECTL) delete --ignore-not-found -f -
+
+##@ Images (no container engine needed; see docs/development.md#images)
+
+IMAGECHECK = cd hack/imagecheck && go run .
+
+.PHONY: docker-lint
+docker-lint: ## Check Dockerfile and bundle.Dockerfile: BuildKit's checks and the image rules.
+	$(IMAGECHECK) lint -root $(CURDIR)
+
+.PHONY: image-layout
+image-layout: ## Assemble the operator image as an OCI layout in _output/oci/echo-operator and verify it.
+	$(IMAGECHECK) layout -root $(CURDIR) -build-arg VERSION=$(VERSION) -image $(IMG)
+
+.PHONY: imagecheck-test
+imagecheck-test: golangci-lint ## Vet, lint and test hack/imagecheck (a Go module of its own).
+	cd hack/imagecheck && go vet ./... && $(GOLANGCI_LINT) run ./... && go test ./... -count=1
 
 ##@ Bundle
 
