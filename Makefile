@@ -51,6 +51,16 @@ GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint/$(GOLANGCI_LINT_VERSION)/golangci-lin
 HELM ?= $(LOCALBIN)/helm/$(HELM_VERSION)/helm
 KUBECTL ?= $(LOCALBIN)/kubernetes/$(KUBE_VERSION)/kubectl
 MINIO ?= $(LOCALBIN)/minio/$(MINIO_VERSION)/minio
+# OLM and the operator registry: the catalog and the OLM tests (see hack/build-olm.sh)
+OLM_VERSION ?= v0.46.0
+OPM_VERSION ?= v1.73.0
+OPM ?= $(LOCALBIN)/opm/$(OPM_VERSION)/opm
+# OLM's binaries and CRDs, as the OLM tests find them.
+OLM_ENV = \
+	OLM=$(LOCALBIN)/olm/$(OLM_VERSION)/olm \
+	OLM_CATALOG=$(LOCALBIN)/olm/$(OLM_VERSION)/catalog \
+	OLM_CRDS=$(LOCALBIN)/olm/$(OLM_VERSION)/crds \
+	OPM=$(OPM)
 OPERATOR_SDK ?= $(LOCALBIN)/operator-sdk/$(OPERATOR_SDK_VERSION)/operator-sdk
 SCORECARD_TEST ?= $(LOCALBIN)/operator-sdk/$(OPERATOR_SDK_VERSION)/scorecard-test
 
@@ -116,8 +126,8 @@ lint: golangci-lint helm vet ## Run golangci-lint, go vet and helm lint --strict
 	$(HELM) lint --strict helm-charts/echo -f helm-charts/echo/ci/all-enabled-values.yaml
 
 .PHONY: test
-test: verify-generated verify-bundle scorecard-static docker-lint imagecheck-test image-layout lint control-plane minio ## Run every test: unit, integration (envtest) and end to end (simulated cluster).
-	$(CONTROL_PLANE_ENV) go test ./... -timeout $(GO_TEST_TIMEOUT) -count=1 $(TEST_FLAGS)
+test: verify-generated verify-bundle verify-catalog scorecard-static docker-lint imagecheck-test image-layout lint control-plane minio olm ## Run every test: unit, integration (envtest), end to end and OLM (simulated cluster).
+	$(CONTROL_PLANE_ENV) $(OLM_ENV) go test ./... -timeout $(GO_TEST_TIMEOUT) -count=1 $(TEST_FLAGS)
 
 .PHONY: test-unit
 test-unit: ## Run the tests that need no control plane.
@@ -280,7 +290,29 @@ echo "$$out"; \
 ! grep -qiE 'level=(warn|warning|error)|^(WARN|ERRO)' <<<"$$out" || { echo "bundle validate reported warnings: fix them."; exit 1; }
 endef
 
+CATALOG_ENV = OPM=$(OPM) BUNDLE_IMG=$(BUNDLE_IMG) VERSION=$(VERSION) CHANNELS=$(CHANNELS) DEFAULT_CHANNEL=$(DEFAULT_CHANNEL)
+
+.PHONY: catalog
+catalog: opm ## Render the file-based catalog (catalog/echo-operator/catalog.yaml) from bundle/.
+	$(CATALOG_ENV) go run ./hack/catalog render
+
+.PHONY: verify-catalog
+verify-catalog: opm ## Fail when catalog/ is stale against bundle/.
+	$(CATALOG_ENV) go run ./hack/catalog verify
+
+.PHONY: test-olm
+test-olm: control-plane minio olm ## Install, run and upgrade the operator through OLM on the simulated cluster (part of test).
+	$(CONTROL_PLANE_ENV) $(OLM_ENV) go test ./test/olm/... -timeout $(GO_TEST_TIMEOUT) -count=1 -v $(TEST_FLAGS)
+
 ##@ Tools
+
+.PHONY: olm
+olm: ## Build OLM's olm and catalog commands and opm (first run only).
+	OLM_VERSION=$(OLM_VERSION) OPM_VERSION=$(OPM_VERSION) BIN_DIR=$(LOCALBIN) hack/build-olm.sh build >/dev/null
+
+.PHONY: opm
+opm: ## Build opm (first run only).
+	OPM_VERSION=$(OPM_VERSION) BIN_DIR=$(LOCALBIN) hack/build-olm.sh opm >/dev/null
 
 .PHONY: minio
 minio: ## Build the MinIO server of the data mover's tests (first run only).

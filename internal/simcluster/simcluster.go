@@ -82,6 +82,12 @@ type Options struct {
 
 	// StartTimeout bounds Start after the binaries are found; 0 means 3m.
 	StartTimeout time.Duration
+
+	// AdvertiseAddress is kube-apiserver's --advertise-address, the
+	// endpoint of the "kubernetes" Service. Empty lets kube-apiserver take
+	// the address of the default route's interface; a network namespace
+	// without a default route has none, and needs 127.0.0.1 here.
+	AdvertiseAddress string
 }
 
 // Cluster is a running simulated cluster.
@@ -397,6 +403,9 @@ func (c *Cluster) startControlPlane() error {
 		// node-lifecycle controller would remove.
 		Set("disable-admission-plugins", "TaintNodesByCondition").
 		Set("service-cluster-ip-range", "10.96.0.0/16")
+	if c.opts.AdvertiseAddress != "" {
+		api.Configure().Set("advertise-address", c.opts.AdvertiseAddress)
+	}
 
 	c.cp = &envtest.ControlPlane{Etcd: etcd, APIServer: api, KubectlPath: c.opts.Kubectl}
 	if err := c.cp.Start(); err != nil {
