@@ -137,14 +137,8 @@ func TestBackupsEndToEnd(t *testing.T) {
 	ctx := context.Background()
 	s3 := s3server.Start(t, "echo-backups")
 	ns := newRestrictedNamespace(t)
-	Expect(k8sClient.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s3-credentials"},
-		StringData: map[string]string{"AWS_ACCESS_KEY_ID": s3.AccessKey, "AWS_SECRET_ACCESS_KEY": s3.SecretKey},
-	})).To(Succeed())
-	storage := echov1alpha1.BackupStorage{S3: &echov1alpha1.S3Storage{
-		Endpoint: s3.Endpoint, Bucket: "echo-backups", Prefix: "e2e", ForcePathStyle: true,
-		CredentialsSecretRef: echov1alpha1.S3CredentialsSecretRef{Name: "s3-credentials"},
-	}}
+	Expect(k8sClient.Create(ctx, s3.CredentialsSecret(ns))).To(Succeed())
+	storage := s3.Storage("echo-backups", "e2e")
 
 	key := types.NamespacedName{Namespace: ns, Name: "journal"}
 	Expect(k8sClient.Create(ctx, &echov1alpha1.Echo{
@@ -209,10 +203,7 @@ func TestBackupsEndToEnd(t *testing.T) {
 		// bare artifact into a new Echo, the data mover running the Jobs'
 		// own arguments; the journal comes back byte for byte.
 		dr := newRestrictedNamespace(t)
-		Expect(k8sClient.Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: dr, Name: "s3-credentials"},
-			StringData: map[string]string{"AWS_ACCESS_KEY_ID": s3.AccessKey, "AWS_SECRET_ACCESS_KEY": s3.SecretKey},
-		})).To(Succeed())
+		Expect(k8sClient.Create(ctx, s3.CredentialsSecret(dr))).To(Succeed())
 		restore := &echov1alpha1.EchoRestore{
 			ObjectMeta: metav1.ObjectMeta{Namespace: dr, Name: "recover"},
 			Spec: echov1alpha1.EchoRestoreSpec{

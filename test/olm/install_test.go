@@ -106,14 +106,8 @@ func TestInstallFromCatalog(t *testing.T) {
 func exerciseOperator(t *testing.T, op *operatorProcess, s3 *s3server.Server, ns string) {
 	t.Helper()
 	ctx := context.Background()
-	Expect(k8sClient.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s3-credentials"},
-		StringData: map[string]string{"AWS_ACCESS_KEY_ID": s3.AccessKey, "AWS_SECRET_ACCESS_KEY": s3.SecretKey},
-	})).To(Succeed())
-	storage := echov1alpha1.BackupStorage{S3: &echov1alpha1.S3Storage{
-		Endpoint: s3.Endpoint, Bucket: "echo-backups", Prefix: "olm", ForcePathStyle: true,
-		CredentialsSecretRef: echov1alpha1.S3CredentialsSecretRef{Name: "s3-credentials"},
-	}}
+	Expect(k8sClient.Create(ctx, s3.CredentialsSecret(ns))).To(Succeed())
+	storage := s3.Storage("echo-backups", "olm")
 
 	key := types.NamespacedName{Namespace: ns, Name: "journal"}
 	Expect(k8sClient.Create(ctx, &echov1alpha1.Echo{

@@ -1,0 +1,30 @@
+package s3server
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+)
+
+// CredentialsSecretName names the Secret CredentialsSecret returns and
+// Storage refers to.
+const CredentialsSecretName = "s3-credentials"
+
+// CredentialsSecret holds the server's credentials in namespace, under the
+// keys the data mover Jobs read by default.
+func (s *Server) CredentialsSecret(namespace string) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: CredentialsSecretName},
+		StringData: map[string]string{"AWS_ACCESS_KEY_ID": s.AccessKey, "AWS_SECRET_ACCESS_KEY": s.SecretKey},
+	}
+}
+
+// Storage is the backup storage of bucket on this server under prefix,
+// with the credentials of CredentialsSecret.
+func (s *Server) Storage(bucket, prefix string) echov1alpha1.BackupStorage {
+	return echov1alpha1.BackupStorage{S3: &echov1alpha1.S3Storage{
+		Endpoint: s.Endpoint, Bucket: bucket, Prefix: prefix, ForcePathStyle: true,
+		CredentialsSecretRef: echov1alpha1.S3CredentialsSecretRef{Name: CredentialsSecretName},
+	}}
+}
