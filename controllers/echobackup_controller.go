@@ -44,6 +44,9 @@ type EchoBackupReconciler struct {
 	client.Client
 	Scheme   *runtime.Scheme
 	Recorder record.EventRecorder
+	// APIReader reads what the cache keeps only in part: the Echo's Helm
+	// release, whose chart and values the backup records.
+	APIReader client.Reader
 	// MoverImage is the operator's image, whose backup subcommand the Job runs.
 	MoverImage string
 	// Clock tells the time; nil is the wall clock.
@@ -119,7 +122,7 @@ func (r *EchoBackupReconciler) ensureConfigMap(ctx context.Context, b *echov1alp
 	if err := r.Get(ctx, key, &corev1.ConfigMap{}); err == nil || !apierrors.IsNotFound(err) {
 		return client.IgnoreNotFound(err)
 	}
-	config, err := backupConfig(ctx, r.Client, echo)
+	config, err := backupConfig(ctx, r.APIReader, echo)
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,11 @@ package controllers_test
 
 import (
 	"context"
+	"maps"
+	"net/http"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -235,3 +239,48 @@ func eventReasons(g Gomega, ns, name string) []string {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// managerRequests counts the requests the manager sends to the API server.
+var managerRequests = &requestCounter{counts: map[string]int{}}
+
+// requestCounter counts requests by verb and path, watches left out.
+type requestCounter struct {
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+func (c *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		if req.URL.Query().Get("watch") != "true" {
+			c.mu.Lock()
+			c.counts[req.Method+" "+req.URL.Path]++
+			c.mu.Unlock()
+		}
+		return rt.RoundTrip(req)
+	})
+}
+
+// snapshot returns the counts so far.
+func (c *requestCounter) snapshot() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.counts)
+}
+
+// since returns the requests to a namespace sent after an earlier snapshot.
+func (c *requestCounter) since(before map[string]int, namespace string) map[string]int {
+	out := map[string]int{}
+	for k, n := range c.snapshot() {
+		if !strings.Contains(k, "/namespaces/"+namespace+"/") {
+			continue
+		}
+		if d := n - before[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

@@ -125,7 +125,9 @@ func startManager(ctx context.Context) (<-chan struct{}, error) {
 	if err != nil {
 		return nil, err
 	}
-	mgr, err := operator.NewManager(cfg, operator.Options{
+	mgrCfg := rest.CopyConfig(cfg)
+	mgrCfg.Wrap(managerRequests.wrap)
+	mgr, err := operator.NewManager(mgrCfg, operator.Options{
 		MetricsAddr: "0",
 		ProbeAddr:   "0",
 		MoverImage:  testMoverImage,

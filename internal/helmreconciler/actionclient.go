@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 
 	"github.com/go-logr/logr"
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
@@ -12,40 +13,96 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 )
 
-// actionClientGetter hands the Helm reconciler action clients that recover
-// releases an interrupted operator left pending, and that record an Event
-// for every install, upgrade and uninstall.
+// actionClientGetter hands the Helm reconciler action clients that:
+//   - answer from the cache when the deployed revision was rendered from
+//     the same chart and values (see FingerprintLabel), so an unchanged
+//     release costs no render and no API request;
+//   - repair drift against the cached objects;
+//   - recover releases an interrupted operator left pending;
+//   - record an Event for every install, upgrade and uninstall.
+//
+// Helm's own clients are only built when a reconcile needs them.
 type actionClientGetter struct {
-	inner    helmclient.ActionClientGetter
+	inner helmclient.ActionClientGetter
+	// cache holds the release Secrets (see TransformReleaseSecret) and the
+	// objects of cachedKinds.
+	cache       cache.Cache
+	cachedKinds map[schema.GroupVersionKind]bool
+	// live reads from the API server; writer writes to it.
+	live   client.Reader
+	writer client.Writer
+	mapper meta.RESTMapper
+	scheme *runtime.Scheme
+	// revisions the cache has yet to show (see expectations).
+	expected *expectations
+
 	recorder record.EventRecorder
 	log      logr.Logger
 }
 
 // ActionClientFor implements helmclient.ActionClientGetter.
 func (g *actionClientGetter) ActionClientFor(ctx context.Context, obj client.Object) (helmclient.ActionInterface, error) {
-	ac, err := g.inner.ActionClientFor(ctx, obj)
+	return &actionClient{ctx: ctx, obj: obj, g: g}, nil
+}
+
+// actionClient serves one reconcile of obj.
+type actionClient struct {
+	ctx context.Context
+	obj client.Object
+	g   *actionClientGetter
+	// helm is Helm's action client, built on first use.
+	helm helmclient.ActionInterface
+}
+
+// live returns Helm's action client for the object.
+func (c *actionClient) live() (helmclient.ActionInterface, error) {
+	if c.helm == nil {
+		h, err := c.g.inner.ActionClientFor(c.ctx, c.obj)
+		if err != nil {
+			return nil, err
+		}
+		c.helm = h
+	}
+	return c.helm, nil
+}
+
+// releaseKey identifies a release of this incarnation of the object: a
+// deleted and recreated object starts its releases over.
+func (c *actionClient) releaseKey(name string) string { return string(c.obj.GetUID()) + "/" + name }
+
+// Config implements helmclient.ActionInterface.
+func (c *actionClient) Config() *action.Configuration {
+	h, err := c.live()
+	if err != nil {
+		return nil
+	}
+	return h.Config()
+}
+
+// History implements helmclient.ActionInterface.
+func (c *actionClient) History(name string, opts ...helmclient.HistoryOption) ([]*release.Release, error) {
+	h, err := c.live()
 	if err != nil {
 		return nil, err
 	}
-	return &actionClient{ActionInterface: ac, obj: obj, recorder: g.recorder, log: g.log}, nil
+	return h.History(name, opts...)
 }
 
-type actionClient struct {
-	helmclient.ActionInterface
-	obj      client.Object
-	recorder record.EventRecorder
-	log      logr.Logger
-}
-
-// Get returns the latest release. A release left pending-install,
-// pending-upgrade or pending-rollback is first marked failed.
+// Get returns the latest release: from the cache when its latest revision
+// is deployed (see cachedDeployed), else from the API server. A release
+// left pending-install, pending-upgrade or pending-rollback is first marked
+// failed.
 //
 // Helm marks a release pending for the length of one operation, and an
 // operation on a release only ever runs inside one reconcile of its object,
@@ -55,61 +112,175 @@ type actionClient struct {
 // failed lets the reconciler upgrade over it: nothing is deleted, so no
 // data is lost.
 func (c *actionClient) Get(name string, opts ...helmclient.GetOption) (*release.Release, error) {
-	rel, err := c.ActionInterface.Get(name, opts...)
+	if len(opts) == 0 {
+		if rel, ok := c.cachedDeployed(name); ok {
+			return rel, nil
+		}
+	}
+	h, err := c.live()
+	if err != nil {
+		return nil, err
+	}
+	rel, err := h.Get(name, opts...)
 	if err != nil || rel.Info == nil || !rel.Info.Status.IsPending() {
 		return rel, err
 	}
-	if err := c.recoverPending(rel); err != nil {
+	if err := c.recoverPending(h, rel); err != nil {
 		return nil, err
 	}
 	return rel, nil
 }
 
-func (c *actionClient) recoverPending(rel *release.Release) error {
+// cachedDeployed returns the latest revision of a release as the cache
+// holds it, when that revision is deployed. The release has its name,
+// version, status, manifest, notes and fingerprint, not its chart or values:
+// enough to compare, report and repair it.
+//
+// The cache is trusted only once it shows the revisions this process
+// wrote; until then, and whenever the revision is not deployed, the API
+// server is asked.
+func (c *actionClient) cachedDeployed(name string) (*release.Release, bool) {
+	cr, ok, err := latestCachedRelease(c.ctx, c.g.cache, c.obj.GetNamespace(), name, c.obj.GetUID())
+	if err != nil {
+		c.g.log.V(1).Info("Reading the release from the API server", "release", name, "reason", err.Error())
+		return nil, false
+	}
+	if !ok || cr.status != release.StatusDeployed || !cr.hasManifest || !c.g.expected.seen(c.releaseKey(name), cr.version) {
+		return nil, false
+	}
+	return &release.Release{
+		Name:      name,
+		Namespace: c.obj.GetNamespace(),
+		Version:   cr.version,
+		Info:      &release.Info{Status: release.StatusDeployed, Notes: cr.notes},
+		Manifest:  cr.manifest,
+		Labels:    map[string]string{FingerprintLabel: cr.fingerprint},
+	}, true
+}
+
+func (c *actionClient) recoverPending(h helmclient.ActionInterface, rel *release.Release) error {
 	was := rel.Info.Status
 	rel.SetStatus(release.StatusFailed, fmt.Sprintf("Interrupted while %s; marked failed by echo-operator to retry", was))
-	if err := c.Config().Releases.Update(rel); err != nil {
+	if err := h.Config().Releases.Update(rel); err != nil {
 		return fmt.Errorf("marking interrupted release %s revision %d failed: %w", rel.Name, rel.Version, err)
 	}
-	c.log.Info("Recovered interrupted release", "release", rel.Name, "revision", rel.Version, "was", was)
-	c.recorder.Eventf(c.obj, corev1.EventTypeWarning, echov1alpha1.EventReasonReleaseRecovered,
+	c.g.log.Info("Recovered interrupted release", "release", rel.Name, "revision", rel.Version, "was", was)
+	c.g.recorder.Eventf(c.obj, corev1.EventTypeWarning, echov1alpha1.EventReasonReleaseRecovered,
 		"Release revision %d was left %s by an interrupted operator; marked it failed so it can be retried", rel.Version, was)
 	return nil
 }
 
-// Install implements helmclient.ActionInterface.
+// Install implements helmclient.ActionInterface. The release is labelled
+// with its fingerprint.
 func (c *actionClient) Install(name, namespace string, chrt *chart.Chart, vals map[string]any, opts ...helmclient.InstallOption) (*release.Release, error) {
-	rel, err := c.ActionInterface.Install(name, namespace, chrt, vals, opts...)
+	h, err := c.live()
+	if err != nil {
+		return nil, err
+	}
+	if fp, ok := c.fingerprint(chrt, vals); ok {
+		opts = append(opts, func(i *action.Install) error {
+			i.Labels = withLabel(i.Labels, FingerprintLabel, fp)
+			return nil
+		})
+	}
+	rel, err := h.Install(name, namespace, chrt, vals, opts...)
 	if dryRun(opts, func(a *action.Install) bool { return a.DryRun }) {
 		return rel, err
 	}
 	if err != nil {
-		c.recorder.Eventf(c.obj, corev1.EventTypeWarning, echov1alpha1.EventReasonReleaseInstallFailed, "Installing the release failed: %v", err)
+		c.g.recorder.Eventf(c.obj, corev1.EventTypeWarning, echov1alpha1.EventReasonReleaseInstallFailed, "Installing the release failed: %v", err)
 		return rel, err
 	}
-	c.recorder.Eventf(c.obj, corev1.EventTypeNormal, echov1alpha1.EventReasonReleaseInstalled,
+	c.g.expected.expect(c.releaseKey(name), rel.Version)
+	c.g.recorder.Eventf(c.obj, corev1.EventTypeNormal, echov1alpha1.EventReasonReleaseInstalled,
 		"Installed release revision %d of chart %s", rel.Version, chartName(rel))
 	return rel, nil
 }
 
 // Upgrade implements helmclient.ActionInterface.
+//
+// The reconciler renders every reconcile as a dry-run upgrade and upgrades
+// only when the manifest changed. When the deployed revision carries the
+// fingerprint of this chart and these values, the render would give its
+// manifest again: the deployed revision is returned instead, and the
+// reconcile moves on to drift repair.
 func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals map[string]any, opts ...helmclient.UpgradeOption) (*release.Release, error) {
-	rel, err := c.ActionInterface.Upgrade(name, namespace, chrt, vals, opts...)
+	fp, hasFP := c.fingerprint(chrt, vals)
 	if dryRun(opts, func(a *action.Upgrade) bool { return a.DryRun }) {
-		if err != nil {
-			// The reconciler renders every change as a dry run first: a
-			// failure here is what stops the release from moving on.
-			c.recorder.Eventf(c.obj, corev1.EventTypeWarning, echov1alpha1.EventReasonReleaseUpgradeFailed, "Rendering the release failed: %v", err)
-		}
-		return rel, err
+		return c.render(name, namespace, chrt, vals, fp, hasFP, opts)
 	}
+	h, err := c.live()
 	if err != nil {
-		c.recorder.Eventf(c.obj, corev1.EventTypeWarning, echov1alpha1.EventReasonReleaseUpgradeFailed, "Upgrading the release failed: %v", err)
+		return nil, err
+	}
+	if hasFP {
+		opts = append(opts, func(u *action.Upgrade) error {
+			u.Labels = withLabel(u.Labels, FingerprintLabel, fp)
+			return nil
+		})
+	}
+	rel, err := h.Upgrade(name, namespace, chrt, vals, opts...)
+	if err != nil {
+		c.g.recorder.Eventf(c.obj, corev1.EventTypeWarning, echov1alpha1.EventReasonReleaseUpgradeFailed, "Upgrading the release failed: %v", err)
 		return rel, err
 	}
-	c.recorder.Eventf(c.obj, corev1.EventTypeNormal, echov1alpha1.EventReasonReleaseUpgraded,
+	c.g.expected.expect(c.releaseKey(name), rel.Version)
+	c.g.recorder.Eventf(c.obj, corev1.EventTypeNormal, echov1alpha1.EventReasonReleaseUpgraded,
 		"Upgraded release to revision %d of chart %s", rel.Version, chartName(rel))
 	return rel, nil
+}
+
+// render is the dry-run upgrade: answered from the cache when the
+// fingerprint matches, else rendered by Helm.
+func (c *actionClient) render(name, namespace string, chrt *chart.Chart, vals map[string]any, fp string, hasFP bool, opts []helmclient.UpgradeOption) (*release.Release, error) {
+	if hasFP {
+		if rel, ok := c.cachedDeployed(name); ok && rel.Labels[FingerprintLabel] == fp {
+			return rel, nil
+		}
+	}
+	h, err := c.live()
+	if err != nil {
+		return nil, err
+	}
+	rel, err := h.Upgrade(name, namespace, chrt, vals, opts...)
+	if err != nil {
+		// A failed render is what stops the release from moving on.
+		c.g.recorder.Eventf(c.obj, corev1.EventTypeWarning, echov1alpha1.EventReasonReleaseUpgradeFailed, "Rendering the release failed: %v", err)
+		return rel, err
+	}
+	if hasFP {
+		c.adopt(h, name, rel.Manifest, fp)
+	}
+	return rel, nil
+}
+
+// adopt labels the deployed revision with fp when the render gives its
+// manifest again: a release deployed before fingerprints, or by an older
+// operator, then takes the cached path from the next reconcile on, without
+// an upgrade. A failure only costs another render later.
+func (c *actionClient) adopt(h helmclient.ActionInterface, name, manifest, fp string) {
+	cur, err := h.Get(name)
+	if err != nil || cur.Info == nil || cur.Info.Status != release.StatusDeployed ||
+		cur.Manifest != manifest || cur.Labels[FingerprintLabel] == fp {
+		return
+	}
+	cur.Labels = withLabel(cur.Labels, FingerprintLabel, fp)
+	if err := h.Config().Releases.Update(cur); err != nil {
+		c.g.log.V(1).Info("Could not label the release with its fingerprint", "release", name, "error", err.Error())
+		return
+	}
+	c.g.expected.expect(c.releaseKey(name), cur.Version)
+}
+
+// fingerprint of a render; ok is false if the values cannot be encoded,
+// which only costs the cached path.
+func (c *actionClient) fingerprint(chrt *chart.Chart, vals map[string]any) (string, bool) {
+	fp, err := fingerprint(chrt, vals)
+	if err != nil {
+		c.g.log.V(1).Info("Rendering without a fingerprint", "error", err.Error())
+		return "", false
+	}
+	return fp, true
 }
 
 // errFinalBackupPending holds an uninstall back until the final backup is done.
@@ -123,11 +294,16 @@ func (c *actionClient) Uninstall(name string, opts ...helmclient.UninstallOption
 	if controllerutil.ContainsFinalizer(c.obj, echov1alpha1.FinalBackupFinalizer) {
 		return nil, errFinalBackupPending
 	}
-	resp, err := c.ActionInterface.Uninstall(name, opts...)
+	h, err := c.live()
+	if err != nil {
+		return nil, err
+	}
+	resp, err := h.Uninstall(name, opts...)
 	if err == nil {
-		c.recorder.Event(c.obj, corev1.EventTypeNormal, echov1alpha1.EventReasonReleaseUninstalled, "Uninstalled the release")
+		c.g.expected.forget(c.releaseKey(name))
+		c.g.recorder.Event(c.obj, corev1.EventTypeNormal, echov1alpha1.EventReasonReleaseUninstalled, "Uninstalled the release")
 	} else if !errors.Is(err, driver.ErrReleaseNotFound) {
-		c.log.Error(err, "Uninstalling release failed", "release", name)
+		c.g.log.Error(err, "Uninstalling release failed", "release", name)
 	}
 	return resp, err
 }
@@ -142,6 +318,15 @@ func dryRun[A any, O ~func(*A) error](opts []O, isDryRun func(*A) bool) bool {
 		}
 	}
 	return isDryRun(scratch)
+}
+
+func withLabel(labels map[string]string, key, value string) map[string]string {
+	out := maps.Clone(labels)
+	if out == nil {
+		out = map[string]string{}
+	}
+	out[key] = value
+	return out
 }
 
 func chartName(rel *release.Release) string {

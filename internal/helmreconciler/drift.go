@@ -1,17 +1,20 @@
 package helmreconciler
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"sort"
 
 	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/releaseutil"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/cli-runtime/pkg/resource"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 )
 
 // Reconcile repairs drift between a deployed release and the cluster: a
@@ -26,55 +29,118 @@ import (
 // rendered object, which replaces lists whole while leaving fields the
 // release does not render (a Service's cluster IP, a Deployment's replicas
 // under an autoscaler) alone. An object that has not drifted is not written.
+//
+// Objects of the kinds the operator caches are read from the cache: a
+// reconcile of an unchanged release sends no request. The cache may lag;
+// an object it shows drifted is patched with what is rendered anyway (a
+// no-op if it was not), and a change it does not show yet arrives as a
+// watch event that starts another reconcile.
 func (c *actionClient) Reconcile(rel *release.Release) error {
-	infos, err := c.Config().KubeClient.Build(bytes.NewBufferString(rel.Manifest), false)
+	objs, err := manifestObjects(rel.Manifest, rel.Namespace, c.g.mapper)
 	if err != nil {
-		return fmt.Errorf("building the objects of release %s: %w", rel.Name, err)
+		return fmt.Errorf("reading the objects of release %s: %w", rel.Name, err)
 	}
-	return infos.Visit(func(expected *resource.Info, err error) error {
-		if err != nil {
+	for _, want := range objs {
+		if err := c.repair(want); err != nil {
 			return err
 		}
-		return c.repair(expected)
-	})
+	}
+	return nil
 }
 
-func (c *actionClient) repair(expected *resource.Info) error {
-	helper := resource.NewHelper(expected.Client, expected.Mapping)
-	kind := expected.Mapping.GroupVersionKind.Kind
-	existing, err := helper.Get(expected.Namespace, expected.Name)
+func (c *actionClient) repair(want *unstructured.Unstructured) error {
+	kind := want.GetKind()
+	have, err := c.current(want)
 	if apierrors.IsNotFound(err) {
-		if _, err := helper.Create(expected.Namespace, true, expected.Object); err != nil {
-			return fmt.Errorf("recreating %s %s: %w", kind, expected.Name, err)
+		if err := c.g.writer.Create(c.ctx, want.DeepCopy()); err != nil {
+			return fmt.Errorf("recreating %s %s: %w", kind, want.GetName(), err)
 		}
-		c.log.Info("Recreated a deleted object", "kind", kind, "name", expected.Name, "namespace", expected.Namespace)
+		c.g.log.Info("Recreated a deleted object", "kind", kind, "name", want.GetName(), "namespace", want.GetNamespace())
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("reading %s %s: %w", kind, expected.Name, err)
+		return fmt.Errorf("reading %s %s: %w", kind, want.GetName(), err)
 	}
-
-	want, err := runtime.DefaultUnstructuredConverter.ToUnstructured(expected.Object)
-	if err != nil {
-		return fmt.Errorf("decoding rendered %s %s: %w", kind, expected.Name, err)
-	}
-	have, err := runtime.DefaultUnstructuredConverter.ToUnstructured(existing)
-	if err != nil {
-		return fmt.Errorf("decoding live %s %s: %w", kind, expected.Name, err)
-	}
-	if contains(have, want) {
+	if contains(have, want.Object) {
 		return nil
 	}
 
-	patch, err := json.Marshal(want)
+	patch, err := json.Marshal(want.Object)
 	if err != nil {
-		return fmt.Errorf("encoding the repair of %s %s: %w", kind, expected.Name, err)
+		return fmt.Errorf("encoding the repair of %s %s: %w", kind, want.GetName(), err)
 	}
-	if _, err := helper.Patch(expected.Namespace, expected.Name, types.MergePatchType, patch, &metav1.PatchOptions{}); err != nil {
-		return fmt.Errorf("repairing %s %s: %w", kind, expected.Name, err)
+	if err := c.g.writer.Patch(c.ctx, want.DeepCopy(), client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("repairing %s %s: %w", kind, want.GetName(), err)
 	}
-	c.log.Info("Repaired a drifted object", "kind", kind, "name", expected.Name, "namespace", expected.Namespace)
+	c.g.log.Info("Repaired a drifted object", "kind", kind, "name", want.GetName(), "namespace", want.GetNamespace())
 	return nil
+}
+
+// current reads the live object want describes, as a map: from the cache
+// when the operator caches its kind and the cache has it, else from the
+// API server (the cache holds only what carries the chart's label, and a
+// label edited away is drift too).
+func (c *actionClient) current(want *unstructured.Unstructured) (map[string]any, error) {
+	gvk := want.GroupVersionKind()
+	key := client.ObjectKeyFromObject(want)
+	if c.g.cachedKinds[gvk] {
+		typed, err := c.g.scheme.New(gvk)
+		if err != nil {
+			return nil, fmt.Errorf("creating a %s: %w", gvk.Kind, err)
+		}
+		obj := typed.(client.Object)
+		err = c.g.cache.Get(c.ctx, key, obj)
+		if err == nil {
+			m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+			if err != nil {
+				return nil, err
+			}
+			// Typed objects from the cache have no type meta.
+			m["apiVersion"], m["kind"] = gvk.GroupVersion().String(), gvk.Kind
+			return m, nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+	}
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(gvk)
+	if err := c.g.live.Get(c.ctx, key, live); err != nil {
+		return nil, err
+	}
+	return live.Object, nil
+}
+
+// manifestObjects decodes a release manifest, in a stable order, placing
+// namespaced objects that name no namespace in the release's.
+func manifestObjects(manifest, namespace string, mapper meta.RESTMapper) ([]*unstructured.Unstructured, error) {
+	docs := releaseutil.SplitManifests(manifest)
+	keys := make([]string, 0, len(docs))
+	for k := range docs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+
+	var out []*unstructured.Unstructured
+	for _, k := range keys {
+		obj := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(docs[k]), &obj.Object); err != nil {
+			return nil, fmt.Errorf("decoding %s: %w", k, err)
+		}
+		if len(obj.Object) == 0 {
+			continue
+		}
+		gvk := obj.GroupVersionKind()
+		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return nil, fmt.Errorf("mapping %s: %w", gvk, err)
+		}
+		if mapping.Scope.Name() == meta.RESTScopeNameNamespace && obj.GetNamespace() == "" {
+			obj.SetNamespace(namespace)
+		}
+		out = append(out, obj)
+	}
+	return out, nil
 }
 
 // contains reports whether have holds every field of want with the same

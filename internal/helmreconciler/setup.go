@@ -48,6 +48,9 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("loading %s: %w", opts.WatchesFile, err)
 	}
+	if err := IndexReleaseSecrets(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return fmt.Errorf("indexing the release Secrets: %w", err)
+	}
 	for _, w := range ws {
 		r, err := newReconciler(mgr, w, opts)
 		if err != nil {
@@ -101,6 +104,14 @@ func newReconciler(mgr ctrl.Manager, w watches.Watch, opts Options) (*reconciler
 			// Echo is in the scheme as a typed kind already.
 			reconciler.SkipPrimaryGVKSchemeRegistration(true),
 		)
+		if w.WatchDependentResources == nil || *w.WatchDependentResources {
+			// The chart's objects are watched through the typed cache
+			// instead of the stock unstructured informers.
+			rOpts = append(rOpts,
+				reconciler.SkipDependentWatches(true),
+				reconciler.WithControllerSetupFunc(watchChartObjects(mgr, &echov1alpha1.Echo{})),
+			)
+		}
 	}
 	return reconciler.New(rOpts...)
 }
@@ -125,5 +136,20 @@ func newActionClientGetter(mgr ctrl.Manager, recorder record.EventRecorder, log 
 	if err != nil {
 		return nil, fmt.Errorf("creating the Helm action client getter: %w", err)
 	}
-	return &actionClientGetter{inner: inner, recorder: recorder, log: log}, nil
+	kinds, err := chartObjectKinds(mgr)
+	if err != nil {
+		return nil, fmt.Errorf("resolving the chart's kinds: %w", err)
+	}
+	return &actionClientGetter{
+		inner:       inner,
+		cache:       mgr.GetCache(),
+		cachedKinds: kinds,
+		live:        mgr.GetAPIReader(),
+		writer:      mgr.GetClient(),
+		mapper:      mgr.GetRESTMapper(),
+		scheme:      mgr.GetScheme(),
+		expected:    newExpectations(),
+		recorder:    recorder,
+		log:         log,
+	}, nil
 }

@@ -4,16 +4,15 @@
 package operator
 
 import (
+	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -117,6 +116,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 
 	if err := (&controllers.EchoBackupReconciler{
 		Client:     mgr.GetClient(),
+		APIReader:  mgr.GetAPIReader(),
 		Scheme:     mgr.GetScheme(),
 		Recorder:   mgr.GetEventRecorderFor("echo-operator"),
 		MoverImage: o.MoverImage,
@@ -151,10 +151,23 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("adding the health check: %w", err)
 	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+	if err := mgr.AddReadyzCheck("readyz", cacheSynced(mgr.GetCache())); err != nil {
 		return nil, fmt.Errorf("adding the ready check: %w", err)
 	}
 	return mgr, nil
+}
+
+// cacheSynced is ready once every informer the controllers started has
+// synced: until then the operator would act on a partial view.
+func cacheSynced(c cache.Cache) healthz.Checker {
+	return func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), 100*time.Millisecond)
+		defer cancel()
+		if !c.WaitForCacheSync(ctx) {
+			return errors.New("caches are not synced yet")
+		}
+		return nil
+	}
 }
 
 // cacheOptions scopes the cache to the watched namespaces, to the objects
@@ -164,22 +177,23 @@ func cacheOptions(namespaces []string) (cache.Options, error) {
 	if err != nil {
 		return cache.Options{}, fmt.Errorf("parsing the chart label selector: %w", err)
 	}
-	releaseSecrets := labels.SelectorFromSet(labels.Set{"owner": "helm"})
 	moverObjects := labels.SelectorFromSet(labels.Set{controllers.ManagedByLabel: controllers.ManagedByValue})
 	opts := cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Secret{}:                         {Label: releaseSecrets},
-			&appsv1.Deployment{}:                     {Label: chartObjects},
-			&corev1.Service{}:                        {Label: chartObjects},
-			&corev1.PersistentVolumeClaim{}:          {Label: chartObjects},
-			&networkingv1.Ingress{}:                  {Label: chartObjects},
-			&autoscalingv2.HorizontalPodAutoscaler{}: {Label: chartObjects},
-			&policyv1.PodDisruptionBudget{}:          {Label: chartObjects},
-			&batchv1.Job{}:                           {Label: moverObjects},
-			&corev1.ConfigMap{}:                      {Label: moverObjects},
-			&corev1.Pod{}:                            {Label: moverObjects},
+			// Release Secrets are cached without the releases, which
+			// are read from the API server when needed.
+			&corev1.Secret{}: {
+				Label:     helmreconciler.ReleaseSecretSelector,
+				Transform: helmreconciler.TransformReleaseSecret,
+			},
+			&batchv1.Job{}:      {Label: moverObjects},
+			&corev1.ConfigMap{}: {Label: moverObjects},
+			&corev1.Pod{}:       {Label: moverObjects},
 		},
+	}
+	for _, obj := range helmreconciler.ChartObjectTypes() {
+		opts.ByObject[obj] = cache.ByObject{Label: chartObjects}
 	}
 	if len(namespaces) > 0 {
 		opts.DefaultNamespaces = map[string]cache.Config{}

@@ -1,0 +1,85 @@
+package helmreconciler
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"hash"
+	"sort"
+
+	"helm.sh/helm/v3/pkg/chart"
+)
+
+// FingerprintLabel, on a release Secret, identifies what the revision was
+// rendered from: the chart, the values and renderVersion. A reconcile whose
+// chart and values give the same fingerprint as the deployed revision
+// renders the same manifest, so it skips the render and goes straight to
+// drift repair.
+const FingerprintLabel = "echo.dev/render-fingerprint"
+
+// renderVersion changes when the operator changes what it does to a
+// rendered manifest (post-rendering), so that releases deployed by an
+// older operator are rendered again, and upgraded only if that changes
+// them.
+const renderVersion = "1"
+
+// fingerprint hashes a chart and the values it is rendered with. Label
+// values are at most 63 characters: 40 hex digits (160 bits) are kept.
+func fingerprint(chrt *chart.Chart, vals map[string]any) (string, error) {
+	h := sha256.New()
+	writeField(h, "render", []byte(renderVersion))
+	if err := writeChart(h, chrt); err != nil {
+		return "", err
+	}
+	v, err := json.Marshal(vals) // map keys are sorted: the encoding is canonical
+	if err != nil {
+		return "", fmt.Errorf("encoding the values: %w", err)
+	}
+	writeField(h, "values", v)
+	return hex.EncodeToString(h.Sum(nil))[:40], nil
+}
+
+// writeChart hashes what a render reads from a chart, its dependencies
+// included.
+func writeChart(h hash.Hash, chrt *chart.Chart) error {
+	if chrt == nil {
+		return nil
+	}
+	meta, err := json.Marshal(chrt.Metadata)
+	if err != nil {
+		return fmt.Errorf("encoding the chart metadata: %w", err)
+	}
+	writeField(h, "metadata", meta)
+	writeField(h, "schema", chrt.Schema)
+	for _, f := range sortedFiles(chrt.Templates) {
+		writeField(h, "template:"+f.Name, f.Data)
+	}
+	for _, f := range sortedFiles(chrt.Files) {
+		writeField(h, "file:"+f.Name, f.Data)
+	}
+	defaults, err := json.Marshal(chrt.Values)
+	if err != nil {
+		return fmt.Errorf("encoding the chart's values: %w", err)
+	}
+	writeField(h, "defaults", defaults)
+	for _, dep := range chrt.Dependencies() {
+		if err := writeChart(h, dep); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeField writes a length-prefixed field, so that no two different
+// sequences of fields hash the same.
+func writeField(h hash.Hash, name string, data []byte) {
+	_, _ = fmt.Fprintf(h, "%d:%s%d:", len(name), name, len(data))
+	_, _ = h.Write(data)
+}
+
+func sortedFiles(files []*chart.File) []*chart.File {
+	out := append([]*chart.File(nil), files...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}

@@ -1,0 +1,86 @@
+package helmreconciler
+
+import (
+	"path/filepath"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+)
+
+func loadEchoChart(t *testing.T) *chart.Chart {
+	t.Helper()
+	chrt, err := loader.Load(filepath.Join("..", "..", "helm-charts", "echo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return chrt
+}
+
+func TestFingerprint(t *testing.T) {
+	base := loadEchoChart(t)
+	vals := func() map[string]any {
+		return map[string]any{"message": "hello", "replicas": 1, "service": map[string]any{"port": 80, "type": "ClusterIP"}}
+	}
+	want, err := fingerprint(base, vals())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) != 40 {
+		t.Errorf("fingerprint %q is %d characters, want 40 (a label value)", want, len(want))
+	}
+
+	same := map[string]func() (*chart.Chart, map[string]any){
+		"same chart and values again": func() (*chart.Chart, map[string]any) { return base, vals() },
+		"chart loaded again":          func() (*chart.Chart, map[string]any) { return loadEchoChart(t), vals() },
+	}
+	for name, mk := range same {
+		t.Run(name, func(t *testing.T) {
+			chrt, v := mk()
+			if got, _ := fingerprint(chrt, v); got != want {
+				t.Errorf("fingerprint changed: %s, want %s", got, want)
+			}
+		})
+	}
+
+	differs := map[string]func() (*chart.Chart, map[string]any){
+		"a value changed": func() (*chart.Chart, map[string]any) {
+			v := vals()
+			v["message"] = "hello!"
+			return base, v
+		},
+		"a nested value changed": func() (*chart.Chart, map[string]any) {
+			v := vals()
+			v["service"].(map[string]any)["port"] = 81
+			return base, v
+		},
+		"a value added": func() (*chart.Chart, map[string]any) {
+			v := vals()
+			v["quiesced"] = true
+			return base, v
+		},
+		"a template changed": func() (*chart.Chart, map[string]any) {
+			chrt := loadEchoChart(t)
+			chrt.Templates[0].Data = append(chrt.Templates[0].Data, '\n')
+			return chrt, vals()
+		},
+		"the chart version changed": func() (*chart.Chart, map[string]any) {
+			chrt := loadEchoChart(t)
+			chrt.Metadata.Version += "-1"
+			return chrt, vals()
+		},
+		"a chart default changed": func() (*chart.Chart, map[string]any) {
+			chrt := loadEchoChart(t)
+			chrt.Values["port"] = 1234
+			return chrt, vals()
+		},
+	}
+	for name, mk := range differs {
+		t.Run(name, func(t *testing.T) {
+			chrt, v := mk()
+			if got, _ := fingerprint(chrt, v); got == want {
+				t.Errorf("fingerprint did not change")
+			}
+		})
+	}
+}

@@ -1,0 +1,174 @@
+package helmreconciler
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+
+	"helm.sh/helm/v3/pkg/release"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Helm's Secrets storage driver labels every release Secret with these.
+const (
+	releaseOwnerLabel   = "owner"
+	releaseOwnerValue   = "helm"
+	releaseNameLabel    = "name"
+	releaseStatusLabel  = "status"
+	releaseVersionLabel = "version"
+
+	// releaseDataKey holds the encoded release in a release Secret.
+	releaseDataKey = "release"
+	// cachedManifestKey and cachedNotesKey hold, in the cache's copy of a
+	// deployed release Secret, the release's manifest and notes in place of
+	// the whole release.
+	cachedManifestKey = "manifest"
+	cachedNotesKey    = "notes"
+
+	// releaseNameIndex indexes cached release Secrets by release name.
+	releaseNameIndex = "helm.release.name"
+)
+
+// ReleaseSecretSelector selects Helm's release Secrets, the only Secrets
+// the operator caches.
+var ReleaseSecretSelector = labels.SelectorFromSet(labels.Set{releaseOwnerLabel: releaseOwnerValue})
+
+// TransformReleaseSecret is the cache transform of release Secrets.
+//
+// A release Secret holds the whole release: the chart with its templates
+// and schema, the values and the manifest, gzipped, about 10 KiB for the
+// echo chart, for every revision kept. The cache only needs to know which
+// revision is the latest, its status and fingerprint (labels), and what the
+// deployed revision rendered (to find drift). So the cached copy keeps the
+// metadata and, for a deployed revision, only its manifest and notes (the
+// message of the Deployed condition); everything else is dropped. Code that needs the whole release reads it from the API
+// server.
+func TransformReleaseSecret(obj any) (any, error) {
+	s, ok := obj.(*corev1.Secret)
+	if !ok || s.Labels[releaseOwnerLabel] != releaseOwnerValue {
+		return obj, nil
+	}
+	encoded := s.Data[releaseDataKey]
+	s.ManagedFields = nil
+	s.Data = nil
+	s.StringData = nil
+	if s.Labels[releaseStatusLabel] != string(release.StatusDeployed) || len(encoded) == 0 {
+		return s, nil
+	}
+	rel, err := decodeRelease(encoded)
+	if err != nil {
+		// Without a manifest the release is read from the API server.
+		return s, nil //nolint:nilerr // a release the cache cannot decode is not an error of the cache
+	}
+	s.Data = map[string][]byte{cachedManifestKey: []byte(rel.Manifest), cachedNotesKey: []byte(rel.Info.Notes)}
+	return s, nil
+}
+
+// storedRelease is the part of a stored release the cache keeps.
+type storedRelease struct {
+	Manifest string `json:"manifest"`
+	Info     struct {
+		Notes string `json:"notes"`
+	} `json:"info"`
+}
+
+// decodeRelease reads the manifest and notes out of Helm's storage format:
+// base64 of (usually gzipped) JSON.
+func decodeRelease(encoded []byte) (storedRelease, error) {
+	var rel storedRelease
+	raw := make([]byte, base64.StdEncoding.DecodedLen(len(encoded)))
+	n, err := base64.StdEncoding.Decode(raw, encoded)
+	if err != nil {
+		return rel, fmt.Errorf("decoding base64: %w", err)
+	}
+	raw = raw[:n]
+	var r io.Reader = bytes.NewReader(raw)
+	if bytes.HasPrefix(raw, []byte{0x1f, 0x8b}) {
+		zr, err := gzip.NewReader(r)
+		if err != nil {
+			return rel, fmt.Errorf("opening gzip: %w", err)
+		}
+		defer func() { _ = zr.Close() }()
+		r = zr
+	}
+	if err := json.NewDecoder(r).Decode(&rel); err != nil {
+		return rel, fmt.Errorf("decoding JSON: %w", err)
+	}
+	return rel, nil
+}
+
+// IndexReleaseSecrets indexes the cached release Secrets by release name,
+// so that finding a release's revisions does not scan its namespace.
+func IndexReleaseSecrets(ctx context.Context, indexer client.FieldIndexer) error {
+	return indexer.IndexField(ctx, &corev1.Secret{}, releaseNameIndex, releaseNameOf)
+}
+
+// releaseNameOf is the index function of releaseNameIndex.
+func releaseNameOf(o client.Object) []string {
+	if o.GetLabels()[releaseOwnerLabel] != releaseOwnerValue {
+		return nil
+	}
+	return []string{o.GetLabels()[releaseNameLabel]}
+}
+
+// cachedRelease is what the cache knows of a release's latest revision.
+type cachedRelease struct {
+	version     int
+	status      release.Status
+	fingerprint string
+	manifest    string
+	notes       string
+	hasManifest bool
+}
+
+// latestCachedRelease returns the latest revision of a release, as cached.
+// ok is false when the cache holds none, or when the latest revision does
+// not belong to owner: it was written for a deleted object of the same
+// name, or by hand, and only the API server can tell what it is.
+func latestCachedRelease(ctx context.Context, c client.Reader, namespace, name string, owner types.UID) (cachedRelease, bool, error) {
+	secrets := &corev1.SecretList{}
+	if err := c.List(ctx, secrets, client.InNamespace(namespace), client.MatchingFields{releaseNameIndex: name}); err != nil {
+		return cachedRelease{}, false, fmt.Errorf("listing the cached revisions of release %s: %w", name, err)
+	}
+	var latest *corev1.Secret
+	latestVersion := 0
+	for i := range secrets.Items {
+		s := &secrets.Items[i]
+		v, err := strconv.Atoi(s.Labels[releaseVersionLabel])
+		if err != nil {
+			continue
+		}
+		if v > latestVersion {
+			latest, latestVersion = s, v
+		}
+	}
+	if latest == nil || !ownedBy(latest, owner) {
+		return cachedRelease{}, false, nil
+	}
+	manifest, hasManifest := latest.Data[cachedManifestKey]
+	return cachedRelease{
+		version:     latestVersion,
+		status:      release.Status(latest.Labels[releaseStatusLabel]),
+		fingerprint: latest.Labels[FingerprintLabel],
+		manifest:    string(manifest),
+		notes:       string(latest.Data[cachedNotesKey]),
+		hasManifest: hasManifest,
+	}, true, nil
+}
+
+func ownedBy(o client.Object, uid types.UID) bool {
+	for _, ref := range o.GetOwnerReferences() {
+		if ref.UID == uid {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,197 @@
+package helmreconciler
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"strconv"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/release"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+)
+
+// encodeRelease stores a release as Helm's Secrets driver does.
+func encodeRelease(t *testing.T, rel *release.Release) []byte {
+	t.Helper()
+	raw, err := json.Marshal(rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if _, err := zw.Write(raw); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return []byte(base64.StdEncoding.EncodeToString(buf.Bytes()))
+}
+
+func releaseSecret(t *testing.T, name string, version int, status release.Status, owner types.UID) *corev1.Secret {
+	t.Helper()
+	rel := &release.Release{
+		Name: name, Namespace: "ns", Version: version,
+		Manifest: "kind: Service\nmetadata:\n  name: " + name + "\n",
+		Info:     &release.Info{Status: status, Notes: "notes of " + name},
+		Config:   map[string]any{"big": "values the cache does not keep"},
+	}
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "sh.helm.release.v1." + name + ".v" + strconv.Itoa(version), Namespace: "ns",
+			Labels: map[string]string{
+				"owner": "helm", "name": name, "status": string(status), "version": strconv.Itoa(version),
+				FingerprintLabel: "fp" + strconv.Itoa(version),
+			},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "echo.dev/v1alpha1", Kind: "Echo", Name: name, UID: owner}},
+			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "helm"}},
+		},
+		Type: "helm.sh/release.v1",
+		Data: map[string][]byte{"release": encodeRelease(t, rel)},
+	}
+}
+
+func TestTransformReleaseSecret(t *testing.T) {
+	tests := []struct {
+		name     string
+		status   release.Status
+		wantData map[string]string
+	}{
+		{"deployed keeps the manifest and notes", release.StatusDeployed,
+			map[string]string{"manifest": "kind: Service\nmetadata:\n  name: web\n", "notes": "notes of web"}},
+		{"superseded keeps nothing", release.StatusSuperseded, nil},
+		{"failed keeps nothing", release.StatusFailed, nil},
+		{"pending keeps nothing", release.StatusPendingUpgrade, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := TransformReleaseSecret(releaseSecret(t, "web", 1, tt.status, "uid"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := out.(*corev1.Secret)
+			got := map[string]string{}
+			for k, v := range s.Data {
+				got[k] = string(v)
+			}
+			if len(tt.wantData) == 0 && len(got) != 0 || len(tt.wantData) != 0 && !equalMaps(got, tt.wantData) {
+				t.Errorf("data = %q, want %q", got, tt.wantData)
+			}
+			if s.ManagedFields != nil {
+				t.Error("managed fields are kept")
+			}
+			if s.Labels[FingerprintLabel] != "fp1" || len(s.OwnerReferences) != 1 {
+				t.Error("the metadata is not kept")
+			}
+		})
+	}
+
+	t.Run("other Secrets are left alone", func(t *testing.T) {
+		in := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds"}, Data: map[string][]byte{"key": []byte("v")}}
+		out, _ := TransformReleaseSecret(in)
+		if string(out.(*corev1.Secret).Data["key"]) != "v" {
+			t.Error("a Secret that is not a release was changed")
+		}
+	})
+	t.Run("an undecodable release keeps no data", func(t *testing.T) {
+		in := releaseSecret(t, "web", 1, release.StatusDeployed, "uid")
+		in.Data["release"] = []byte("not base64!")
+		out, err := TransformReleaseSecret(in)
+		if err != nil || out.(*corev1.Secret).Data != nil {
+			t.Errorf("got %v, %v; want no data and no error", out.(*corev1.Secret).Data, err)
+		}
+	})
+}
+
+func equalMaps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func TestLatestCachedRelease(t *testing.T) {
+	const owner, other = types.UID("echo-uid"), types.UID("old-uid")
+	tests := []struct {
+		name        string
+		secrets     []*corev1.Secret
+		wantOK      bool
+		wantVersion int
+		wantStatus  release.Status
+	}{
+		{name: "no release", wantOK: false},
+		{
+			name: "the highest version wins, whatever the list order",
+			secrets: []*corev1.Secret{
+				releaseSecret(t, "web", 2, release.StatusDeployed, owner),
+				releaseSecret(t, "web", 1, release.StatusSuperseded, owner),
+			},
+			wantOK: true, wantVersion: 2, wantStatus: release.StatusDeployed,
+		},
+		{
+			name: "a pending latest revision is reported as such",
+			secrets: []*corev1.Secret{
+				releaseSecret(t, "web", 1, release.StatusDeployed, owner),
+				releaseSecret(t, "web", 2, release.StatusPendingUpgrade, owner),
+			},
+			wantOK: true, wantVersion: 2, wantStatus: release.StatusPendingUpgrade,
+		},
+		{
+			name: "a latest revision of another owner is not trusted",
+			secrets: []*corev1.Secret{
+				releaseSecret(t, "web", 1, release.StatusDeployed, owner),
+				releaseSecret(t, "web", 2, release.StatusDeployed, other),
+			},
+			wantOK: false,
+		},
+		{
+			name:    "releases of other names are not mixed in",
+			secrets: []*corev1.Secret{releaseSecret(t, "web", 1, release.StatusDeployed, owner), releaseSecret(t, "api", 3, release.StatusDeployed, owner)},
+			wantOK:  true, wantVersion: 1, wantStatus: release.StatusDeployed,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			scheme := runtime.NewScheme()
+			if err := corev1.AddToScheme(scheme); err != nil {
+				t.Fatal(err)
+			}
+			b := fake.NewClientBuilder().WithScheme(scheme)
+			for _, s := range tt.secrets {
+				out, _ := TransformReleaseSecret(s)
+				b = b.WithObjects(out.(client.Object))
+			}
+			c := b.WithIndex(&corev1.Secret{}, releaseNameIndex, releaseNameOf).Build()
+
+			got, ok, err := latestCachedRelease(context.Background(), c, "ns", "web", owner)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok != tt.wantOK {
+				t.Fatalf("ok = %v, want %v", ok, tt.wantOK)
+			}
+			if !ok {
+				return
+			}
+			if got.version != tt.wantVersion || got.status != tt.wantStatus {
+				t.Errorf("got version %d %s, want %d %s", got.version, got.status, tt.wantVersion, tt.wantStatus)
+			}
+			if tt.wantStatus == release.StatusDeployed && (!got.hasManifest || got.notes != "notes of web") {
+				t.Errorf("the deployed revision lost its manifest or notes: %+v", got)
+			}
+		})
+	}
+}
