@@ -95,6 +95,9 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		RetryPeriod:                   durationOrNil(o.RetryPeriod),
 		GracefulShutdownTimeout:       &o.GracefulShutdown,
 		Cache:                         cacheOpts,
+		// Echo is cached once, typed, also for the Helm reconciler's
+		// unstructured reads.
+		NewCache: helmreconciler.NewTypedCache(echov1alpha1.GroupVersion.WithKind("Echo")),
 		// The Helm reconcilers read their objects as unstructured; serve
 		// those reads from the cache too.
 		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
