@@ -53,8 +53,8 @@ func parseFlags() operator.Options {
 	flag.StringVar(&o.Helm.WatchesFile, "watches-file", envOr("WATCHES_FILE", "watches.yaml"), "Path of the watches file that maps kinds to Helm charts.")
 	flag.IntVar(&o.Helm.MaxReleaseHistory, "max-release-history", 3, "Revisions kept per Helm release (0 keeps all).")
 	flag.IntVar(&o.Helm.DefaultMaxConcurrentReconciles, "max-concurrent-reconciles", 4, "Workers per Helm reconciler, for watches entries that set none.")
-	flag.Float64Var(&qps, "kube-api-qps", 50, "Queries per second to the API server.")
-	flag.IntVar(&burst, "kube-api-burst", 100, "Burst of queries to the API server.")
+	flag.Float64Var(&qps, "kube-api-qps", 300, "Queries per second to the API server.")
+	flag.IntVar(&burst, "kube-api-burst", 600, "Burst of queries to the API server.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()

@@ -46,6 +46,10 @@ type actionClientGetter struct {
 	scheme *runtime.Scheme
 	// revisions the cache has yet to show (see expectations).
 	expected *expectations
+	// skipOpenAPIValidation leaves the validation of rendered objects to
+	// the API server, which validates every write anyway: Helm's own check
+	// fetches the server's OpenAPI document on every install and upgrade.
+	skipOpenAPIValidation bool
 
 	recorder record.EventRecorder
 	log      logr.Logger
@@ -145,7 +149,15 @@ func (c *actionClient) cachedDeployed(name string) (*release.Release, bool) {
 		c.g.log.V(1).Info("Reading the release from the API server", "release", name, "reason", err.Error())
 		return nil, false
 	}
-	if !ok || cr.status != release.StatusDeployed || !cr.hasManifest || !c.g.expected.seen(c.releaseKey(name), cr.version) {
+	switch {
+	case !ok:
+		c.g.log.V(1).Info("Reading the release from the API server", "release", name, "reason", "no cached revision of this object")
+		return nil, false
+	case cr.status != release.StatusDeployed || !cr.hasManifest:
+		c.g.log.V(1).Info("Reading the release from the API server", "release", name, "reason", "latest cached revision is "+string(cr.status), "revision", cr.version)
+		return nil, false
+	case !c.g.expected.seen(c.releaseKey(name), cr.version):
+		c.g.log.V(1).Info("Reading the release from the API server", "release", name, "reason", "the cache has yet to show the latest revision written", "revision", cr.version)
 		return nil, false
 	}
 	return &release.Release{
@@ -177,12 +189,14 @@ func (c *actionClient) Install(name, namespace string, chrt *chart.Chart, vals m
 	if err != nil {
 		return nil, err
 	}
-	if fp, ok := c.fingerprint(chrt, vals); ok {
-		opts = append(opts, func(i *action.Install) error {
+	fp, hasFP := c.fingerprint(chrt, vals)
+	opts = append(opts, func(i *action.Install) error {
+		if hasFP {
 			i.Labels = withLabel(i.Labels, FingerprintLabel, fp)
-			return nil
-		})
-	}
+		}
+		i.DisableOpenAPIValidation = i.DisableOpenAPIValidation || c.g.skipOpenAPIValidation
+		return nil
+	})
 	rel, err := h.Install(name, namespace, chrt, vals, opts...)
 	if dryRun(opts, func(a *action.Install) bool { return a.DryRun }) {
 		return rel, err
@@ -206,18 +220,19 @@ func (c *actionClient) Install(name, namespace string, chrt *chart.Chart, vals m
 // reconcile moves on to drift repair.
 func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals map[string]any, opts ...helmclient.UpgradeOption) (*release.Release, error) {
 	fp, hasFP := c.fingerprint(chrt, vals)
+	opts = append(opts, func(u *action.Upgrade) error {
+		if hasFP {
+			u.Labels = withLabel(u.Labels, FingerprintLabel, fp)
+		}
+		u.DisableOpenAPIValidation = u.DisableOpenAPIValidation || c.g.skipOpenAPIValidation
+		return nil
+	})
 	if dryRun(opts, func(a *action.Upgrade) bool { return a.DryRun }) {
 		return c.render(name, namespace, chrt, vals, fp, hasFP, opts)
 	}
 	h, err := c.live()
 	if err != nil {
 		return nil, err
-	}
-	if hasFP {
-		opts = append(opts, func(u *action.Upgrade) error {
-			u.Labels = withLabel(u.Labels, FingerprintLabel, fp)
-			return nil
-		})
 	}
 	rel, err := h.Upgrade(name, namespace, chrt, vals, opts...)
 	if err != nil {
@@ -233,10 +248,13 @@ func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals m
 // render is the dry-run upgrade: answered from the cache when the
 // fingerprint matches, else rendered by Helm.
 func (c *actionClient) render(name, namespace string, chrt *chart.Chart, vals map[string]any, fp string, hasFP bool, opts []helmclient.UpgradeOption) (*release.Release, error) {
-	if hasFP {
-		if rel, ok := c.cachedDeployed(name); ok && rel.Labels[FingerprintLabel] == fp {
-			return rel, nil
+	deployed, cached := c.cachedDeployed(name)
+	if hasFP && cached {
+		if deployed.Labels[FingerprintLabel] == fp {
+			return deployed, nil
 		}
+		c.g.log.V(1).Info("Rendering the release", "release", name, "reason", "chart or values changed",
+			"deployed", deployed.Labels[FingerprintLabel], "wanted", fp)
 	}
 	h, err := c.live()
 	if err != nil {
@@ -248,7 +266,9 @@ func (c *actionClient) render(name, namespace string, chrt *chart.Chart, vals ma
 		c.g.recorder.Eventf(c.obj, corev1.EventTypeWarning, echov1alpha1.EventReasonReleaseUpgradeFailed, "Rendering the release failed: %v", err)
 		return rel, err
 	}
-	if hasFP {
+	// A render that changes the manifest leads to an upgrade, which labels
+	// the new revision; only an unchanged one is worth adopting.
+	if hasFP && (!cached || deployed.Manifest == rel.Manifest) {
 		c.adopt(h, name, rel.Manifest, fp)
 	}
 	return rel, nil

@@ -12,19 +12,19 @@ import "sync"
 // list, which already shows every revision written before.
 type expectations struct {
 	mu      sync.Mutex
-	pending map[string]int
+	written map[string]int
 }
 
 func newExpectations() *expectations {
-	return &expectations{pending: map[string]int{}}
+	return &expectations{written: map[string]int{}}
 }
 
 // expect records that release key has reached version.
 func (e *expectations) expect(key string, version int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if version > e.pending[key] {
-		e.pending[key] = version
+	if version > e.written[key] {
+		e.written[key] = version
 	}
 }
 
@@ -33,20 +33,28 @@ func (e *expectations) expect(key string, version int) {
 func (e *expectations) seen(key string, version int) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	want, ok := e.pending[key]
+	want, ok := e.written[key]
 	if !ok {
 		return true
 	}
 	if version < want {
 		return false
 	}
-	delete(e.pending, key)
+	delete(e.written, key)
 	return true
+}
+
+// pending reports whether a revision written for key has yet to be seen.
+func (e *expectations) pending(key string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, ok := e.written[key]
+	return ok
 }
 
 // forget drops the expectation of a release that is gone.
 func (e *expectations) forget(key string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	delete(e.pending, key)
+	delete(e.written, key)
 }

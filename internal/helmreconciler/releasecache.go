@@ -56,7 +56,12 @@ func TransformReleaseSecret(obj any) (any, error) {
 	if !ok || s.Labels[releaseOwnerLabel] != releaseOwnerValue {
 		return obj, nil
 	}
-	encoded := s.Data[releaseDataKey]
+	encoded, whole := s.Data[releaseDataKey]
+	if !whole {
+		// Informers may transform an object more than once: keep what
+		// an earlier pass kept.
+		return s, nil
+	}
 	s.ManagedFields = nil
 	s.Data = nil
 	s.StringData = nil

@@ -77,7 +77,12 @@ func TestTransformReleaseSecret(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := out.(*corev1.Secret)
+			// Informers may transform an object more than once.
+			again, err := TransformReleaseSecret(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := again.(*corev1.Secret)
 			got := map[string]string{}
 			for k, v := range s.Data {
 				got[k] = string(v)

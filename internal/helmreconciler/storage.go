@@ -1,0 +1,110 @@
+package helmreconciler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// releaseStorage is the storage driver of the Helm action clients: Helm's
+// Secrets driver, whose queries are answered with the cache's help.
+//
+// Helm finds a release's revisions with a label-selected list of Secrets,
+// which the API server answers by scanning every Secret of the namespace:
+// with thousands of releases, each install and upgrade paid for three of
+// them. The cache knows the revisions' names from their labels; each
+// revision a query needs is then read by name. A release the cache has no
+// revision of is not found without asking. Until the cache shows the
+// revisions this process wrote (see expectations), queries go to the API
+// server as before.
+type releaseStorage struct {
+	driver.Driver
+	cache     client.Reader
+	namespace string
+	// pending reports whether the cache may lack revisions of a release
+	// this process wrote.
+	pending func(name string) bool
+}
+
+// storageDriverMapper returns the storage driver of an object's releases.
+func (g *actionClientGetter) storageDriverMapper() helmclient.ObjectToStorageDriverMapper {
+	secrets := helmclient.DefaultSecretsStorageDriver(helmclient.SecretsStorageDriverOpts{})
+	return func(ctx context.Context, obj client.Object, cfg *rest.Config) (driver.Driver, error) {
+		d, err := secrets(ctx, obj, cfg)
+		if err != nil {
+			return nil, err
+		}
+		return &releaseStorage{
+			Driver:    d,
+			cache:     g.cache,
+			namespace: obj.GetNamespace(),
+			pending: func(name string) bool {
+				return g.expected.pending(string(obj.GetUID()) + "/" + name)
+			},
+		}, nil
+	}
+}
+
+// Query implements driver.Driver.
+func (s *releaseStorage) Query(query map[string]string) ([]*release.Release, error) {
+	name := query[releaseNameLabel]
+	if name == "" || query[releaseOwnerLabel] != releaseOwnerValue || s.pending(name) {
+		return s.Driver.Query(query)
+	}
+	secrets := &corev1.SecretList{}
+	if err := s.cache.List(context.Background(), secrets, client.InNamespace(s.namespace),
+		client.MatchingFields{releaseNameIndex: name}); err != nil {
+		return s.Driver.Query(query)
+	}
+	selector := labels.SelectorFromSet(query)
+	names := make([]string, 0, len(secrets.Items))
+	for i := range secrets.Items {
+		if selector.Matches(labels.Set(secrets.Items[i].Labels)) {
+			names = append(names, secrets.Items[i].Name)
+		}
+	}
+	sort.Strings(names)
+
+	var out []*release.Release
+	for _, key := range names {
+		rel, err := s.Get(key)
+		if errors.Is(err, driver.ErrReleaseNotFound) {
+			continue // deleted since the cache saw it
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading revision %s: %w", key, err)
+		}
+		// A queried release carries all its Secret's labels, as Helm's
+		// own query returns it.
+		rel.Labels = withSystemLabels(rel)
+		out = append(out, rel)
+	}
+	if len(out) == 0 {
+		return nil, driver.ErrReleaseNotFound
+	}
+	return out, nil
+}
+
+// withSystemLabels adds back the labels Get leaves out.
+func withSystemLabels(rel *release.Release) map[string]string {
+	out := map[string]string{}
+	for k, v := range rel.Labels {
+		out[k] = v
+	}
+	out[releaseNameLabel] = rel.Name
+	out[releaseOwnerLabel] = releaseOwnerValue
+	if rel.Info != nil {
+		out[releaseStatusLabel] = rel.Info.Status.String()
+	}
+	out[releaseVersionLabel] = fmt.Sprint(rel.Version)
+	return out
+}

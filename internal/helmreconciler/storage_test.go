@@ -1,0 +1,109 @@
+package helmreconciler
+
+import (
+	"errors"
+	"strconv"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+)
+
+// countingDriver counts the label-selected queries that reach the API server.
+type countingDriver struct {
+	driver.Driver
+	queries int
+}
+
+func (d *countingDriver) Query(l map[string]string) ([]*release.Release, error) {
+	d.queries++
+	return d.Driver.Query(l)
+}
+
+func TestReleaseStorageQuery(t *testing.T) {
+	const uid = "echo-uid"
+	stored := []*corev1.Secret{
+		releaseSecret(t, "web", 1, release.StatusSuperseded, uid),
+		releaseSecret(t, "web", 2, release.StatusDeployed, uid),
+		releaseSecret(t, "api", 1, release.StatusDeployed, uid),
+	}
+	// gone is in the cache but was deleted from the API server since.
+	gone := releaseSecret(t, "web", 3, release.StatusFailed, uid)
+
+	newStorage := func(t *testing.T, pending bool) (*releaseStorage, *countingDriver) {
+		t.Helper()
+		scheme := runtime.NewScheme()
+		if err := corev1.AddToScheme(scheme); err != nil {
+			t.Fatal(err)
+		}
+		b := fake.NewClientBuilder().WithScheme(scheme).WithIndex(&corev1.Secret{}, releaseNameIndex, releaseNameOf)
+		mem := driver.NewMemory()
+		for _, s := range append(append([]*corev1.Secret{}, stored...), gone) {
+			cached, _ := TransformReleaseSecret(s.DeepCopy())
+			b = b.WithObjects(cached.(client.Object))
+		}
+		for _, s := range stored {
+			rel := &release.Release{Name: s.Labels["name"], Version: mustAtoi(t, s.Labels["version"]),
+				Info: &release.Info{Status: release.Status(s.Labels["status"])}}
+			if err := mem.Create(s.Name, rel); err != nil {
+				t.Fatal(err)
+			}
+		}
+		d := &countingDriver{Driver: mem}
+		return &releaseStorage{Driver: d, cache: b.Build(), namespace: "ns",
+			pending: func(string) bool { return pending }}, d
+	}
+
+	t.Run("revisions are read by name, without a query", func(t *testing.T) {
+		s, d := newStorage(t, false)
+		rels, err := s.Query(map[string]string{"name": "web", "owner": "helm"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rels) != 2 || rels[0].Version != 1 || rels[1].Version != 2 {
+			t.Fatalf("got %d revisions, want v1 and v2 (v3 is gone)", len(rels))
+		}
+		if rels[1].Labels["status"] != "deployed" || rels[1].Labels["version"] != "2" {
+			t.Errorf("labels = %v, want the system labels back", rels[1].Labels)
+		}
+		if d.queries != 0 {
+			t.Errorf("%d queries reached the API server", d.queries)
+		}
+	})
+	t.Run("a status selects", func(t *testing.T) {
+		s, _ := newStorage(t, false)
+		rels, err := s.Query(map[string]string{"name": "web", "owner": "helm", "status": "deployed"})
+		if err != nil || len(rels) != 1 || rels[0].Version != 2 {
+			t.Fatalf("got %v, %v; want v2", rels, err)
+		}
+	})
+	t.Run("a release the cache has no revision of is not found", func(t *testing.T) {
+		s, d := newStorage(t, false)
+		_, err := s.Query(map[string]string{"name": "new", "owner": "helm"})
+		if !errors.Is(err, driver.ErrReleaseNotFound) || d.queries != 0 {
+			t.Fatalf("got %v with %d queries; want not found and none", err, d.queries)
+		}
+	})
+	t.Run("revisions written and not yet cached go to the API server", func(t *testing.T) {
+		s, d := newStorage(t, true)
+		if _, err := s.Query(map[string]string{"name": "web", "owner": "helm"}); err != nil {
+			t.Fatal(err)
+		}
+		if d.queries != 1 {
+			t.Errorf("%d queries, want 1", d.queries)
+		}
+	})
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
