@@ -44,6 +44,8 @@ ETCD_VERSION ?= v3.6.16
 KWOK_VERSION ?= v0.8.0
 # S3 service of the data mover's tests and benchmark (see hack/build-minio.sh)
 MINIO_VERSION ?= v0.0.0-20260212201848-7aac2a2c5b7c
+# The stock helm-operator the scale benchmark compares with (see hack/build-helm-operator.sh)
+HELM_OPERATOR_VERSION ?= v0.9.1
 
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen/$(CONTROLLER_TOOLS_VERSION)/controller-gen
 KUSTOMIZE ?= $(LOCALBIN)/kustomize/$(KUSTOMIZE_VERSION)/kustomize
@@ -137,11 +139,25 @@ test-unit: ## Run the tests that need no control plane.
 test-e2e: control-plane minio ## Run only the end-to-end tests against the simulated cluster.
 	$(CONTROL_PLANE_ENV) go test ./test/e2e/... -timeout $(GO_TEST_TIMEOUT) -count=1 -v $(TEST_FLAGS)
 
+.PHONY: bench
+bench: bench-datamover bench-scale ## Run the benchmarks: the data mover's and the scale comparison (not part of make test; see docs/benchmarks.md).
+
 # The data mover's benchmark: 1 GiB through backup and restore, against
 # tar | gzip. It needs about 4 GiB of free space in $TMPDIR.
-.PHONY: bench
-bench: minio ## Run the data mover's benchmark (not part of make test; see docs/benchmarks.md).
+.PHONY: bench-datamover
+bench-datamover: minio ## Run the data mover's benchmark (see docs/benchmarks.md).
 	$(CONTROL_PLANE_ENV) go test -run '^$$' -bench . -benchtime 1x -timeout 60m ./internal/datamover/... $(TEST_FLAGS)
+
+# Flags of the scale benchmark (go run ./test/bench -h), e.g.
+# BENCH_SCALE_FLAGS="-n 100 -operators echo,stock -idle 2m".
+BENCH_SCALE_FLAGS ?= -n 300,1000
+
+# The scale benchmark: N Echos brought up, left idle, updated and (for
+# echo-operator) restarted on a fresh simulated cluster per run, by
+# echo-operator, by the stock helm-operator and by a plain client.
+.PHONY: bench-scale
+bench-scale: control-plane helm-operator ## Compare echo-operator, the stock helm-operator and a plain client at scale (see docs/benchmarks.md).
+	$(CONTROL_PLANE_ENV) HELM_OPERATOR=$(LOCALBIN)/helm-operator/$(HELM_OPERATOR_VERSION)/helm-operator go run ./test/bench $(BENCH_SCALE_FLAGS)
 
 ##@ Build
 
@@ -317,6 +333,10 @@ opm: ## Build opm (first run only).
 .PHONY: minio
 minio: ## Build the MinIO server of the data mover's tests (first run only).
 	MINIO_VERSION=$(MINIO_VERSION) BIN_DIR=$(LOCALBIN) hack/build-minio.sh build >/dev/null
+
+.PHONY: helm-operator
+helm-operator: ## Build the stock helm-operator of the scale benchmark (first run only).
+	HELM_OPERATOR_VERSION=$(HELM_OPERATOR_VERSION) BIN_DIR=$(LOCALBIN) hack/build-helm-operator.sh build >/dev/null
 
 .PHONY: control-plane
 control-plane: ## Build the simulated cluster's binaries (first run only).
