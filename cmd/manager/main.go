@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 	_ "time/tzdata" // schedules name IANA time zones; the image has no zone database
@@ -23,6 +24,12 @@ const defaultEchoImage = "quay.io/echo-operator/echo-server:v0.1.0"
 // Jobs run, when RELATED_IMAGE_OPERATOR is unset.
 const defaultOperatorImage = "quay.io/echo-operator/echo-operator:v0.1.0"
 
+// managerGCPercent is the manager's GOGC unless GOGC is set. The heap is
+// mostly the cache, which lives long, plus short bursts of Helm renders:
+// a heap goal of 1.5x the live heap instead of 2x trims the peaks of a mass
+// rollout for little CPU.
+const managerGCPercent = 50
+
 func main() {
 	// "manager backup|restore|inspect|delete ..." run the data mover of the
 	// backup, restore and artifact deletion Jobs (datamover.go).
@@ -30,6 +37,9 @@ func main() {
 		os.Exit(code)
 	}
 	opts := parseFlags()
+	if _, ok := os.LookupEnv("GOGC"); !ok {
+		debug.SetGCPercent(managerGCPercent)
+	}
 	if err := run(opts); err != nil {
 		ctrl.Log.Error(err, "Manager exited with an error")
 		os.Exit(1)
