@@ -69,6 +69,7 @@ type options struct {
 	baseline time.Duration
 	timeout  time.Duration
 	startup  bool
+	update   bool
 	pprof    bool
 	keep     bool
 	out      string
@@ -165,6 +166,7 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.baseline, "baseline", 60*time.Second, "Length of the baseline window before the operator starts.")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "Time limit of each phase (on top of its deliberate waits).")
 	fs.BoolVar(&o.startup, "startup", true, "Restart echo-operator after the update and measure its catch-up.")
+	fs.BoolVar(&o.update, "update", true, "Update every Echo after the idle window and measure the convergence.")
 	fs.BoolVar(&o.pprof, "pprof", false, "Serve echo-operator's pprof endpoints and save heap profiles next to -out.")
 	fs.BoolVar(&o.keep, "keep", false, "Keep the work directories with the clusters' and operators' logs.")
 	fs.StringVar(&o.out, "out", filepath.Join("_output", "bench", "scale.json"), "Path of the JSON results.")

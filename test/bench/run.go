@@ -90,7 +90,9 @@ func (r *run) steps() []step {
 		{"launch", 0, r.launch},
 		{"rollout", 0, r.rollout},
 		{"idle", settle + r.env.opts.idle, r.idle},
-		{"update", 0, r.update},
+	}
+	if r.env.opts.update {
+		steps = append(steps, step{"update", 0, r.update})
 	}
 	if r.res.System == systemEcho && r.env.opts.startup {
 		steps = append(steps, step{"startup", startupGrace, r.startup})
