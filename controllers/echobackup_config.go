@@ -1,19 +1,16 @@
 package controllers
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 
 	"helm.sh/helm/v3/pkg/release"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/internal/helmreconciler"
 )
 
 // backedUpConfig is the configuration a backup captures: enough to
@@ -91,8 +88,8 @@ func deployedRelease(ctx context.Context, c client.Reader, echo *echov1alpha1.Ec
 	}
 	var newest *release.Release
 	for i := range secrets.Items {
-		rel, err := decodeRelease(secrets.Items[i].Data["release"])
-		if err != nil {
+		rel := &release.Release{}
+		if err := helmreconciler.DecodeRelease(secrets.Items[i].Data["release"], rel); err != nil {
 			return nil, fmt.Errorf("decoding release Secret %s: %w", secrets.Items[i].Name, err)
 		}
 		if newest == nil || rel.Version > newest.Version {
@@ -100,26 +97,4 @@ func deployedRelease(ctx context.Context, c client.Reader, echo *echov1alpha1.Ec
 		}
 	}
 	return newest, nil
-}
-
-// decodeRelease reads Helm's storage format: base64 of (usually gzipped) JSON.
-func decodeRelease(data []byte) (*release.Release, error) {
-	raw, err := base64.StdEncoding.DecodeString(string(data))
-	if err != nil {
-		return nil, err
-	}
-	if bytes.HasPrefix(raw, []byte{0x1f, 0x8b}) {
-		zr, err := gzip.NewReader(bytes.NewReader(raw))
-		if err != nil {
-			return nil, err
-		}
-		if raw, err = io.ReadAll(io.LimitReader(zr, 64<<20)); err != nil {
-			return nil, err
-		}
-	}
-	rel := &release.Release{}
-	if err := json.Unmarshal(raw, rel); err != nil {
-		return nil, err
-	}
-	return rel, nil
 }

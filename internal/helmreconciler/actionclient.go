@@ -46,6 +46,8 @@ type actionClientGetter struct {
 	scheme *runtime.Scheme
 	// revisions the cache has yet to show (see expectations).
 	expected *expectations
+	// charts are the digests of the charts rendered, for fingerprints.
+	charts chartDigests
 	// skipOpenAPIValidation leaves the validation of rendered objects to
 	// the API server, which validates every write anyway: Helm's own check
 	// fetches the server's OpenAPI document on every install and upgrade.
@@ -81,9 +83,7 @@ func (c *actionClient) live() (helmclient.ActionInterface, error) {
 	return c.helm, nil
 }
 
-// releaseKey identifies a release of this incarnation of the object: a
-// deleted and recreated object starts its releases over.
-func (c *actionClient) releaseKey(name string) string { return string(c.obj.GetUID()) + "/" + name }
+func (c *actionClient) releaseKey(name string) string { return releaseKey(c.obj, name) }
 
 // Config implements helmclient.ActionInterface.
 func (c *actionClient) Config() *action.Configuration {
@@ -295,7 +295,12 @@ func (c *actionClient) adopt(h helmclient.ActionInterface, name, manifest, fp st
 // fingerprint of a render; ok is false if the values cannot be encoded,
 // which only costs the cached path.
 func (c *actionClient) fingerprint(chrt *chart.Chart, vals map[string]any) (string, bool) {
-	fp, err := fingerprint(chrt, vals)
+	digest, err := c.g.charts.of(chrt)
+	if err != nil {
+		c.g.log.V(1).Info("Rendering without a fingerprint", "error", err.Error())
+		return "", false
+	}
+	fp, err := fingerprint(digest, vals)
 	if err != nil {
 		c.g.log.V(1).Info("Rendering without a fingerprint", "error", err.Error())
 		return "", false

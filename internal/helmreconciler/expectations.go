@@ -1,6 +1,16 @@
 package helmreconciler
 
-import "sync"
+import (
+	"sync"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// releaseKey identifies a release of one incarnation of its object: a
+// deleted and recreated object starts its releases over.
+func releaseKey(owner client.Object, name string) string {
+	return string(owner.GetUID()) + "/" + name
+}
 
 // expectations track the release revisions this process wrote and the
 // cache has yet to show, as kube-controller-manager's controllers track the

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash"
 	"sort"
+	"sync"
 
 	"helm.sh/helm/v3/pkg/chart"
 )
@@ -24,20 +25,45 @@ const FingerprintLabel = "echo.dev/render-fingerprint"
 // them.
 const renderVersion = "1"
 
-// fingerprint hashes a chart and the values it is rendered with. Label
-// values are at most 63 characters: 40 hex digits (160 bits) are kept.
-func fingerprint(chrt *chart.Chart, vals map[string]any) (string, error) {
-	h := sha256.New()
-	writeField(h, "render", []byte(renderVersion))
-	if err := writeChart(h, chrt); err != nil {
-		return "", err
-	}
+// fingerprint hashes a chart, given by its digest, and the values it is
+// rendered with. Label values are at most 63 characters: 40 hex digits
+// (160 bits) are kept.
+func fingerprint(chartDigest string, vals map[string]any) (string, error) {
 	v, err := json.Marshal(vals) // map keys are sorted: the encoding is canonical
 	if err != nil {
 		return "", fmt.Errorf("encoding the values: %w", err)
 	}
+	h := sha256.New()
+	writeField(h, "render", []byte(renderVersion))
+	writeField(h, "chart", []byte(chartDigest))
 	writeField(h, "values", v)
 	return hex.EncodeToString(h.Sum(nil))[:40], nil
+}
+
+// digestChart hashes what a render reads from a chart.
+func digestChart(chrt *chart.Chart) (string, error) {
+	h := sha256.New()
+	if err := writeChart(h, chrt); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// chartDigests remembers the digest of each chart: a reconciler renders
+// the same loaded chart for its whole life, and hashing it (templates,
+// schema, default values) on every reconcile would be work thrown away.
+type chartDigests struct{ m sync.Map }
+
+func (d *chartDigests) of(chrt *chart.Chart) (string, error) {
+	if v, ok := d.m.Load(chrt); ok {
+		return v.(string), nil
+	}
+	digest, err := digestChart(chrt)
+	if err != nil {
+		return "", err
+	}
+	d.m.Store(chrt, digest)
+	return digest, nil
 }
 
 // writeChart hashes what a render reads from a chart, its dependencies

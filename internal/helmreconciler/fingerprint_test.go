@@ -17,15 +17,26 @@ func loadEchoChart(t *testing.T) *chart.Chart {
 	return chrt
 }
 
+// fingerprintOf fingerprints a render of chrt with vals.
+func fingerprintOf(t *testing.T, chrt *chart.Chart, vals map[string]any) string {
+	t.Helper()
+	digest, err := digestChart(chrt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp, err := fingerprint(digest, vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fp
+}
+
 func TestFingerprint(t *testing.T) {
 	base := loadEchoChart(t)
 	vals := func() map[string]any {
 		return map[string]any{"message": "hello", "replicas": 1, "service": map[string]any{"port": 80, "type": "ClusterIP"}}
 	}
-	want, err := fingerprint(base, vals())
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := fingerprintOf(t, base, vals())
 	if len(want) != 40 {
 		t.Errorf("fingerprint %q is %d characters, want 40 (a label value)", want, len(want))
 	}
@@ -37,7 +48,7 @@ func TestFingerprint(t *testing.T) {
 	for name, mk := range same {
 		t.Run(name, func(t *testing.T) {
 			chrt, v := mk()
-			if got, _ := fingerprint(chrt, v); got != want {
+			if got := fingerprintOf(t, chrt, v); got != want {
 				t.Errorf("fingerprint changed: %s, want %s", got, want)
 			}
 		})
@@ -75,10 +86,24 @@ func TestFingerprint(t *testing.T) {
 			return chrt, vals()
 		},
 	}
+	t.Run("a chart's digest is computed once", func(t *testing.T) {
+		var digests chartDigests
+		chrt := loadEchoChart(t)
+		first, err := digests.of(chrt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chrt.Templates[0].Data = append(chrt.Templates[0].Data, '\n')
+		again, _ := digests.of(chrt)
+		if again != first {
+			t.Error("the digest of the same chart was computed again")
+		}
+	})
+
 	for name, mk := range differs {
 		t.Run(name, func(t *testing.T) {
 			chrt, v := mk()
-			if got, _ := fingerprint(chrt, v); got == want {
+			if got := fingerprintOf(t, chrt, v); got == want {
 				t.Errorf("fingerprint did not change")
 			}
 		})

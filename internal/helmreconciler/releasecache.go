@@ -68,8 +68,8 @@ func TransformReleaseSecret(obj any) (any, error) {
 	if s.Labels[releaseStatusLabel] != string(release.StatusDeployed) || len(encoded) == 0 {
 		return s, nil
 	}
-	rel, err := decodeRelease(encoded)
-	if err != nil {
+	var rel storedRelease
+	if err := DecodeRelease(encoded, &rel); err != nil {
 		// Without a manifest the release is read from the API server.
 		return s, nil //nolint:nilerr // a release the cache cannot decode is not an error of the cache
 	}
@@ -85,30 +85,33 @@ type storedRelease struct {
 	} `json:"info"`
 }
 
-// decodeRelease reads the manifest and notes out of Helm's storage format:
-// base64 of (usually gzipped) JSON.
-func decodeRelease(encoded []byte) (storedRelease, error) {
-	var rel storedRelease
+// DecodeRelease reads Helm's storage format, base64 of (usually gzipped)
+// JSON, into rel: a *release.Release, or a struct of only the fields
+// wanted.
+func DecodeRelease(encoded []byte, rel any) error {
 	raw := make([]byte, base64.StdEncoding.DecodedLen(len(encoded)))
 	n, err := base64.StdEncoding.Decode(raw, encoded)
 	if err != nil {
-		return rel, fmt.Errorf("decoding base64: %w", err)
+		return fmt.Errorf("decoding base64: %w", err)
 	}
 	raw = raw[:n]
 	var r io.Reader = bytes.NewReader(raw)
 	if bytes.HasPrefix(raw, []byte{0x1f, 0x8b}) {
 		zr, err := gzip.NewReader(r)
 		if err != nil {
-			return rel, fmt.Errorf("opening gzip: %w", err)
+			return fmt.Errorf("opening gzip: %w", err)
 		}
 		defer func() { _ = zr.Close() }()
-		r = zr
+		r = io.LimitReader(zr, maxReleaseSize)
 	}
-	if err := json.NewDecoder(r).Decode(&rel); err != nil {
-		return rel, fmt.Errorf("decoding JSON: %w", err)
+	if err := json.NewDecoder(r).Decode(rel); err != nil {
+		return fmt.Errorf("decoding JSON: %w", err)
 	}
-	return rel, nil
+	return nil
 }
+
+// maxReleaseSize bounds a decompressed release.
+const maxReleaseSize = 64 << 20
 
 // IndexReleaseSecrets indexes the cached release Secrets by release name,
 // so that finding a release's revisions does not scan its namespace.

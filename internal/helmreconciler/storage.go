@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
+	"strconv"
 
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"helm.sh/helm/v3/pkg/release"
@@ -48,7 +50,7 @@ func (g *actionClientGetter) storageDriverMapper() helmclient.ObjectToStorageDri
 			cache:     g.cache,
 			namespace: obj.GetNamespace(),
 			pending: func(name string) bool {
-				return g.expected.pending(string(obj.GetUID()) + "/" + name)
+				return g.expected.pending(releaseKey(obj, name))
 			},
 		}, nil
 	}
@@ -96,15 +98,15 @@ func (s *releaseStorage) Query(query map[string]string) ([]*release.Release, err
 
 // withSystemLabels adds back the labels Get leaves out.
 func withSystemLabels(rel *release.Release) map[string]string {
-	out := map[string]string{}
-	for k, v := range rel.Labels {
-		out[k] = v
+	out := maps.Clone(rel.Labels)
+	if out == nil {
+		out = map[string]string{}
 	}
 	out[releaseNameLabel] = rel.Name
 	out[releaseOwnerLabel] = releaseOwnerValue
 	if rel.Info != nil {
 		out[releaseStatusLabel] = rel.Info.Status.String()
 	}
-	out[releaseVersionLabel] = fmt.Sprint(rel.Version)
+	out[releaseVersionLabel] = strconv.Itoa(rel.Version)
 	return out
 }

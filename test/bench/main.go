@@ -34,7 +34,6 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
@@ -48,6 +47,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/echo-operator/echo-operator/internal/simcluster"
+	"github.com/echo-operator/echo-operator/internal/testutil/managerbin"
 )
 
 const (
@@ -304,14 +304,8 @@ func writeStockWatches(dir, chart string) (string, error) {
 
 // buildManager builds echo-operator's manager from the working tree.
 func buildManager(ctx context.Context, root, dir string) (string, error) {
-	out := filepath.Join(dir, "manager")
 	log.Printf("building the manager")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/manager")
-	cmd.Dir, cmd.Stdout, cmd.Stderr = root, os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("building the manager: %w", err)
-	}
-	return out, nil
+	return managerbin.Build(ctx, root, dir)
 }
 
 func (e *environment) versions() versionInfo {

@@ -23,6 +23,7 @@ import (
 
 	"github.com/echo-operator/echo-operator/internal/operator"
 	"github.com/echo-operator/echo-operator/internal/simcluster"
+	"github.com/echo-operator/echo-operator/internal/testutil/managerbin"
 )
 
 const (
@@ -63,11 +64,9 @@ func runSuite(m *testing.M) int {
 	}
 	defer func() { _ = os.RemoveAll(work) }()
 
-	manager := filepath.Join(work, "manager")
-	build := exec.Command("go", "build", "-o", manager, "./cmd/manager")
-	build.Dir, build.Stdout, build.Stderr = repoRoot, os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return fail(fmt.Errorf("building the manager: %w", err))
+	manager, err := managerbin.Build(context.Background(), repoRoot, work)
+	if err != nil {
+		return fail(err)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

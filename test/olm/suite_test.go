@@ -43,6 +43,7 @@ import (
 	"github.com/echo-operator/echo-operator/hack/catalog/fbc"
 	"github.com/echo-operator/echo-operator/internal/operator"
 	"github.com/echo-operator/echo-operator/internal/simcluster"
+	"github.com/echo-operator/echo-operator/internal/testutil/managerbin"
 )
 
 const (
@@ -119,11 +120,9 @@ func outside() int {
 		return fail(err)
 	}
 	defer func() { _ = os.RemoveAll(work) }()
-	bin := filepath.Join(work, "manager")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/manager")
-	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return fail(fmt.Errorf("building the manager: %w", err))
+	bin, err := managerbin.Build(context.Background(), root, work)
+	if err != nil {
+		return fail(err)
 	}
 
 	self, err := os.Executable()
