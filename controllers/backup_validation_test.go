@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -60,6 +61,43 @@ func TestBackupKindsValidateAtAdmission(t *testing.T) {
 			"must be a relative path without '..'"},
 		{"unknown compression", "EchoBackup", map[string]any{"echoName": "web", "storage": s3Storage(), "compression": "zstd"}, "spec.compression"},
 		{"no Echo named", "EchoBackup", map[string]any{"storage": s3Storage()}, "spec.echoName"},
+		{"Echo name that is no Echo's", "EchoBackup", map[string]any{"echoName": "Web_1", "storage": s3Storage()},
+			"echoName must be an Echo's name"},
+		{"credentials in the endpoint", "EchoBackup", map[string]any{"echoName": "web",
+			"storage": s3Storage(func(s map[string]any) { s["endpoint"] = "https://key:secret@s3.example.test" })}, "must not carry credentials"},
+		{"access key in the endpoint", "EchoBackup", map[string]any{"echoName": "web",
+			"storage": s3Storage(func(s map[string]any) { s["endpoint"] = "https://key@s3.example.test:9000" })}, "must not carry credentials"},
+		{"endpoint with @ in its path", "EchoBackup", map[string]any{"echoName": "web",
+			"storage": s3Storage(func(s map[string]any) { s["endpoint"] = "https://s3.example.test:9000/team@a" })}, ""},
+		{"credentials Secret that is no name", "EchoBackup", map[string]any{"echoName": "web",
+			"storage": s3Storage(func(s map[string]any) { s["credentialsSecretRef"] = map[string]any{"name": "S3 Credentials"} })},
+			"a Secret name must be a DNS-1123 subdomain"},
+		{"credentials Secret with dots", "EchoBackup", map[string]any{"echoName": "web",
+			"storage": s3Storage(func(s map[string]any) { s["credentialsSecretRef"] = map[string]any{"name": "s3.credentials-1"} })}, ""},
+		{"access key ID key with a slash", "EchoBackup", map[string]any{"echoName": "web",
+			"storage": s3Storage(func(s map[string]any) {
+				s["credentialsSecretRef"] = map[string]any{"name": "s3", "accessKeyIDKey": "aws/access-key"}
+			})}, "a Secret key must consist of letters, digits"},
+		{"secret access key key starting with ..", "EchoBackup", map[string]any{"echoName": "web",
+			"storage": s3Storage(func(s map[string]any) {
+				s["credentialsSecretRef"] = map[string]any{"name": "s3", "secretAccessKeyKey": "..data"}
+			})}, "a Secret key must consist of letters, digits"},
+		{"Secret keys of every allowed character", "EchoBackup", map[string]any{"echoName": "web",
+			"storage": s3Storage(func(s map[string]any) {
+				s["credentialsSecretRef"] = map[string]any{"name": "s3", "accessKeyIDKey": "aws.Access_key-ID", "secretAccessKeyKey": ".secret"}
+			})}, ""},
+		{"CA bundle Secret that is no name", "EchoBackup", map[string]any{"echoName": "web",
+			"storage": s3Storage(func(s map[string]any) { s["caBundle"] = map[string]any{"name": "CA_Bundle", "key": "ca.crt"} })},
+			"a Secret name must be a DNS-1123 subdomain"},
+		{"CA bundle key with a space", "EchoBackup", map[string]any{"echoName": "web",
+			"storage": s3Storage(func(s map[string]any) { s["caBundle"] = map[string]any{"name": "ca", "key": "ca crt"} })},
+			"a Secret key must consist of letters, digits"},
+		{"CA bundle", "EchoBackup", map[string]any{"echoName": "web",
+			"storage": s3Storage(func(s map[string]any) { s["caBundle"] = map[string]any{"name": "ca-bundle", "key": "ca.crt"} })}, ""},
+		{"claim that is no name", "EchoBackup", map[string]any{"echoName": "web",
+			"storage": map[string]any{"persistentVolumeClaim": map[string]any{"claimName": "Backups_1"}}}, "a claim name must be a DNS-1123 subdomain"},
+		{"claim with dots", "EchoBackup", map[string]any{"echoName": "web",
+			"storage": map[string]any{"persistentVolumeClaim": map[string]any{"claimName": "backups.v1"}}}, ""},
 
 		{"daily schedule", "EchoBackupSchedule", map[string]any{"schedule": "@daily", "template": map[string]any{"echoName": "web", "storage": s3Storage()}}, ""},
 		{"cron schedule with zone", "EchoBackupSchedule", map[string]any{"schedule": "*/15 2-4 * * MON-FRI", "timeZone": "Europe/Paris",
@@ -69,6 +107,24 @@ func TestBackupKindsValidateAtAdmission(t *testing.T) {
 		{"four-field schedule", "EchoBackupSchedule", map[string]any{"schedule": "0 2 * *", "template": map[string]any{"echoName": "web", "storage": s3Storage()}}, "spec.schedule"},
 		{"empty retention", "EchoBackupSchedule", map[string]any{"schedule": "@daily", "retention": map[string]any{},
 			"template": map[string]any{"echoName": "web", "storage": s3Storage()}}, "retention needs keepLast, maxAge or both"},
+		{"interval under a minute", "EchoBackupSchedule", map[string]any{"schedule": "@every 30s", "template": map[string]any{"echoName": "web", "storage": s3Storage()}},
+			"an @every interval must be a Go duration of at least 1m"},
+		{"interval of a second", "EchoBackupSchedule", map[string]any{"schedule": "@every 1s", "template": map[string]any{"echoName": "web", "storage": s3Storage()}},
+			"an @every interval must be a Go duration of at least 1m"},
+		{"interval of 59.9 seconds", "EchoBackupSchedule", map[string]any{"schedule": "@every 59.9s", "template": map[string]any{"echoName": "web", "storage": s3Storage()}},
+			"an @every interval must be a Go duration of at least 1m"},
+		{"interval of a minute", "EchoBackupSchedule", map[string]any{"schedule": "@every 1m", "template": map[string]any{"echoName": "web", "storage": s3Storage()}}, ""},
+		{"interval of 60 seconds", "EchoBackupSchedule", map[string]any{"schedule": "@every 60s", "template": map[string]any{"echoName": "web", "storage": s3Storage()}}, ""},
+		{"hourly schedule", "EchoBackupSchedule", map[string]any{"schedule": "@hourly", "template": map[string]any{"echoName": "web", "storage": s3Storage()}}, ""},
+		{"every minute by cron", "EchoBackupSchedule", map[string]any{"schedule": "* * * * *", "template": map[string]any{"echoName": "web", "storage": s3Storage()}}, ""},
+		{"maximum age in days", "EchoBackupSchedule", map[string]any{"schedule": "@daily", "retention": map[string]any{"maxAge": "7d"},
+			"template": map[string]any{"echoName": "web", "storage": s3Storage()}}, "maxAge must be a positive Go duration such as 168h"},
+		{"negative maximum age", "EchoBackupSchedule", map[string]any{"schedule": "@daily", "retention": map[string]any{"maxAge": "-5m"},
+			"template": map[string]any{"echoName": "web", "storage": s3Storage()}}, "maxAge must be a positive Go duration such as 168h"},
+		{"zero maximum age", "EchoBackupSchedule", map[string]any{"schedule": "@daily", "retention": map[string]any{"maxAge": "0s"},
+			"template": map[string]any{"echoName": "web", "storage": s3Storage()}}, "maxAge must be a positive Go duration such as 168h"},
+		{"maximum age in hours and minutes", "EchoBackupSchedule", map[string]any{"schedule": "@daily", "retention": map[string]any{"maxAge": "36h30m"},
+			"template": map[string]any{"echoName": "web", "storage": s3Storage()}}, ""},
 		{"keep none", "EchoBackupSchedule", map[string]any{"schedule": "@daily", "retention": map[string]any{"keepLast": 0},
 			"template": map[string]any{"echoName": "web", "storage": s3Storage()}}, "spec.retention.keepLast"},
 
@@ -93,6 +149,20 @@ func TestBackupKindsValidateAtAdmission(t *testing.T) {
 			Expect(err).To(MatchError(ContainSubstring(tc.want)))
 		})
 	}
+
+	t.Run("names that cannot label a Job or a backup", func(t *testing.T) {
+		RegisterTestingT(t)
+		specs := map[string]map[string]any{
+			"EchoBackup":         {"echoName": "web", "storage": s3Storage()},
+			"EchoBackupSchedule": {"schedule": "@daily", "template": map[string]any{"echoName": "web", "storage": s3Storage()}},
+			"EchoRestore":        {"source": map[string]any{"backupName": "web-1"}},
+		}
+		for kind, spec := range specs {
+			err := k8sClient.Create(ctx, object(kind, ns, strings.Repeat("a", 64), spec), client.DryRunAll)
+			Expect(err).To(MatchError(ContainSubstring("an "+kind+" name is at most 63 characters")), kind)
+			Expect(k8sClient.Create(ctx, object(kind, ns, strings.Repeat("a", 63), spec), client.DryRunAll)).To(Succeed(), kind)
+		}
+	})
 
 	t.Run("defaults and an immutable spec", func(t *testing.T) {
 		RegisterTestingT(t)

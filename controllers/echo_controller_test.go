@@ -11,7 +11,6 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -147,7 +146,7 @@ func TestEchoUpdatesConverge(t *testing.T) {
 		RegisterTestingT(t)
 		updateEcho(t, key, func(e *echov1alpha1.Echo) {
 			e.Spec.Replicas = ptr.To[int32](1)
-			e.Spec.Persistence = &echov1alpha1.PersistenceSpec{Enabled: true, Size: ptr.To(resource.MustParse("2Gi"))}
+			e.Spec.Persistence = &echov1alpha1.PersistenceSpec{Enabled: true, Size: ptr.To(echov1alpha1.MustQuantity("2Gi"))}
 		})
 		e := rollOut(t, key)
 		pvc := &corev1.PersistentVolumeClaim{}
@@ -347,9 +346,9 @@ func TestEchoReleaseFailureIsReportedAndRecovers(t *testing.T) {
 	ns := newNamespace(t)
 	key := types.NamespacedName{Namespace: ns, Name: "overcommitted"}
 	createEcho(t, newEcho(ns, key.Name, func(e *echov1alpha1.Echo) {
-		e.Spec.Resources = &corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
-			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
+		e.Spec.Resources = &echov1alpha1.ResourceRequirements{
+			Requests: map[corev1.ResourceName]echov1alpha1.Quantity{corev1.ResourceCPU: echov1alpha1.MustQuantity("2")},
+			Limits:   map[corev1.ResourceName]echov1alpha1.Quantity{corev1.ResourceCPU: echov1alpha1.MustQuantity("1")},
 		}
 	}))
 
@@ -365,7 +364,7 @@ func TestEchoReleaseFailureIsReportedAndRecovers(t *testing.T) {
 		Should(ContainElement(echov1alpha1.EventReasonReleaseInstallFailed))
 
 	updateEcho(t, key, func(e *echov1alpha1.Echo) {
-		e.Spec.Resources.Limits[corev1.ResourceCPU] = resource.MustParse("2")
+		e.Spec.Resources.Limits[corev1.ResourceCPU] = echov1alpha1.MustQuantity("2")
 	})
 	rollOut(t, key)
 	Expect(conditionStatus(getEcho(Default, key), echov1alpha1.EchoConditionReleaseFailed)).To(Equal(metav1.ConditionFalse))

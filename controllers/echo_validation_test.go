@@ -57,6 +57,16 @@ func TestEchoInvalidSpecsAreRejected(t *testing.T) {
 		{"final backup without storage", map[string]any{"backup": map[string]any{"beforeDelete": map[string]any{"enabled": true}}},
 			"backup.beforeDelete.storage is required when the final backup is enabled"},
 		{"unknown field", map[string]any{"replica": 3}, `unknown field "spec.replica"`},
+		{"volume size with a huge exponent", map[string]any{"persistence": map[string]any{"enabled": true, "size": "1E999999999999"}},
+			"must be a quantity such as 250m, 128Mi, 1Gi or 1e9"},
+		{"volume size with a fractional exponent", map[string]any{"persistence": map[string]any{"enabled": true, "size": "1e1.5"}},
+			"must be a quantity such as 250m, 128Mi, 1Gi or 1e9"},
+		{"node affinity weight above 100", map[string]any{"affinity": map[string]any{"nodeAffinity": preferredTerms("preference", 101)}},
+			"affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[].weight must be between 1 and 100"},
+		{"pod affinity weight of zero", map[string]any{"affinity": map[string]any{"podAffinity": preferredTerms("podAffinityTerm", 0)}},
+			"affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution[].weight must be between 1 and 100"},
+		{"pod anti-affinity weight beyond int32", map[string]any{"affinity": map[string]any{"podAntiAffinity": preferredTerms("podAffinityTerm", 2147483648)}},
+			"affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[].weight must be between 1 and 100"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -68,6 +78,19 @@ func TestEchoInvalidSpecsAreRejected(t *testing.T) {
 			Expect(err.Error()).To(ContainSubstring(tc.want))
 		})
 	}
+
+	t.Run("values close to the refused ones", func(t *testing.T) {
+		RegisterTestingT(t)
+		for name, spec := range map[string]map[string]any{
+			"volume size with an exponent": {"persistence": map[string]any{"enabled": true, "size": "1e10"}},
+			"affinity weights of 1 and 100": {"affinity": map[string]any{
+				"nodeAffinity": preferredTerms("preference", 1), "podAffinity": preferredTerms("podAffinityTerm", 100),
+				"podAntiAffinity": preferredTerms("podAffinityTerm", 100)}},
+		} {
+			err := k8sClient.Create(context.Background(), echoObject(ns, "valid", spec), client.DryRunAll, client.FieldValidation("Strict"))
+			Expect(err).NotTo(HaveOccurred(), name)
+		}
+	})
 
 	t.Run("names that cannot name a release or a Service", func(t *testing.T) {
 		RegisterTestingT(t)
@@ -119,6 +142,18 @@ func tryUpdateSpec(key types.NamespacedName, mutate func(*echov1alpha1.EchoSpec)
 		mutate(&e.Spec)
 		return k8sClient.Update(context.Background(), e)
 	})
+}
+
+// preferredTerms is the preferred scheduling terms of an affinity, with
+// one term of the given weight; term is the field that holds the term.
+func preferredTerms(term string, weight int64) map[string]any {
+	terms := map[string]any{
+		"preference":      map[string]any{"matchExpressions": []any{map[string]any{"key": "zone", "operator": "In", "values": []any{"a"}}}},
+		"podAffinityTerm": map[string]any{"topologyKey": "kubernetes.io/hostname"},
+	}
+	return map[string]any{"preferredDuringSchedulingIgnoredDuringExecution": []any{
+		map[string]any{"weight": weight, term: terms[term]},
+	}}
 }
 
 func echoObject(ns, name string, spec map[string]any) *unstructured.Unstructured {

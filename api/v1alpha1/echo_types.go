@@ -2,14 +2,14 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Condition types of an Echo.
 //
-// Ready is owned by the Echo controller. The other types are written by the
-// Helm release reconciler and describe the release, not the workload.
+// Ready and ReleaseRecordsVerified are owned by the Echo controller. The
+// other types are written by the Helm release reconciler and describe the
+// release, not the workload.
 const (
 	// EchoConditionReady is True when the release for the current spec is
 	// deployed and every desired replica is updated and available.
@@ -25,6 +25,20 @@ const (
 	EchoConditionInitialized = "Initialized"
 	// EchoConditionPaused is True while reconciliation is paused by annotation.
 	EchoConditionPaused = "Paused"
+	// EchoConditionReleaseRecordsVerified is True when every Secret that
+	// carries Helm's release labels for this Echo was written by
+	// echo-operator and not changed since. When False, its message names
+	// the others: they are ignored, and never acted on.
+	EchoConditionReleaseRecordsVerified = "ReleaseRecordsVerified"
+)
+
+// Reasons of the ReleaseRecordsVerified condition.
+const (
+	// EchoReasonRecordsVerified: every release record verifies.
+	EchoReasonRecordsVerified = "Verified"
+	// EchoReasonUntrustedRecords: some release records were not written by
+	// echo-operator, or were changed since; they are ignored.
+	EchoReasonUntrustedRecords = "UntrustedRecords"
 )
 
 // Reasons of the Ready condition.
@@ -58,9 +72,12 @@ const (
 	EventReasonReleaseInstallFailed = "ReleaseInstallFailed"
 	EventReasonReleaseUpgradeFailed = "ReleaseUpgradeFailed"
 	EventReasonReleaseRecovered     = "ReleaseRecovered"
-	EventReasonFinalBackupStarted   = "FinalBackupStarted"
-	EventReasonFinalBackupCompleted = "FinalBackupCompleted"
-	EventReasonFinalBackupFailed    = "FinalBackupFailed"
+	// EventReasonUntrustedReleaseRecords: release records of the Echo that
+	// echo-operator did not write appeared; they are ignored.
+	EventReasonUntrustedReleaseRecords = "UntrustedReleaseRecords"
+	EventReasonFinalBackupStarted      = "FinalBackupStarted"
+	EventReasonFinalBackupCompleted    = "FinalBackupCompleted"
+	EventReasonFinalBackupFailed       = "FinalBackupFailed"
 )
 
 // FinalBackupFinalizer holds an Echo being deleted until its final backup
@@ -134,7 +151,7 @@ type EchoSpec struct {
 	// CPU and 32Mi memory and limits of 200m CPU and 64Mi memory.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Resources",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:resourceRequirements"}
-	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+	Resources *ResourceRequirements `json:"resources,omitempty"`
 
 	// Service exposes the echo server inside the cluster.
 	// +kubebuilder:default={}
@@ -177,7 +194,11 @@ type EchoSpec struct {
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 
 	// Affinity of the echo server pods. When set it replaces the
-	// anti-affinity that highAvailability adds.
+	// anti-affinity that highAvailability adds. The weight of a preferred
+	// term is 1 to 100, as in a pod.
+	// +kubebuilder:validation:XValidation:rule="!has(self.nodeAffinity) || !has(self.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution) || self.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution.all(t, t.weight >= 1 && t.weight <= 100)",message="affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[].weight must be between 1 and 100"
+	// +kubebuilder:validation:XValidation:rule="!has(self.podAffinity) || !has(self.podAffinity.preferredDuringSchedulingIgnoredDuringExecution) || self.podAffinity.preferredDuringSchedulingIgnoredDuringExecution.all(t, t.weight >= 1 && t.weight <= 100)",message="affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution[].weight must be between 1 and 100"
+	// +kubebuilder:validation:XValidation:rule="!has(self.podAntiAffinity) || !has(self.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution) || self.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution.all(t, t.weight >= 1 && t.weight <= 100)",message="affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[].weight must be between 1 and 100"
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Affinity",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:nodeAffinity","urn:alm:descriptor:com.tectonic.ui:podAffinity","urn:alm:descriptor:com.tectonic.ui:podAntiAffinity"}
 	Affinity *corev1.Affinity `json:"affinity,omitempty"`
@@ -292,7 +313,7 @@ type AutoscalingSpec struct {
 //
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.storageClassName) || (has(self.storageClassName) && self.storageClassName == oldSelf.storageClassName)",message="persistence.storageClassName cannot change once set: a claim's storage class is immutable"
 // +kubebuilder:validation:XValidation:rule="self.accessModes == oldSelf.accessModes",message="persistence.accessModes cannot change: a claim's access modes are immutable"
-// +kubebuilder:validation:XValidation:rule="!has(self.size) || quantity(string(self.size)).isGreaterThan(quantity('0'))",message="persistence.size must be greater than zero"
+// +kubebuilder:validation:XValidation:rule="!has(self.size) || !string(self.size).matches('^[+-]?([0-9]+([.][0-9]*)?|[.][0-9]+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]{1,2})?$') || quantity(string(self.size)).isGreaterThan(quantity('0'))",message="persistence.size must be greater than zero"
 type PersistenceSpec struct {
 	// Enabled creates the claim and mounts it as the data directory.
 	// +kubebuilder:default=false
@@ -300,10 +321,11 @@ type PersistenceSpec struct {
 	Enabled bool `json:"enabled,omitempty"`
 
 	// Size requested for the claim. It can grow (if the storage class
-	// allows expansion) but not shrink.
+	// allows expansion) but not shrink. An exponent has at most 2 digits
+	// (see Quantity).
 	// +kubebuilder:default="1Gi"
 	// +optional
-	Size *resource.Quantity `json:"size,omitempty"`
+	Size *Quantity `json:"size,omitempty"`
 
 	// StorageClassName of the claim; unset means the cluster default.
 	// +kubebuilder:validation:MaxLength=253
@@ -358,8 +380,14 @@ type EchoStatus struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Observed Generation"
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
+	// The API server's date-time format lets through times that metav1.Time
+	// cannot parse, such as a lower-case "t". The rule on the conditions
+	// reads their times in CEL, which parses them as the operator does and
+	// so refuses those.
+
 	// Conditions: Ready (workload), and Initialized, Deployed, ReleaseFailed,
 	// Irreconcilable and Paused (Helm release).
+	// +kubebuilder:validation:XValidation:rule="self.all(c, c.lastTransitionTime >= timestamp('0001-01-01T00:00:00Z'))",message="conditions[].lastTransitionTime must be an RFC 3339 time such as 2024-01-01T00:00:00Z"
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -367,21 +395,29 @@ type EchoStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
 	// Replicas is the number of replicas desired by the Deployment.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2147483647
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Replicas",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:podCount"}
 	Replicas int32 `json:"replicas,omitempty"`
 
 	// ReadyReplicas is the number of ready pods.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2147483647
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Ready Replicas"
 	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
 
 	// AvailableReplicas is the number of pods ready for at least minReadySeconds.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2147483647
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Available Replicas"
 	AvailableReplicas int32 `json:"availableReplicas,omitempty"`
 
 	// UpdatedReplicas is the number of pods running the current pod template.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2147483647
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Updated Replicas"
 	UpdatedReplicas int32 `json:"updatedReplicas,omitempty"`

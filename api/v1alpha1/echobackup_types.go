@@ -48,8 +48,10 @@ const (
 // EchoBackupSpec says which Echo to back up and where to.
 type EchoBackupSpec struct {
 	// EchoName names the Echo to back up, in the EchoBackup's namespace.
+	// It labels the backup's Job and pods.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=53
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="echoName must be an Echo's name: a DNS-1035 label (lower-case letters, digits and '-', starting with a letter)"
 	// +required
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Echo"
 	EchoName string `json:"echoName"`
@@ -81,7 +83,13 @@ type EchoBackupStatus struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Observed Generation"
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
+	// The API server's date-time format lets through times that metav1.Time
+	// cannot parse, such as a lower-case "t". The rules on the times of
+	// this status read them in CEL, which parses them as the operator does
+	// and so refuses those.
+
 	// Conditions: Complete and Failed.
+	// +kubebuilder:validation:XValidation:rule="self.all(c, c.lastTransitionTime >= timestamp('0001-01-01T00:00:00Z'))",message="conditions[].lastTransitionTime must be an RFC 3339 time such as 2024-01-01T00:00:00Z"
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -89,11 +97,13 @@ type EchoBackupStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
 	// StartTime is when the backup started.
+	// +kubebuilder:validation:XValidation:rule="self >= timestamp('0001-01-01T00:00:00Z')",message="must be an RFC 3339 time such as 2024-01-01T00:00:00Z"
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Start Time"
 	StartTime *metav1.Time `json:"startTime,omitempty"`
 
 	// CompletionTime is when the backup completed.
+	// +kubebuilder:validation:XValidation:rule="self >= timestamp('0001-01-01T00:00:00Z')",message="must be an RFC 3339 time such as 2024-01-01T00:00:00Z"
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Completion Time"
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`

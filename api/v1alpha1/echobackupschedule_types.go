@@ -20,10 +20,15 @@ const (
 type EchoBackupScheduleSpec struct {
 	// Schedule in cron format: five fields (minute hour day-of-month month
 	// day-of-week), or @hourly, @daily, @weekly, @monthly, @yearly, or
-	// "@every <duration>". It is read in TimeZone.
+	// "@every <duration>" with a duration of at least 1m. It is read in
+	// TimeZone.
+	//
+	// Every run starts a backup Job: intervals under a minute, which would
+	// flood the namespace with Jobs, are refused.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=256
 	// +kubebuilder:validation:Pattern=`^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|@every ([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+|((\*|\?|[0-9A-Za-z]+(-[0-9A-Za-z]+)?)(/[0-9]+)?(,(\*|\?|[0-9A-Za-z]+(-[0-9A-Za-z]+)?)(/[0-9]+)?)*)( ((\*|\?|[0-9A-Za-z]+(-[0-9A-Za-z]+)?)(/[0-9]+)?(,(\*|\?|[0-9A-Za-z]+(-[0-9A-Za-z]+)?)(/[0-9]+)?)*)){4})$`
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('@every ') || (self.substring(7).matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self.substring(7)) >= duration('1m'))",message="an @every interval must be a Go duration of at least 1m, such as @every 5m or @every 1h30m"
 	// +required
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Schedule"
 	Schedule string `json:"schedule"`
@@ -64,7 +69,10 @@ type RetentionPolicy struct {
 	// +optional
 	KeepLast *int32 `json:"keepLast,omitempty"`
 
-	// MaxAge prunes backups older than this, e.g. "168h".
+	// MaxAge prunes backups older than this: a positive Go duration such as
+	// "168h" (7 days) or "36h30m". Its units are h, m and s (also ms, us
+	// and ns); there is no d or w.
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) > duration('0s')",message="maxAge must be a positive Go duration such as 168h (7 days) or 36h30m; units are h, m and s, there is no d or w"
 	// +optional
 	MaxAge *metav1.Duration `json:"maxAge,omitempty"`
 }
@@ -76,7 +84,13 @@ type EchoBackupScheduleStatus struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Observed Generation"
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
+	// The API server's date-time format lets through times that metav1.Time
+	// cannot parse, such as a lower-case "t". The rules on the times of
+	// this status read them in CEL, which parses them as the operator does
+	// and so refuses those.
+
 	// Conditions: Ready.
+	// +kubebuilder:validation:XValidation:rule="self.all(c, c.lastTransitionTime >= timestamp('0001-01-01T00:00:00Z'))",message="conditions[].lastTransitionTime must be an RFC 3339 time such as 2024-01-01T00:00:00Z"
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -84,11 +98,13 @@ type EchoBackupScheduleStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
 	// LastScheduleTime is when the last backup was started.
+	// +kubebuilder:validation:XValidation:rule="self >= timestamp('0001-01-01T00:00:00Z')",message="must be an RFC 3339 time such as 2024-01-01T00:00:00Z"
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last Schedule Time"
 	LastScheduleTime *metav1.Time `json:"lastScheduleTime,omitempty"`
 
 	// NextScheduleTime is when the next backup will start.
+	// +kubebuilder:validation:XValidation:rule="self >= timestamp('0001-01-01T00:00:00Z')",message="must be an RFC 3339 time such as 2024-01-01T00:00:00Z"
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Next Schedule Time"
 	NextScheduleTime *metav1.Time `json:"nextScheduleTime,omitempty"`
@@ -99,6 +115,7 @@ type EchoBackupScheduleStatus struct {
 	LastSuccessfulBackup string `json:"lastSuccessfulBackup,omitempty"`
 
 	// LastSuccessfulTime is when that backup completed.
+	// +kubebuilder:validation:XValidation:rule="self >= timestamp('0001-01-01T00:00:00Z')",message="must be an RFC 3339 time such as 2024-01-01T00:00:00Z"
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last Successful Time"
 	LastSuccessfulTime *metav1.Time `json:"lastSuccessfulTime,omitempty"`
@@ -115,6 +132,7 @@ type EchoBackupScheduleStatus struct {
 // +kubebuilder:printcolumn:name="Last",type=date,JSONPath=`.status.lastScheduleTime`
 // +kubebuilder:printcolumn:name="Next",type=date,JSONPath=`.status.nextScheduleTime`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63",message="an EchoBackupSchedule name is at most 63 characters: it labels the EchoBackups the schedule starts"
 // +operator-sdk:csv:customresourcedefinitions:displayName="Echo Backup Schedule",resources={{EchoBackup,v1alpha1,echobackups},{Event,v1}}
 type EchoBackupSchedule struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -125,7 +125,13 @@ type EchoRestoreStatus struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Echo Created"
 	EchoCreated bool `json:"echoCreated,omitempty"`
 
+	// The API server's date-time format lets through times that metav1.Time
+	// cannot parse, such as a lower-case "t". The rules on the times of
+	// this status read them in CEL, which parses them as the operator does
+	// and so refuses those.
+
 	// Conditions: Complete, Failed and DataRestored.
+	// +kubebuilder:validation:XValidation:rule="self.all(c, c.lastTransitionTime >= timestamp('0001-01-01T00:00:00Z'))",message="conditions[].lastTransitionTime must be an RFC 3339 time such as 2024-01-01T00:00:00Z"
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -133,11 +139,13 @@ type EchoRestoreStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
 	// StartTime is when the restore started.
+	// +kubebuilder:validation:XValidation:rule="self >= timestamp('0001-01-01T00:00:00Z')",message="must be an RFC 3339 time such as 2024-01-01T00:00:00Z"
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Start Time"
 	StartTime *metav1.Time `json:"startTime,omitempty"`
 
 	// CompletionTime is when the restore completed.
+	// +kubebuilder:validation:XValidation:rule="self >= timestamp('0001-01-01T00:00:00Z')",message="must be an RFC 3339 time such as 2024-01-01T00:00:00Z"
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Completion Time"
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`

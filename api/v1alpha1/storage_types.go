@@ -24,9 +24,11 @@ type S3Storage struct {
 	Bucket string `json:"bucket"`
 
 	// Endpoint is the URL of the object store, e.g. https://s3.eu-west-1.amazonaws.com
-	// or http://minio.storage.svc:9000.
+	// or http://minio.storage.svc:9000. Credentials go in the Secret that
+	// CredentialsSecretRef names, never in the URL.
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:XValidation:rule="isURL(self) && (url(self).getScheme() == 'http' || url(self).getScheme() == 'https')",message="storage.s3.endpoint must be an http or https URL"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[^:/?#]*://[^/?#]*@')",message="storage.s3.endpoint must not carry credentials (user:password@host): put them in the Secret that credentialsSecretRef names"
 	// +required
 	Endpoint string `json:"endpoint"`
 
@@ -64,16 +66,21 @@ type S3CredentialsSecretRef struct {
 	// Name of the Secret.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="a Secret name must be a DNS-1123 subdomain: lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, e.g. s3-credentials"
 	// +required
 	Name string `json:"name"`
 
 	// AccessKeyIDKey is the key of the access key ID in the Secret.
 	// +kubebuilder:default="AWS_ACCESS_KEY_ID"
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[-._a-zA-Z0-9]+$') && self != '.' && !self.startsWith('..')",message="a Secret key must consist of letters, digits, '-', '_' or '.', not be '.' and not start with '..', e.g. AWS_ACCESS_KEY_ID"
 	// +optional
 	AccessKeyIDKey string `json:"accessKeyIDKey,omitempty"`
 
 	// SecretAccessKeyKey is the key of the secret access key in the Secret.
 	// +kubebuilder:default="AWS_SECRET_ACCESS_KEY"
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[-._a-zA-Z0-9]+$') && self != '.' && !self.startsWith('..')",message="a Secret key must consist of letters, digits, '-', '_' or '.', not be '.' and not start with '..', e.g. AWS_SECRET_ACCESS_KEY"
 	// +optional
 	SecretAccessKeyKey string `json:"secretAccessKeyKey,omitempty"`
 }
@@ -83,12 +90,14 @@ type SecretKeyRef struct {
 	// Name of the Secret.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="a Secret name must be a DNS-1123 subdomain: lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, e.g. s3-credentials"
 	// +required
 	Name string `json:"name"`
 
 	// Key in the Secret.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[-._a-zA-Z0-9]+$') && self != '.' && !self.startsWith('..')",message="a Secret key must consist of letters, digits, '-', '_' or '.', not be '.' and not start with '..', e.g. ca.crt"
 	// +required
 	Key string `json:"key"`
 }
@@ -98,6 +107,7 @@ type PVCStorage struct {
 	// ClaimName names the claim, in the backup's namespace.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="a claim name must be a DNS-1123 subdomain: lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, e.g. backups"
 	// +required
 	ClaimName string `json:"claimName"`
 

@@ -140,7 +140,7 @@ func (t EchoTranslator) values(echo *echov1alpha1.Echo) chartValues {
 		SpecGeneration: echo.Generation,
 	}
 	if spec.Resources != nil {
-		v.Resources = *spec.Resources
+		v.Resources = spec.Resources.Core()
 	}
 	if in := spec.Ingress; in != nil {
 		v.Ingress = ingressValues{Enabled: in.Enabled, ClassName: in.ClassName, Host: in.Host, TLSSecretName: in.TLSSecretName}

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -53,11 +52,11 @@ func TestEchoTranslator(t *testing.T) {
 		{"default service", echov1alpha1.EchoSpec{}, []string{"service", "type"}, "ClusterIP"},
 		{"service port", echov1alpha1.EchoSpec{Service: echov1alpha1.ServiceSpec{Port: 8000}}, []string{"service", "port"}, int64(8000)},
 		{"default limits", echov1alpha1.EchoSpec{}, []string{"resources", "limits", "memory"}, "64Mi"},
-		{"own requests", echov1alpha1.EchoSpec{Resources: &corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}, []string{"resources", "requests", "cpu"}, "1"},
+		{"own requests", echov1alpha1.EchoSpec{Resources: &echov1alpha1.ResourceRequirements{
+			Requests: map[corev1.ResourceName]echov1alpha1.Quantity{corev1.ResourceCPU: echov1alpha1.MustQuantity("1")}}}, []string{"resources", "requests", "cpu"}, "1"},
 		{"HA", echov1alpha1.EchoSpec{HighAvailability: &echov1alpha1.HighAvailabilitySpec{Enabled: true}}, []string{"highAvailability", "enabled"}, true},
 		{"autoscaling defaults", echov1alpha1.EchoSpec{Autoscaling: &echov1alpha1.AutoscalingSpec{Enabled: true}}, []string{"autoscaling", "maxReplicas"}, int64(5)},
-		{"persistence size", echov1alpha1.EchoSpec{Persistence: &echov1alpha1.PersistenceSpec{Enabled: true, Size: ptr.To(resource.MustParse("3Gi"))}},
+		{"persistence size", echov1alpha1.EchoSpec{Persistence: &echov1alpha1.PersistenceSpec{Enabled: true, Size: ptr.To(echov1alpha1.MustQuantity("3Gi"))}},
 			[]string{"persistence", "size"}, "3Gi"},
 		{"persistence default size", echov1alpha1.EchoSpec{Persistence: &echov1alpha1.PersistenceSpec{Enabled: true}}, []string{"persistence", "size"}, "1Gi"},
 		{"storage class", echov1alpha1.EchoSpec{Persistence: &echov1alpha1.PersistenceSpec{StorageClassName: ptr.To("fast")}},
@@ -75,16 +74,10 @@ func TestEchoTranslator(t *testing.T) {
 	}
 
 	t.Run("requests without limits send no limits", func(t *testing.T) {
-		vals := translate(t, echov1alpha1.EchoSpec{Resources: &corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}})
+		vals := translate(t, echov1alpha1.EchoSpec{Resources: &echov1alpha1.ResourceRequirements{
+			Requests: map[corev1.ResourceName]echov1alpha1.Quantity{corev1.ResourceCPU: echov1alpha1.MustQuantity("1")}}})
 		if _, found, _ := unstructured.NestedFieldNoCopy(vals, "resources", "limits"); found {
 			t.Error("limits reached the chart")
-		}
-	})
-	t.Run("resource claims are dropped", func(t *testing.T) {
-		vals := translate(t, echov1alpha1.EchoSpec{Resources: &corev1.ResourceRequirements{Claims: []corev1.ResourceClaim{{Name: "gpu"}}}})
-		if _, found, _ := unstructured.NestedFieldNoCopy(vals, "resources", "claims"); found {
-			t.Error("claims reached the chart")
 		}
 	})
 	t.Run("a restore quiesces the release", func(t *testing.T) {

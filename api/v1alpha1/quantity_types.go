@@ -1,0 +1,106 @@
+package v1alpha1
+
+import (
+	"fmt"
+	"regexp"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Kubernetes' quantity parser takes time that grows with the exponent:
+// "1E999999999999" holds a decoder for hours, and an Echo holding one would
+// stop every informer that lists Echoes, the operator's included. So the
+// schema admits only the forms with an exponent of at most two digits, and
+// the decoder refuses anything else before it parses, which also keeps an
+// object admitted under an older schema from hanging the operator.
+
+// Quantity is a resource quantity, such as 250m, 128Mi or 2, with an
+// exponent of at most 2 digits.
+//
+// +kubebuilder:validation:Type=""
+// +kubebuilder:validation:XIntOrString
+// +kubebuilder:validation:MaxLength=64
+// +kubebuilder:validation:XValidation:rule="string(self).matches('^[+-]?([0-9]+([.][0-9]*)?|[.][0-9]+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]{1,2})?$')",message="must be a quantity such as 250m, 128Mi, 1Gi or 1e9; an exponent has at most 2 digits"
+type Quantity struct {
+	resource.Quantity `json:"-"`
+}
+
+// quantityForm is the rule above: resource.ParseQuantity's grammar with
+// an exponent of at most two digits.
+var quantityForm = regexp.MustCompile(`^[+-]?([0-9]+([.][0-9]*)?|[.][0-9]+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]{1,2})?$`)
+
+// maxQuantityLength is the MaxLength above.
+const maxQuantityLength = 64
+
+// NewQuantity parses a quantity in the bounded form.
+func NewQuantity(s string) (Quantity, error) {
+	if err := checkQuantityForm(s); err != nil {
+		return Quantity{}, err
+	}
+	q, err := resource.ParseQuantity(s)
+	return Quantity{Quantity: q}, err
+}
+
+// MustQuantity is NewQuantity for constants.
+func MustQuantity(s string) Quantity {
+	q, err := NewQuantity(s)
+	if err != nil {
+		panic(err)
+	}
+	return q
+}
+
+func checkQuantityForm(s string) error {
+	if len(s) > maxQuantityLength || !quantityForm.MatchString(s) {
+		return fmt.Errorf("quantity %.64q must be a number with an optional suffix such as 250m, 128Mi or 1e9 (an exponent has at most 2 digits)", s)
+	}
+	return nil
+}
+
+// UnmarshalJSON implements json.Unmarshaler: a JSON string or number,
+// checked for its form before it is parsed.
+func (q *Quantity) UnmarshalJSON(data []byte) error {
+	s := string(data)
+	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
+		s = s[1 : len(s)-1]
+	}
+	if s == "null" {
+		return nil
+	}
+	parsed, err := NewQuantity(s)
+	if err != nil {
+		return err
+	}
+	*q = parsed
+	return nil
+}
+
+// ResourceRequirements of the echo server container: limits and requests,
+// as in a pod, with quantities in the bounded form.
+type ResourceRequirements struct {
+	// Limits are the most the container may use.
+	// +kubebuilder:validation:MaxProperties=16
+	// +optional
+	Limits map[corev1.ResourceName]Quantity `json:"limits,omitempty"`
+	// Requests are what the scheduler reserves for the container.
+	// +kubebuilder:validation:MaxProperties=16
+	// +optional
+	Requests map[corev1.ResourceName]Quantity `json:"requests,omitempty"`
+}
+
+// Core returns the requirements as the Kubernetes type a pod takes.
+func (r *ResourceRequirements) Core() corev1.ResourceRequirements {
+	return corev1.ResourceRequirements{Limits: coreList(r.Limits), Requests: coreList(r.Requests)}
+}
+
+func coreList(in map[corev1.ResourceName]Quantity) corev1.ResourceList {
+	if in == nil {
+		return nil
+	}
+	out := make(corev1.ResourceList, len(in))
+	for name, q := range in {
+		out[name] = q.Quantity.DeepCopy()
+	}
+	return out
+}
