@@ -16,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
@@ -42,6 +43,7 @@ type EchoReconciler struct {
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile brings the workload status of one Echo in line with its children.
@@ -78,7 +80,8 @@ func (r *EchoReconciler) observe(ctx context.Context, echo *echov1alpha1.Echo) (
 			return w, err
 		}
 	}
-	return w, nil
+	w.untrustedRecords, err = untrustedReleaseRecords(ctx, r.Client, echo)
+	return w, err
 }
 
 // ensureStatus applies the workload status when it differs from what the
@@ -104,13 +107,17 @@ func (r *EchoReconciler) ensureStatus(ctx context.Context, echo *echov1alpha1.Ec
 	case desired.ready.Status != metav1.ConditionTrue && current.ready.Status == metav1.ConditionTrue:
 		r.Recorder.Event(echo, corev1.EventTypeWarning, echov1alpha1.EventReasonNotReady, desired.ready.Message)
 	}
+	if desired.releaseRecords.Status == metav1.ConditionFalse && desired.releaseRecords.Message != current.releaseRecords.Message {
+		r.Recorder.Event(echo, corev1.EventTypeWarning, echov1alpha1.EventReasonUntrustedReleaseRecords, desired.releaseRecords.Message)
+	}
 	return nil
 }
 
-// sameWorkloadStatus compares two workload statuses, ignoring when Ready
-// last changed.
+// sameWorkloadStatus compares two workload statuses, ignoring when the
+// conditions last changed.
 func sameWorkloadStatus(a, b workloadStatus) bool {
 	a.ready.LastTransitionTime, b.ready.LastTransitionTime = metav1.Time{}, metav1.Time{}
+	a.releaseRecords.LastTransitionTime, b.releaseRecords.LastTransitionTime = metav1.Time{}, metav1.Time{}
 	return a == b
 }
 
@@ -126,7 +133,8 @@ func getOptional[T client.Object](ctx context.Context, c client.Reader, key clie
 }
 
 // SetupWithManager registers the controller. Children are mapped to their
-// Echo through the owner reference the Helm release puts on them.
+// Echo through the owner reference the Helm release puts on them, release
+// Secrets (the only Secrets the cache holds) through their release name.
 func (r *EchoReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("echo-status").
@@ -135,5 +143,6 @@ func (r *EchoReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
 		Owns(&networkingv1.Ingress{}).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(releaseRecordToEcho)).
 		Complete(r)
 }

@@ -1,6 +1,7 @@
 package controllers_test
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/internal/releasetrust"
 )
 
 // An operator killed in the middle of a Helm install or upgrade leaves the
@@ -21,8 +23,15 @@ import (
 // operation on it. These tests leave a release in exactly that state, as a
 // SIGKILL would, and check that the operator converges all the same.
 
+// releaseStorage is the release storage of a namespace as an operator
+// process sees it: records are signed with the operator's key, which an
+// earlier process (the one that was killed) shared.
 func releaseStorage(ns string) *storage.Storage {
-	return storage.Init(driver.NewSecrets(clientset.CoreV1().Secrets(ns)))
+	signer, err := releasetrust.LoadOrCreateSigner(context.Background(), k8sClient, testOperatorNamespace)
+	if err != nil {
+		panic(err)
+	}
+	return storage.Init(driver.NewSecrets(signer.SecretClient(clientset.CoreV1().Secrets(ns), ns)))
 }
 
 func TestEchoRecoversAReleaseLeftPendingInstall(t *testing.T) {

@@ -21,12 +21,16 @@ type echoWorld struct {
 	deployment *appsv1.Deployment
 	service    *corev1.Service
 	ingress    *networkingv1.Ingress
+	// untrustedRecords names the release Secrets of the Echo that did not
+	// verify.
+	untrustedRecords []string
 }
 
 // workloadStatus is the part of an Echo's status the Echo controller owns.
 type workloadStatus struct {
 	observedGeneration int64
 	ready              metav1.Condition
+	releaseRecords     metav1.Condition
 	replicas           int32
 	readyReplicas      int32
 	availableReplicas  int32
@@ -64,12 +68,20 @@ func computeWorkloadStatus(echo *echov1alpha1.Echo, w echoWorld, now metav1.Time
 		Reason:             reason,
 		Message:            message,
 		ObservedGeneration: echo.Generation,
-		LastTransitionTime: now,
 	}
-	if prev := meta.FindStatusCondition(echo.Status.Conditions, echov1alpha1.EchoConditionReady); prev != nil && prev.Status == status {
-		st.ready.LastTransitionTime = prev.LastTransitionTime
-	}
+	st.releaseRecords = releaseRecordsCondition(echo, w.untrustedRecords)
+	st.ready.LastTransitionTime = transitionTime(echo, st.ready, now)
+	st.releaseRecords.LastTransitionTime = transitionTime(echo, st.releaseRecords, now)
 	return st
+}
+
+// transitionTime keeps a condition's last transition time while its status
+// holds.
+func transitionTime(echo *echov1alpha1.Echo, c metav1.Condition, now metav1.Time) metav1.Time {
+	if prev := meta.FindStatusCondition(echo.Status.Conditions, c.Type); prev != nil && prev.Status == c.Status {
+		return prev.LastTransitionTime
+	}
+	return now
 }
 
 // readiness decides the Ready condition, from the most to the least
@@ -195,6 +207,9 @@ func currentWorkloadStatus(echo *echov1alpha1.Echo) workloadStatus {
 	if c := meta.FindStatusCondition(echo.Status.Conditions, echov1alpha1.EchoConditionReady); c != nil {
 		st.ready = *c
 	}
+	if c := meta.FindStatusCondition(echo.Status.Conditions, echov1alpha1.EchoConditionReleaseRecordsVerified); c != nil {
+		st.releaseRecords = *c
+	}
 	return st
 }
 
@@ -203,7 +218,8 @@ func currentWorkloadStatus(echo *echov1alpha1.Echo) workloadStatus {
 func (st workloadStatus) toApplyMap() map[string]any {
 	// A Condition always converts; the error is for types that cannot.
 	ready, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(&st.ready)
-	out := map[string]any{"conditions": []any{ready}}
+	records, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(&st.releaseRecords)
+	out := map[string]any{"conditions": []any{ready, records}}
 	setIf := func(key string, v any, zero bool) {
 		if !zero {
 			out[key] = v

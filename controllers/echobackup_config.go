@@ -11,6 +11,7 @@ import (
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	"github.com/echo-operator/echo-operator/internal/helmreconciler"
+	"github.com/echo-operator/echo-operator/internal/releasetrust"
 )
 
 // backedUpConfig is the configuration a backup captures: enough to
@@ -49,7 +50,7 @@ type backedUpRelease struct {
 const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 
 // backupConfig renders the configuration of an Echo as JSON.
-func backupConfig(ctx context.Context, c client.Reader, echo *echov1alpha1.Echo) ([]byte, error) {
+func backupConfig(ctx context.Context, c client.Reader, verifier *releasetrust.Signer, echo *echov1alpha1.Echo) ([]byte, error) {
 	annotations := map[string]string{}
 	for k, v := range echo.Annotations {
 		if k != lastAppliedAnnotation {
@@ -63,7 +64,7 @@ func backupConfig(ctx context.Context, c client.Reader, echo *echov1alpha1.Echo)
 			Labels: echo.Labels, Annotations: annotations},
 		Spec: echo.Spec,
 	}}
-	rel, err := deployedRelease(ctx, c, echo)
+	rel, err := deployedRelease(ctx, c, verifier, echo)
 	if err != nil {
 		return nil, err
 	}
@@ -79,8 +80,9 @@ func backupConfig(ctx context.Context, c client.Reader, echo *echov1alpha1.Echo)
 }
 
 // deployedRelease reads the deployed revision of an Echo's Helm release
-// from its storage Secret; nil when there is none yet.
-func deployedRelease(ctx context.Context, c client.Reader, echo *echov1alpha1.Echo) (*release.Release, error) {
+// from its storage Secret; nil when there is none yet. Secrets echo-operator
+// did not write are passed over unread.
+func deployedRelease(ctx context.Context, c client.Reader, verifier *releasetrust.Signer, echo *echov1alpha1.Echo) (*release.Release, error) {
 	secrets := &corev1.SecretList{}
 	if err := c.List(ctx, secrets, client.InNamespace(echo.Namespace),
 		client.MatchingLabels{"owner": "helm", "name": echo.Name, "status": string(release.StatusDeployed)}); err != nil {
@@ -88,6 +90,9 @@ func deployedRelease(ctx context.Context, c client.Reader, echo *echov1alpha1.Ec
 	}
 	var newest *release.Release
 	for i := range secrets.Items {
+		if !verifier.Verify(&secrets.Items[i]) {
+			continue
+		}
 		rel := &release.Release{}
 		if err := helmreconciler.DecodeRelease(secrets.Items[i].Data["release"], rel); err != nil {
 			return nil, fmt.Errorf("decoding release Secret %s: %w", secrets.Items[i].Name, err)

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/internal/releasetrust"
 )
 
 // Event reasons of EchoBackups.
@@ -47,6 +48,9 @@ type EchoBackupReconciler struct {
 	// APIReader reads what the cache keeps only in part: the Echo's Helm
 	// release, whose chart and values the backup records.
 	APIReader client.Reader
+	// ReleaseVerifier tells the release records echo-operator wrote from
+	// the others, which a backup never records.
+	ReleaseVerifier *releasetrust.Signer
 	// MoverImage is the operator's image, whose backup subcommand the Job runs.
 	MoverImage string
 	// Clock tells the time; nil is the wall clock.
@@ -122,7 +126,7 @@ func (r *EchoBackupReconciler) ensureConfigMap(ctx context.Context, b *echov1alp
 	if err := r.Get(ctx, key, &corev1.ConfigMap{}); err == nil || !apierrors.IsNotFound(err) {
 		return client.IgnoreNotFound(err)
 	}
-	config, err := backupConfig(ctx, r.APIReader, echo)
+	config, err := backupConfig(ctx, r.APIReader, r.ReleaseVerifier, echo)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -31,6 +33,8 @@ import (
 const (
 	testEchoImage  = "registry.example.test/echo-server:test"
 	testMoverImage = "registry.example.test/echo-operator:test"
+	// testOperatorNamespace is the operator's own namespace.
+	testOperatorNamespace = "echo-operator-system"
 )
 
 // clock drives the backup schedules, so tests move time instead of waiting.
@@ -100,6 +104,10 @@ func runSuite(m *testing.M) int {
 		return 1
 	}
 	clientset = kubernetes.NewForConfigOrDie(cfg)
+	if err := k8sClient.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testOperatorNamespace}}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done, err := startManager(ctx)
@@ -132,6 +140,8 @@ func startManager(ctx context.Context) (<-chan struct{}, error) {
 		ProbeAddr:   "0",
 		MoverImage:  testMoverImage,
 		Now:         clock.Now,
+		// The release signing key is created there on start.
+		OperatorNamespace: testOperatorNamespace,
 		Helm: helmreconciler.Options{
 			WatchesFile:                    watches,
 			DefaultEchoImage:               testEchoImage,

@@ -43,8 +43,10 @@ say "Installing the CRDs"
 "${KUBECTL}" apply --server-side -k config/crd
 
 say "Starting the operator (logs: ${work}/manager.log)"
+# The operator's namespace holds the key it signs its release records with.
+"${KUBECTL}" create namespace echo-operator-system --dry-run=client -o yaml | "${KUBECTL}" apply -f - >/dev/null
 go build -o "${work}/manager" ./cmd/manager
-"${work}/manager" --health-probe-bind-address=0 --metrics-bind-address=0 >"${work}/manager.log" 2>&1 &
+"${work}/manager" --operator-namespace=echo-operator-system --health-probe-bind-address=0 --metrics-bind-address=0 >"${work}/manager.log" 2>&1 &
 pids+=("$!")
 
 say "Applying the sample Echo"

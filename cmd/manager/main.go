@@ -55,6 +55,8 @@ func parseFlags() operator.Options {
 	flag.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints; 0 disables them.")
 	flag.StringVar(&o.PprofAddr, "pprof-bind-address", "", "Address of the pprof endpoints; empty disables them.")
 	flag.BoolVar(&o.LeaderElect, "leader-elect", false, "Elect a leader so that only one replica reconciles at a time.")
+	flag.StringVar(&o.OperatorNamespace, "operator-namespace", envOr("OPERATOR_NAMESPACE", inClusterNamespace()),
+		"The operator's own namespace, which holds the release signing key; defaults to $OPERATOR_NAMESPACE, else the namespace of the pod's service account, else --leader-election-namespace.")
 	flag.StringVar(&o.LeaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election Lease; defaults to the operator's namespace.")
 	flag.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "How long a leader's lease lasts without renewal.")
 	flag.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "How long the leader keeps trying to renew before it gives up leadership.")
@@ -74,7 +76,22 @@ func parseFlags() operator.Options {
 	o.MoverImage = envOr("RELATED_IMAGE_OPERATOR", defaultOperatorImage)
 	o.WatchNamespaces = splitNamespaces(os.Getenv("WATCH_NAMESPACE"))
 	o.QPS, o.Burst = float32(qps), burst
+	if o.OperatorNamespace == "" {
+		o.OperatorNamespace = o.LeaderElectionNS
+	}
 	return o
+}
+
+// serviceAccountNamespaceFile holds, in a pod, the namespace of its service account.
+const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// inClusterNamespace is the pod's namespace, empty out of cluster.
+func inClusterNamespace() string {
+	raw, err := os.ReadFile(serviceAccountNamespaceFile)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(raw))
 }
 
 func run(o operator.Options) error {

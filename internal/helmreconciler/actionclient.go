@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/internal/releasetrust"
 )
 
 // actionClientGetter hands the Helm reconciler action clients that:
@@ -48,6 +49,8 @@ type actionClientGetter struct {
 	expected *expectations
 	// charts are the digests of the charts rendered, for fingerprints.
 	charts chartDigests
+	// signer signs and verifies the release Secrets.
+	signer *releasetrust.Signer
 	// skipOpenAPIValidation leaves the validation of rendered objects to
 	// the API server, which validates every write anyway: Helm's own check
 	// fetches the server's OpenAPI document on every install and upgrade.

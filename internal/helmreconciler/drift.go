@@ -36,7 +36,8 @@ import (
 // no-op if it was not), and a change it does not show yet arrives as a
 // watch event that starts another reconcile.
 func (c *actionClient) Reconcile(rel *release.Release) error {
-	objs, err := manifestObjects(rel.Manifest, rel.Namespace, c.g.mapper)
+	guard := newManifestGuard(c.obj.GetNamespace(), c.g.cachedKinds)
+	objs, err := manifestObjects(rel.Manifest, guard, c.g.mapper)
 	if err != nil {
 		return fmt.Errorf("reading the objects of release %s: %w", rel.Name, err)
 	}
@@ -112,8 +113,9 @@ func (c *actionClient) current(want *unstructured.Unstructured) (map[string]any,
 }
 
 // manifestObjects decodes a release manifest, in a stable order, placing
-// namespaced objects that name no namespace in the release's.
-func manifestObjects(manifest, namespace string, mapper meta.RESTMapper) ([]*unstructured.Unstructured, error) {
+// namespaced objects that name no namespace in the release's. A manifest
+// that lists anything the guard refuses is refused whole.
+func manifestObjects(manifest string, guard manifestGuard, mapper meta.RESTMapper) ([]*unstructured.Unstructured, error) {
 	docs := releaseutil.SplitManifests(manifest)
 	keys := make([]string, 0, len(docs))
 	for k := range docs {
@@ -135,8 +137,12 @@ func manifestObjects(manifest, namespace string, mapper meta.RESTMapper) ([]*uns
 		if err != nil {
 			return nil, fmt.Errorf("mapping %s: %w", gvk, err)
 		}
-		if mapping.Scope.Name() == meta.RESTScopeNameNamespace && obj.GetNamespace() == "" {
-			obj.SetNamespace(namespace)
+		namespaced := mapping.Scope.Name() == meta.RESTScopeNameNamespace
+		if namespaced && obj.GetNamespace() == "" {
+			obj.SetNamespace(guard.namespace)
+		}
+		if err := guard.check(gvk.GroupKind(), namespaced, obj.GetNamespace(), obj.GetName()); err != nil {
+			return nil, err
 		}
 		out = append(out, obj)
 	}

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/echo-operator/echo-operator/internal/releasetrust"
 )
 
 // Helm's Secrets storage driver labels every release Secret with these.
@@ -41,40 +43,46 @@ const (
 // the operator caches.
 var ReleaseSecretSelector = labels.SelectorFromSet(labels.Set{releaseOwnerLabel: releaseOwnerValue})
 
-// TransformReleaseSecret is the cache transform of release Secrets.
+// ReleaseSecretTransform returns the cache transform of release Secrets.
 //
 // A release Secret holds the whole release: the chart with its templates
 // and schema, the values and the manifest, gzipped, about 10 KiB for the
 // echo chart, for every revision kept. The cache only needs to know which
-// revision is the latest, its status and fingerprint (labels), and what the
-// deployed revision rendered (to find drift). So the cached copy keeps the
-// metadata and, for a deployed revision, only its manifest and notes (the
-// message of the Deployed condition); everything else is dropped. Code that needs the whole release reads it from the API
-// server.
-func TransformReleaseSecret(obj any) (any, error) {
-	s, ok := obj.(*corev1.Secret)
-	if !ok || s.Labels[releaseOwnerLabel] != releaseOwnerValue {
-		return obj, nil
-	}
-	encoded, whole := s.Data[releaseDataKey]
-	if !whole {
-		// Informers may transform an object more than once: keep what
-		// an earlier pass kept.
+// revision is the latest, its status and fingerprint (labels), whether the
+// operator wrote it (see releasetrust), and what the deployed revision
+// rendered (to find drift). So the cached copy keeps the metadata, the
+// verdict of the signature check and, for a verified deployed revision,
+// only its manifest and notes (the message of the Deployed condition);
+// everything else is dropped. Code that needs the whole release reads it
+// from the API server.
+//
+// The signature is checked before anything is decoded: a Secret the
+// operator did not write, however large or however deeply compressed, is
+// never decompressed and costs the cache only its metadata.
+func ReleaseSecretTransform(signer *releasetrust.Signer) func(any) (any, error) {
+	return func(obj any) (any, error) {
+		s, ok := obj.(*corev1.Secret)
+		if !ok || s.Labels[releaseOwnerLabel] != releaseOwnerValue || releasetrust.IsCachedCopy(s) {
+			// Informers may transform an object more than once: keep
+			// what an earlier pass kept.
+			return obj, nil
+		}
+		encoded := s.Data[releaseDataKey]
+		verified := signer.Verify(s)
+		s.ManagedFields = nil
+		releasetrust.MarkCachedCopy(s, verified)
+		if !verified || s.Labels[releaseStatusLabel] != string(release.StatusDeployed) || len(encoded) == 0 {
+			return s, nil
+		}
+		var rel storedRelease
+		if err := DecodeRelease(encoded, &rel); err != nil {
+			// Without a manifest the release is read from the API server.
+			return s, nil //nolint:nilerr // a release the cache cannot decode is not an error of the cache
+		}
+		s.Data[cachedManifestKey] = []byte(rel.Manifest)
+		s.Data[cachedNotesKey] = []byte(rel.Info.Notes)
 		return s, nil
 	}
-	s.ManagedFields = nil
-	s.Data = nil
-	s.StringData = nil
-	if s.Labels[releaseStatusLabel] != string(release.StatusDeployed) || len(encoded) == 0 {
-		return s, nil
-	}
-	var rel storedRelease
-	if err := DecodeRelease(encoded, &rel); err != nil {
-		// Without a manifest the release is read from the API server.
-		return s, nil //nolint:nilerr // a release the cache cannot decode is not an error of the cache
-	}
-	s.Data = map[string][]byte{cachedManifestKey: []byte(rel.Manifest), cachedNotesKey: []byte(rel.Info.Notes)}
-	return s, nil
 }
 
 // storedRelease is the part of a stored release the cache keeps.
@@ -121,10 +129,31 @@ func IndexReleaseSecrets(ctx context.Context, indexer client.FieldIndexer) error
 
 // releaseNameOf is the index function of releaseNameIndex.
 func releaseNameOf(o client.Object) []string {
-	if o.GetLabels()[releaseOwnerLabel] != releaseOwnerValue {
-		return nil
+	if name := ReleaseNameOf(o); name != "" {
+		return []string{name}
 	}
-	return []string{o.GetLabels()[releaseNameLabel]}
+	return nil
+}
+
+// CachedReleaseRecords lists the cached release Secrets of a release: every
+// Secret of the namespace that carries Helm's release labels with the
+// release's name, whoever wrote it. Their data is what
+// ReleaseSecretTransform kept.
+func CachedReleaseRecords(ctx context.Context, c client.Reader, namespace, name string) ([]corev1.Secret, error) {
+	secrets := &corev1.SecretList{}
+	if err := c.List(ctx, secrets, client.InNamespace(namespace), client.MatchingFields{releaseNameIndex: name}); err != nil {
+		return nil, fmt.Errorf("listing the cached revisions of release %s: %w", name, err)
+	}
+	return secrets.Items, nil
+}
+
+// ReleaseNameOf names the release a release Secret belongs to; empty for
+// another Secret.
+func ReleaseNameOf(s client.Object) string {
+	if s.GetLabels()[releaseOwnerLabel] != releaseOwnerValue {
+		return ""
+	}
+	return s.GetLabels()[releaseNameLabel]
 }
 
 // cachedRelease is what the cache knows of a release's latest revision.
@@ -137,21 +166,21 @@ type cachedRelease struct {
 	hasManifest bool
 }
 
-// latestCachedRelease returns the latest revision of a release, as cached.
-// ok is false when the cache holds none, or when the latest revision does
+// latestCachedRelease returns the latest verified revision of a release, as
+// cached. ok is false when the cache holds none, or when the latest revision does
 // not belong to owner: it was written for a deleted object of the same
 // name, or by hand, and only the API server can tell what it is.
 func latestCachedRelease(ctx context.Context, c client.Reader, namespace, name string, owner types.UID) (cachedRelease, bool, error) {
-	secrets := &corev1.SecretList{}
-	if err := c.List(ctx, secrets, client.InNamespace(namespace), client.MatchingFields{releaseNameIndex: name}); err != nil {
-		return cachedRelease{}, false, fmt.Errorf("listing the cached revisions of release %s: %w", name, err)
+	secrets, err := CachedReleaseRecords(ctx, c, namespace, name)
+	if err != nil {
+		return cachedRelease{}, false, err
 	}
 	var latest *corev1.Secret
 	latestVersion := 0
-	for i := range secrets.Items {
-		s := &secrets.Items[i]
+	for i := range secrets {
+		s := &secrets[i]
 		v, err := strconv.Atoi(s.Labels[releaseVersionLabel])
-		if err != nil {
+		if err != nil || !releasetrust.CachedVerified(s) {
 			continue
 		}
 		if v > latestVersion {

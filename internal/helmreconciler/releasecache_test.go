@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/echo-operator/echo-operator/internal/releasetrust"
 )
 
 // encodeRelease stores a release as Helm's Secrets driver does.
@@ -36,7 +38,28 @@ func encodeRelease(t *testing.T, rel *release.Release) []byte {
 	return []byte(base64.StdEncoding.EncodeToString(buf.Bytes()))
 }
 
+// testSigner signs the release Secrets of the tests.
+var testSigner = func() *releasetrust.Signer {
+	s, err := releasetrust.NewSigner([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		panic(err)
+	}
+	return s
+}()
+
+// transformReleaseSecret is the cache transform with the tests' key.
+var transformReleaseSecret = ReleaseSecretTransform(testSigner)
+
+// releaseSecret is a release Secret as the operator writes it, signed.
 func releaseSecret(t *testing.T, name string, version int, status release.Status, owner types.UID) *corev1.Secret {
+	t.Helper()
+	s := unsignedReleaseSecret(t, name, version, status, owner)
+	testSigner.Sign(s)
+	return s
+}
+
+// unsignedReleaseSecret is a release Secret the operator did not write.
+func unsignedReleaseSecret(t *testing.T, name string, version int, status release.Status, owner types.UID) *corev1.Secret {
 	t.Helper()
 	rel := &release.Release{
 		Name: name, Namespace: "ns", Version: version,
@@ -59,7 +82,7 @@ func releaseSecret(t *testing.T, name string, version int, status release.Status
 	}
 }
 
-func TestTransformReleaseSecret(t *testing.T) {
+func TestReleaseSecretTransform(t *testing.T) {
 	tests := []struct {
 		name     string
 		status   release.Status
@@ -73,21 +96,20 @@ func TestTransformReleaseSecret(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, err := TransformReleaseSecret(releaseSecret(t, "web", 1, tt.status, "uid"))
+			out, err := transformReleaseSecret(releaseSecret(t, "web", 1, tt.status, "uid"))
 			if err != nil {
 				t.Fatal(err)
 			}
 			// Informers may transform an object more than once.
-			again, err := TransformReleaseSecret(out)
+			again, err := transformReleaseSecret(out)
 			if err != nil {
 				t.Fatal(err)
 			}
 			s := again.(*corev1.Secret)
-			got := map[string]string{}
-			for k, v := range s.Data {
-				got[k] = string(v)
+			if !releasetrust.CachedVerified(s) {
+				t.Error("a signed release Secret is cached as unverified")
 			}
-			if len(tt.wantData) == 0 && len(got) != 0 || len(tt.wantData) != 0 && !equalMaps(got, tt.wantData) {
+			if got := cachedData(s); len(tt.wantData) == 0 && len(got) != 0 || len(tt.wantData) != 0 && !equalMaps(got, tt.wantData) {
 				t.Errorf("data = %q, want %q", got, tt.wantData)
 			}
 			if s.ManagedFields != nil {
@@ -101,19 +123,72 @@ func TestTransformReleaseSecret(t *testing.T) {
 
 	t.Run("other Secrets are left alone", func(t *testing.T) {
 		in := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds"}, Data: map[string][]byte{"key": []byte("v")}}
-		out, _ := TransformReleaseSecret(in)
+		out, _ := transformReleaseSecret(in)
 		if string(out.(*corev1.Secret).Data["key"]) != "v" {
 			t.Error("a Secret that is not a release was changed")
 		}
 	})
 	t.Run("an undecodable release keeps no data", func(t *testing.T) {
-		in := releaseSecret(t, "web", 1, release.StatusDeployed, "uid")
+		in := unsignedReleaseSecret(t, "web", 1, release.StatusDeployed, "uid")
 		in.Data["release"] = []byte("not base64!")
-		out, err := TransformReleaseSecret(in)
-		if err != nil || out.(*corev1.Secret).Data != nil {
+		testSigner.Sign(in)
+		out, err := transformReleaseSecret(in)
+		if err != nil || len(cachedData(out.(*corev1.Secret))) != 0 {
 			t.Errorf("got %v, %v; want no data and no error", out.(*corev1.Secret).Data, err)
 		}
 	})
+	for name, in := range map[string]*corev1.Secret{
+		"an unsigned record":               unsignedReleaseSecret(t, "web", 1, release.StatusDeployed, "uid"),
+		"a record signed with another key": signedWith(t, []byte("another key, another key, another"), unsignedReleaseSecret(t, "web", 1, release.StatusDeployed, "uid")),
+		"a record changed after signing": func() *corev1.Secret {
+			s := releaseSecret(t, "web", 1, release.StatusDeployed, "uid")
+			s.Data["release"] = unsignedReleaseSecret(t, "web", 2, release.StatusDeployed, "uid").Data["release"]
+			return s
+		}(),
+		"a record relabelled to another release": func() *corev1.Secret {
+			s := releaseSecret(t, "web", 1, release.StatusDeployed, "uid")
+			s.Labels["name"] = "api"
+			return s
+		}(),
+		"a record copied into another namespace": func() *corev1.Secret {
+			s := releaseSecret(t, "web", 1, release.StatusDeployed, "uid")
+			s.Namespace = "other"
+			return s
+		}(),
+	} {
+		t.Run(name+" is cached unverified and without data", func(t *testing.T) {
+			in.Data["padding"] = make([]byte, 1<<20)
+			out, err := transformReleaseSecret(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := out.(*corev1.Secret)
+			if releasetrust.CachedVerified(s) || len(cachedData(s)) != 0 {
+				t.Errorf("verified = %v, data = %q; want unverified and no data", releasetrust.CachedVerified(s), cachedData(s))
+			}
+		})
+	}
+}
+
+// cachedData is the data of a cached copy but for the verdict.
+func cachedData(s *corev1.Secret) map[string]string {
+	got := map[string]string{}
+	for k, v := range s.Data {
+		if k != "echo.dev/verified" {
+			got[k] = string(v)
+		}
+	}
+	return got
+}
+
+func signedWith(t *testing.T, key []byte, s *corev1.Secret) *corev1.Secret {
+	t.Helper()
+	signer, err := releasetrust.NewSigner(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer.Sign(s)
+	return s
 }
 
 func equalMaps(a, b map[string]string) bool {
@@ -163,6 +238,15 @@ func TestLatestCachedRelease(t *testing.T) {
 			wantOK: false,
 		},
 		{
+			name: "a later revision the operator did not write is passed over",
+			secrets: []*corev1.Secret{
+				releaseSecret(t, "web", 1, release.StatusSuperseded, owner),
+				releaseSecret(t, "web", 2, release.StatusDeployed, owner),
+				unsignedReleaseSecret(t, "web", 9, release.StatusDeployed, owner),
+			},
+			wantOK: true, wantVersion: 2, wantStatus: release.StatusDeployed,
+		},
+		{
 			name:    "releases of other names are not mixed in",
 			secrets: []*corev1.Secret{releaseSecret(t, "web", 1, release.StatusDeployed, owner), releaseSecret(t, "api", 3, release.StatusDeployed, owner)},
 			wantOK:  true, wantVersion: 1, wantStatus: release.StatusDeployed,
@@ -176,7 +260,7 @@ func TestLatestCachedRelease(t *testing.T) {
 			}
 			b := fake.NewClientBuilder().WithScheme(scheme)
 			for _, s := range tt.secrets {
-				out, _ := TransformReleaseSecret(s)
+				out, _ := transformReleaseSecret(s)
 				b = b.WithObjects(out.(client.Object))
 			}
 			c := b.WithIndex(&corev1.Secret{}, releaseNameIndex, releaseNameOf).Build()

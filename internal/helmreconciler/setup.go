@@ -10,6 +10,7 @@ package helmreconciler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -17,11 +18,16 @@ import (
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"github.com/operator-framework/helm-operator-plugins/pkg/reconciler"
 	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/kube"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/internal/releasetrust"
 )
 
 // PauseAnnotation pauses the Helm reconciliation of an object while "true".
@@ -37,6 +43,9 @@ type Options struct {
 	MaxReleaseHistory int
 	// DefaultMaxConcurrentReconciles applies to entries that set none.
 	DefaultMaxConcurrentReconciles int
+	// Signer signs the release records the operator writes and verifies
+	// those it reads (see releasetrust).
+	Signer *releasetrust.Signer
 }
 
 var echoGVK = echov1alpha1.GroupVersion.WithKind("Echo")
@@ -44,6 +53,9 @@ var echoGVK = echov1alpha1.GroupVersion.WithKind("Echo")
 // SetupWithManager builds a Helm reconciler for every entry of the watches
 // file and registers it with the manager.
 func SetupWithManager(mgr ctrl.Manager, opts Options) error {
+	if opts.Signer == nil {
+		return errors.New("the Helm reconcilers need a release signer")
+	}
 	ws, err := watches.Load(opts.WatchesFile)
 	if err != nil {
 		return fmt.Errorf("loading %s: %w", opts.WatchesFile, err)
@@ -67,7 +79,7 @@ func newReconciler(mgr ctrl.Manager, w watches.Watch, opts Options) (*reconciler
 	log := ctrl.Log.WithName("helm").WithValues("kind", w.Kind)
 	recorder := mgr.GetEventRecorderFor("echo-operator")
 
-	acg, err := newActionClientGetter(mgr, recorder, log)
+	acg, err := newActionClientGetter(mgr, opts.Signer, recorder, log)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +142,7 @@ func pauseUnlessDeleting(ctx context.Context, obj *unstructured.Unstructured) (b
 }
 
 // newActionClientGetter builds the stock action client getter and wraps it.
-func newActionClientGetter(mgr ctrl.Manager, recorder record.EventRecorder, log logr.Logger) (*actionClientGetter, error) {
+func newActionClientGetter(mgr ctrl.Manager, signer *releasetrust.Signer, recorder record.EventRecorder, log logr.Logger) (*actionClientGetter, error) {
 	kinds, err := chartObjectKinds(mgr)
 	if err != nil {
 		return nil, fmt.Errorf("resolving the chart's kinds: %w", err)
@@ -143,6 +155,7 @@ func newActionClientGetter(mgr ctrl.Manager, recorder record.EventRecorder, log 
 		mapper:      mgr.GetRESTMapper(),
 		scheme:      mgr.GetScheme(),
 		expected:    newExpectations(),
+		signer:      signer,
 		recorder:    recorder,
 		log:         log,
 	}
@@ -151,8 +164,37 @@ func newActionClientGetter(mgr ctrl.Manager, recorder record.EventRecorder, log 
 	if err != nil {
 		return nil, fmt.Errorf("creating the Helm action config getter: %w", err)
 	}
-	if g.inner, err = helmclient.NewActionClientGetter(acg); err != nil {
+	guarded := guardedConfigGetter{inner: acg, kinds: kinds, log: log}
+	if g.inner, err = helmclient.NewActionClientGetter(guarded); err != nil {
 		return nil, fmt.Errorf("creating the Helm action client getter: %w", err)
 	}
 	return g, nil
+}
+
+// guardedConfigGetter hands Helm's actions a Kubernetes client confined by
+// a manifestGuard to the chart's kinds in the object's namespace.
+type guardedConfigGetter struct {
+	inner helmclient.ActionConfigGetter
+	kinds map[schema.GroupVersionKind]bool
+	log   logr.Logger
+}
+
+// ActionConfigFor implements helmclient.ActionConfigGetter.
+func (g guardedConfigGetter) ActionConfigFor(ctx context.Context, obj client.Object) (*action.Configuration, error) {
+	cfg, err := g.inner.ActionConfigFor(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	kc, ok := cfg.KubeClient.(*kube.Client)
+	if !ok {
+		return nil, fmt.Errorf("the Helm Kubernetes client is a %T, which cannot be guarded", cfg.KubeClient)
+	}
+	log := g.log.WithValues("namespace", obj.GetNamespace(), "name", obj.GetName())
+	cfg.KubeClient = &guardedKubeClient{
+		Client: kc,
+		guard:  newManifestGuard(obj.GetNamespace(), g.kinds),
+		owner:  obj.GetUID(),
+		log:    func(msg string, kv ...any) { log.Info(msg, kv...) },
+	}
+	return cfg, nil
 }

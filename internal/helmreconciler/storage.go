@@ -12,9 +12,13 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/echo-operator/echo-operator/internal/releasetrust"
 )
 
 // releaseStorage is the storage driver of the Helm action clients: Helm's
@@ -37,16 +41,23 @@ type releaseStorage struct {
 	pending func(name string) bool
 }
 
-// storageDriverMapper returns the storage driver of an object's releases.
+// storageDriverMapper returns the storage driver of an object's releases:
+// Helm's Secrets driver in the object's namespace, whose Secrets are
+// controlled by the object, signed when written and hidden when they do
+// not verify (see releasetrust).
 func (g *actionClientGetter) storageDriverMapper() helmclient.ObjectToStorageDriverMapper {
-	secrets := helmclient.DefaultSecretsStorageDriver(helmclient.SecretsStorageDriverOpts{})
 	return func(ctx context.Context, obj client.Object, cfg *rest.Config) (driver.Driver, error) {
-		d, err := secrets(ctx, obj, cfg)
+		core, err := corev1client.NewForConfig(cfg)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("creating the Secrets client of the release storage: %w", err)
 		}
+		owner := metav1.NewControllerRef(obj, obj.GetObjectKind().GroupVersionKind())
+		// The owner reference goes on first, so that it is part of what
+		// is written after signing.
+		secrets := helmclient.NewOwnerRefSecretClient(g.signer.SecretClient(core.Secrets(obj.GetNamespace()), obj.GetNamespace()),
+			[]metav1.OwnerReference{*owner}, helmclient.MatchAllSecrets)
 		return &releaseStorage{
-			Driver:    d,
+			Driver:    driver.NewSecrets(secrets),
 			cache:     g.cache,
 			namespace: obj.GetNamespace(),
 			pending: func(name string) bool {
@@ -70,7 +81,9 @@ func (s *releaseStorage) Query(query map[string]string) ([]*release.Release, err
 	selector := labels.SelectorFromSet(query)
 	names := make([]string, 0, len(secrets.Items))
 	for i := range secrets.Items {
-		if selector.Matches(labels.Set(secrets.Items[i].Labels)) {
+		// A revision the operator did not write would be hidden by the
+		// Secrets client anyway: it is not worth a read.
+		if selector.Matches(labels.Set(secrets.Items[i].Labels)) && releasetrust.CachedVerified(&secrets.Items[i]) {
 			names = append(names, secrets.Items[i].Name)
 		}
 	}

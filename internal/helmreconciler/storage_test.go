@@ -43,7 +43,7 @@ func TestReleaseStorageQuery(t *testing.T) {
 		b := fake.NewClientBuilder().WithScheme(scheme).WithIndex(&corev1.Secret{}, releaseNameIndex, releaseNameOf)
 		mem := driver.NewMemory()
 		for _, s := range append(append([]*corev1.Secret{}, stored...), gone) {
-			cached, _ := TransformReleaseSecret(s.DeepCopy())
+			cached, _ := transformReleaseSecret(s.DeepCopy())
 			b = b.WithObjects(cached.(client.Object))
 		}
 		for _, s := range stored {

@@ -28,6 +28,7 @@ import (
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	"github.com/echo-operator/echo-operator/controllers"
 	"github.com/echo-operator/echo-operator/internal/helmreconciler"
+	"github.com/echo-operator/echo-operator/internal/releasetrust"
 )
 
 // ChartLabelSelector selects what the echo chart renders. The cache holds
@@ -53,6 +54,9 @@ type Options struct {
 	Burst int
 	// WatchNamespaces limits the operator to these namespaces; empty means all.
 	WatchNamespaces []string
+	// OperatorNamespace is the operator's own namespace, which holds the
+	// key release records are signed with (see releasetrust).
+	OperatorNamespace string
 
 	Helm helmreconciler.Options
 
@@ -73,7 +77,12 @@ func NewScheme() *runtime.Scheme {
 
 // NewManager builds the manager with every reconciler registered.
 func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
-	cacheOpts, err := cacheOptions(o.WatchNamespaces)
+	signer, err := loadSigner(cfg, o.OperatorNamespace)
+	if err != nil {
+		return nil, err
+	}
+	o.Helm.Signer = signer
+	cacheOpts, err := cacheOptions(o.WatchNamespaces, signer)
 	if err != nil {
 		return nil, err
 	}
@@ -118,11 +127,12 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 
 	if err := (&controllers.EchoBackupReconciler{
-		Client:     mgr.GetClient(),
-		APIReader:  mgr.GetAPIReader(),
-		Scheme:     mgr.GetScheme(),
-		Recorder:   mgr.GetEventRecorderFor("echo-operator"),
-		MoverImage: o.MoverImage,
+		Client:          mgr.GetClient(),
+		APIReader:       mgr.GetAPIReader(),
+		ReleaseVerifier: signer,
+		Scheme:          mgr.GetScheme(),
+		Recorder:        mgr.GetEventRecorderFor("echo-operator"),
+		MoverImage:      o.MoverImage,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the EchoBackup controller: %w", err)
 	}
@@ -173,9 +183,25 @@ func cacheSynced(c cache.Cache) healthz.Checker {
 	}
 }
 
+// loadSigner reads, or creates on first start, the key release records
+// are signed with, in the operator's namespace. It is read once, before
+// the cache starts: the cache checks every release Secret it holds.
+func loadSigner(cfg *rest.Config, namespace string) (*releasetrust.Signer, error) {
+	if namespace == "" {
+		return nil, errors.New("the operator's namespace is unknown: set --operator-namespace (or OPERATOR_NAMESPACE) to the namespace that holds the release signing key")
+	}
+	c, err := client.New(cfg, client.Options{Scheme: NewScheme()})
+	if err != nil {
+		return nil, fmt.Errorf("creating a client for the release signing key: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return releasetrust.LoadOrCreateSigner(ctx, c, namespace)
+}
+
 // cacheOptions scopes the cache to the watched namespaces, to the objects
 // the chart renders and to Helm's release Secrets, without managed fields.
-func cacheOptions(namespaces []string) (cache.Options, error) {
+func cacheOptions(namespaces []string, signer *releasetrust.Signer) (cache.Options, error) {
 	chartObjects, err := labels.Parse(ChartLabelSelector)
 	if err != nil {
 		return cache.Options{}, fmt.Errorf("parsing the chart label selector: %w", err)
@@ -185,10 +211,11 @@ func cacheOptions(namespaces []string) (cache.Options, error) {
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			// Release Secrets are cached without the releases, which
-			// are read from the API server when needed.
+			// are read from the API server when needed, and with the
+			// verdict of their signature.
 			&corev1.Secret{}: {
 				Label:     helmreconciler.ReleaseSecretSelector,
-				Transform: helmreconciler.TransformReleaseSecret,
+				Transform: helmreconciler.ReleaseSecretTransform(signer),
 			},
 			&batchv1.Job{}:      {Label: moverObjects},
 			&corev1.ConfigMap{}: {Label: moverObjects},

@@ -7,10 +7,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/echo-operator/echo-operator/internal/releasetrust"
 )
 
 func TestCacheOptions(t *testing.T) {
-	all, err := cacheOptions(nil)
+	all, err := cacheOptions(nil, testSigner(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,7 +23,7 @@ func TestCacheOptions(t *testing.T) {
 		t.Error("managed fields are not stripped")
 	}
 
-	some, err := cacheOptions([]string{"team-a", "team-b"})
+	some, err := cacheOptions([]string{"team-a", "team-b"}, testSigner(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,3 +49,12 @@ func TestCacheOptions(t *testing.T) {
 }
 
 func sameType(a, b any) bool { return reflect.TypeOf(a) == reflect.TypeOf(b) }
+
+func testSigner(t *testing.T) *releasetrust.Signer {
+	t.Helper()
+	s, err := releasetrust.NewSigner(make([]byte, releasetrust.KeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}

@@ -1,0 +1,76 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/internal/helmreconciler"
+	"github.com/echo-operator/echo-operator/internal/releasetrust"
+)
+
+// untrustedReleaseRecords names the cached release Secrets of an Echo that
+// did not verify: Secrets of its namespace that carry Helm's release labels
+// with its name, which echo-operator did not write or which were changed
+// since. The Helm release reconciler never sees them (see releasetrust);
+// the Echo reports them, so that whoever can write Secrets there learns
+// what is ignored and why an upgrade may be blocked.
+func untrustedReleaseRecords(ctx context.Context, c client.Reader, echo *echov1alpha1.Echo) ([]string, error) {
+	records, err := helmreconciler.CachedReleaseRecords(ctx, c, echo.Namespace, echo.Name)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for i := range records {
+		if !releasetrust.CachedVerified(&records[i]) {
+			names = append(names, records[i].Name)
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// maxNamedRecords bounds the names a condition message lists.
+const maxNamedRecords = 5
+
+// releaseRecordsCondition reports whether every release record of an Echo
+// verified, naming those that did not.
+func releaseRecordsCondition(echo *echov1alpha1.Echo, untrusted []string) metav1.Condition {
+	c := metav1.Condition{
+		Type:               echov1alpha1.EchoConditionReleaseRecordsVerified,
+		Status:             metav1.ConditionTrue,
+		Reason:             echov1alpha1.EchoReasonRecordsVerified,
+		Message:            "Every release record of this Echo was written by echo-operator",
+		ObservedGeneration: echo.Generation,
+	}
+	if len(untrusted) == 0 {
+		return c
+	}
+	named := untrusted
+	more := ""
+	if len(named) > maxNamedRecords {
+		named, more = named[:maxNamedRecords], fmt.Sprintf(" and %d more", len(untrusted)-maxNamedRecords)
+	}
+	c.Status, c.Reason = metav1.ConditionFalse, echov1alpha1.EchoReasonUntrustedRecords
+	c.Message = fmt.Sprintf("Secrets %s%s carry Helm's release labels for this Echo, but echo-operator did not write them "+
+		"or they were changed since: they are ignored. Delete them; if one holds the name of the next revision, upgrades wait until it is gone",
+		strings.Join(named, ", "), more)
+	return c
+}
+
+// releaseRecordToEcho maps a release Secret to the Echo of its release's
+// name, in its namespace.
+func releaseRecordToEcho(_ context.Context, obj client.Object) []reconcile.Request {
+	name := helmreconciler.ReleaseNameOf(obj)
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}}}
+}

@@ -1,0 +1,133 @@
+package releasetrust
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+func newTestSigner(t *testing.T, key string) *Signer {
+	t.Helper()
+	s, err := NewSigner([]byte(key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+const testKey = "0123456789abcdef0123456789abcdef"
+
+func record(name string) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: "team-a", Name: "sh.helm.release.v1." + name + ".v1",
+			Labels: map[string]string{"owner": "helm", "name": name, "status": "deployed", "version": "1", "createdAt": "1"},
+		},
+		Type: "helm.sh/release.v1",
+		Data: map[string][]byte{"release": []byte("H4sI-encoded-release")},
+	}
+}
+
+func TestSignerVerify(t *testing.T) {
+	s := newTestSigner(t, testKey)
+	tests := []struct {
+		name   string
+		change func(*corev1.Secret)
+		want   bool
+	}{
+		{"as signed", func(*corev1.Secret) {}, true},
+		{"a timestamp label restamped", func(r *corev1.Secret) { r.Labels["modifiedAt"] = "2" }, true},
+		{"owner references added", func(r *corev1.Secret) { r.OwnerReferences = []metav1.OwnerReference{{UID: "x"}} }, true},
+		{"the release changed", func(r *corev1.Secret) { r.Data["release"] = []byte("H4sI-other") }, false},
+		{"the release removed", func(r *corev1.Secret) { delete(r.Data, "release") }, false},
+		{"the status label changed", func(r *corev1.Secret) { r.Labels["status"] = "superseded" }, false},
+		{"the version label raised", func(r *corev1.Secret) { r.Labels["version"] = "9" }, false},
+		{"relabelled to another release", func(r *corev1.Secret) { r.Labels["name"] = "other" }, false},
+		{"a label added", func(r *corev1.Secret) { r.Labels["extra"] = "x" }, false},
+		{"moved to another namespace", func(r *corev1.Secret) { r.Namespace = "team-b" }, false},
+		{"renamed", func(r *corev1.Secret) { r.Name = "sh.helm.release.v1.web.v2" }, false},
+		{"another type", func(r *corev1.Secret) { r.Type = corev1.SecretTypeOpaque }, false},
+		{"the signature garbled", func(r *corev1.Secret) { r.Annotations[SignatureAnnotation] = "v1:!!" }, false},
+		{"the signature of another scheme", func(r *corev1.Secret) {
+			r.Annotations[SignatureAnnotation] = "v0" + r.Annotations[SignatureAnnotation][2:]
+		}, false},
+		{"the signature removed", func(r *corev1.Secret) { delete(r.Annotations, SignatureAnnotation) }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := record("web")
+			s.Sign(r)
+			tt.change(r)
+			if got := s.Verify(r); got != tt.want {
+				t.Errorf("Verify = %v, want %v", got, tt.want)
+			}
+		})
+	}
+	t.Run("another key", func(t *testing.T) {
+		r := record("web")
+		newTestSigner(t, "fedcba9876543210fedcba9876543210").Sign(r)
+		if s.Verify(r) {
+			t.Error("a record signed with another key verified")
+		}
+	})
+	t.Run("a short key is refused", func(t *testing.T) {
+		if _, err := NewSigner([]byte("short")); err == nil {
+			t.Error("a 5-byte key was accepted")
+		}
+	})
+}
+
+func TestSecretClient(t *testing.T) {
+	ctx := context.Background()
+	s := newTestSigner(t, testKey)
+	forged := record("web")
+	forged.Name = "forged"
+	clientset := fake.NewClientset(forged)
+	c := s.SecretClient(clientset.CoreV1().Secrets("team-a"), "team-a")
+
+	// Helm leaves the namespace to the namespaced client.
+	unplaced := record("web")
+	unplaced.Namespace = ""
+	written, err := c.Create(ctx, unplaced, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if written.Namespace != "team-a" {
+		t.Fatalf("written in namespace %q", written.Namespace)
+	}
+	if !s.Verify(written) {
+		t.Fatal("a record written through the client does not verify")
+	}
+	list, err := c.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 1 || list.Items[0].Name != written.Name {
+		t.Errorf("List returned %d records, want only the signed one", len(list.Items))
+	}
+	if _, err := c.Get(ctx, "forged", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("Get of an unsigned record: %v, want NotFound", err)
+	}
+
+	t.Run("an unsigned record in the way of a create is reported", func(t *testing.T) {
+		inTheWay := record("api")
+		if _, err := clientset.CoreV1().Secrets("team-a").Create(ctx, inTheWay, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := c.Create(ctx, record("api"), metav1.CreateOptions{})
+		var untrusted *UntrustedRecordError
+		if !errors.As(err, &untrusted) || untrusted.Name != inTheWay.Name {
+			t.Errorf("Create over an unsigned record: %v, want an UntrustedRecordError naming it", err)
+		}
+	})
+	t.Run("a signed record in the way is AlreadyExists, as Helm expects", func(t *testing.T) {
+		if _, err := c.Create(ctx, record("web"), metav1.CreateOptions{}); !apierrors.IsAlreadyExists(err) {
+			t.Errorf("Create over a signed record: %v, want AlreadyExists", err)
+		}
+	})
+}
