@@ -27,6 +27,7 @@ import (
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	"github.com/echo-operator/echo-operator/controllers"
+	"github.com/echo-operator/echo-operator/internal/decodeguard"
 	"github.com/echo-operator/echo-operator/internal/helmreconciler"
 	"github.com/echo-operator/echo-operator/internal/releasetrust"
 )
@@ -90,6 +91,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		cfg = rest.CopyConfig(cfg)
 		cfg.QPS, cfg.Burst = o.QPS, o.Burst
 	}
+	undecodable := decodeguard.NewReporter(ctrl.Log.WithName("decodeguard"))
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        NewScheme(),
 		Metrics:                       metricsOptions(o),
@@ -105,8 +107,11 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		GracefulShutdownTimeout:       &o.GracefulShutdown,
 		Cache:                         cacheOpts,
 		// Echo is cached once, typed, also for the Helm reconciler's
-		// unstructured reads.
-		NewCache: helmreconciler.NewTypedCache(echov1alpha1.GroupVersion.WithKind("Echo")),
+		// unstructured reads. Objects of the operator's kinds that do not
+		// decode are kept out of the cache and reported, so that one
+		// tenant's bad object cannot stop the informer of its kind.
+		NewCache: decodeguard.NewCache(echov1alpha1.GroupVersion.Group, undecodable.Report,
+			helmreconciler.NewTypedCache(echov1alpha1.GroupVersion.WithKind("Echo"))),
 		// The Helm reconcilers read their objects as unstructured; serve
 		// those reads from the cache too.
 		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
@@ -114,6 +119,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
+	undecodable.SetRecorder(mgr.GetEventRecorderFor("echo-operator"))
 
 	if err := helmreconciler.SetupWithManager(mgr, o.Helm); err != nil {
 		return nil, err
