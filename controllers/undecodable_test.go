@@ -2,7 +2,6 @@ package controllers_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -17,6 +16,7 @@ import (
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	"github.com/echo-operator/echo-operator/internal/decodeguard"
+	"github.com/echo-operator/echo-operator/internal/testutil/olderschema"
 )
 
 // An EchoBackupSchedule stored with a value its Go type cannot hold (a
@@ -133,46 +133,13 @@ func loosenMaxAge(t *testing.T) (restore func()) {
 		versions, _, err := unstructured.NestedSlice(crd.Object, "spec", "versions")
 		Expect(err).NotTo(HaveOccurred())
 		strict = versions
-		loose, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
-		for _, v := range loose {
-			dropMaxAgeRules(v.(map[string]any))
-		}
+		loose := olderschema.LooseMaxAge(versions)
 		Expect(unstructured.SetNestedSlice(crd.Object, loose, "spec", "versions")).To(Succeed())
 	})
 	return func() {
 		updateScheduleCRD(t, func(crd *unstructured.Unstructured) {
 			Expect(unstructured.SetNestedSlice(crd.Object, strict, "spec", "versions")).To(Succeed())
 		})
-	}
-}
-
-func dropMaxAgeRules(version map[string]any) {
-	node, _, _ := unstructured.NestedFieldNoCopy(version, "schema", "openAPIV3Schema")
-	for _, name := range []string{"spec", "retention", "maxAge"} {
-		parent, ok := node.(map[string]any)
-		if !ok {
-			return
-		}
-		if rules, ok := parent["x-kubernetes-validations"].([]any); ok {
-			var kept []any
-			for _, r := range rules {
-				if rule, _ := r.(map[string]any)["rule"].(string); !strings.Contains(rule, "maxAge") {
-					kept = append(kept, r)
-				}
-			}
-			parent["x-kubernetes-validations"] = kept
-			if len(kept) == 0 {
-				delete(parent, "x-kubernetes-validations")
-			}
-		}
-		node, _, _ = unstructured.NestedFieldNoCopy(parent, "properties", name)
-	}
-	if maxAge, ok := node.(map[string]any); ok {
-		for k := range maxAge {
-			if k != "type" && k != "description" {
-				delete(maxAge, k)
-			}
-		}
 	}
 }
 

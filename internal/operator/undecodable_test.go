@@ -30,6 +30,7 @@ import (
 	"github.com/echo-operator/echo-operator/internal/decodeguard"
 	"github.com/echo-operator/echo-operator/internal/helmreconciler"
 	"github.com/echo-operator/echo-operator/internal/operator"
+	"github.com/echo-operator/echo-operator/internal/testutil/olderschema"
 )
 
 const (
@@ -245,46 +246,13 @@ func loosenMaxAge(t *testing.T, c client.Client) (restore func()) {
 			return err
 		}
 		strict = versions
-		loose, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
-		for _, v := range loose {
-			dropMaxAgeRules(v.(map[string]any))
-		}
+		loose := olderschema.LooseMaxAge(versions)
 		return unstructured.SetNestedSlice(crd.Object, loose, "spec", "versions")
 	})
 	return func() {
 		updateScheduleCRD(t, c, func(crd *unstructured.Unstructured) error {
 			return unstructured.SetNestedSlice(crd.Object, strict, "spec", "versions")
 		})
-	}
-}
-
-func dropMaxAgeRules(version map[string]any) {
-	node, _, _ := unstructured.NestedFieldNoCopy(version, "schema", "openAPIV3Schema")
-	for _, name := range []string{"spec", "retention", "maxAge"} {
-		parent, ok := node.(map[string]any)
-		if !ok {
-			return
-		}
-		if rules, ok := parent["x-kubernetes-validations"].([]any); ok {
-			var kept []any
-			for _, r := range rules {
-				if rule, _ := r.(map[string]any)["rule"].(string); !strings.Contains(rule, "maxAge") {
-					kept = append(kept, r)
-				}
-			}
-			parent["x-kubernetes-validations"] = kept
-			if len(kept) == 0 {
-				delete(parent, "x-kubernetes-validations")
-			}
-		}
-		node, _, _ = unstructured.NestedFieldNoCopy(parent, "properties", name)
-	}
-	if maxAge, ok := node.(map[string]any); ok {
-		for k := range maxAge {
-			if k != "type" && k != "description" {
-				delete(maxAge, k)
-			}
-		}
 	}
 }
 

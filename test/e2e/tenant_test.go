@@ -25,7 +25,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -37,6 +36,7 @@ import (
 	"github.com/echo-operator/echo-operator/internal/helmreconciler"
 	"github.com/echo-operator/echo-operator/internal/operator"
 	"github.com/echo-operator/echo-operator/internal/releasetrust"
+	"github.com/echo-operator/echo-operator/internal/testutil/olderschema"
 )
 
 // The hostile-tenant suite plays a team that can only edit its own
@@ -389,7 +389,7 @@ func TestHostileTenantStaysInItsNamespace(t *testing.T) {
 		op.kill()
 		Expect(op.start()).To(Succeed())
 		valid := &unstructured.Unstructured{}
-		Expect(yaml.Unmarshal([]byte(validSchedule), &valid.Object)).To(Succeed())
+		Expect(yaml.Unmarshal([]byte(scheduleYAML("valid", "168h")), &valid.Object)).To(Succeed())
 		valid.SetNamespace(tn.ns)
 		Expect(tn.c.Create(ctx, valid)).To(Succeed())
 		expectObserved(t, client.ObjectKeyFromObject(valid))
@@ -493,13 +493,15 @@ func (a admissionAttack) object(ns string) *unstructured.Unstructured {
 	return u
 }
 
-const validSchedule = `
+// scheduleYAML is a schedule as a user writes it, with its maxAge.
+func scheduleYAML(name, maxAge string) string {
+	return fmt.Sprintf(`
 apiVersion: echo.dev/v1alpha1
 kind: EchoBackupSchedule
-metadata: {name: valid}
+metadata: {name: %s}
 spec:
   schedule: "0 3 * * *"
-  retention: {maxAge: 168h}
+  retention: {maxAge: %s}
   template:
     echoName: web
     storage:
@@ -507,7 +509,8 @@ spec:
         endpoint: https://s3.example.test
         bucket: backups
         credentialsSecretRef: {name: creds}
-`
+`, name, maxAge)
+}
 
 func scheduleNamed(key types.NamespacedName) *echov1alpha1.EchoBackupSchedule {
 	return &echov1alpha1.EchoBackupSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
@@ -540,30 +543,10 @@ func storeUnderLooserSchema(t *testing.T, ns string) types.NamespacedName {
 	Expect(found).To(BeTrue())
 
 	versions := strict.([]any)
-	loose := runtime.DeepCopyJSONValue(versions).([]any)
-	spec := []string{"schema", "openAPIV3Schema", "properties", "spec"}
-	retention := append(spec, "properties", "retention")
-	v0 := loose[0].(map[string]any)
-	Expect(unstructured.SetNestedField(v0, map[string]any{"type": "string"}, append(retention, "properties", "maxAge")...)).To(Succeed())
-	dropRules(v0, "maxAge", retention...)
-	dropRules(v0, "duration(", spec...)
+	loose := olderschema.LooseMaxAge(versions)
 	setVersions(ctx, crd.GetName(), loose)
 
-	poison := `
-apiVersion: echo.dev/v1alpha1
-kind: EchoBackupSchedule
-metadata: {name: poison}
-spec:
-  schedule: "0 3 * * *"
-  retention: {maxAge: 7d}
-  template:
-    echoName: web
-    storage:
-      s3:
-        endpoint: https://s3.example.test
-        bucket: backups
-        credentialsSecretRef: {name: creds}
-`
+	poison := scheduleYAML("poison", "7d")
 	u := &unstructured.Unstructured{}
 	Expect(yaml.Unmarshal([]byte(poison), &u.Object)).To(Succeed())
 	u.SetNamespace(ns)
@@ -585,16 +568,4 @@ func setVersions(ctx context.Context, name string, versions []any) {
 		}
 		return k8sClient.Update(ctx, crd)
 	}, timeout, interval).Should(Succeed())
-}
-
-// dropRules removes the CEL rules of the schema at path that mention a word.
-func dropRules(version map[string]any, word string, path ...string) {
-	rules, _, _ := unstructured.NestedSlice(version, append(path, "x-kubernetes-validations")...)
-	var kept []any
-	for _, r := range rules {
-		if !strings.Contains(fmt.Sprint(r.(map[string]any)["rule"]), word) {
-			kept = append(kept, r)
-		}
-	}
-	Expect(unstructured.SetNestedSlice(version, kept, append(path, "x-kubernetes-validations")...)).To(Succeed())
 }
