@@ -146,7 +146,7 @@ func TestEchoUpdatesConverge(t *testing.T) {
 		RegisterTestingT(t)
 		updateEcho(t, key, func(e *echov1alpha1.Echo) {
 			e.Spec.Replicas = ptr.To[int32](1)
-			e.Spec.Persistence = &echov1alpha1.PersistenceSpec{Enabled: true, Size: ptr.To(echov1alpha1.MustQuantity("2Gi"))}
+			e.Spec.Persistence = &echov1alpha1.PersistenceSpec{Enabled: true, Size: ptr.To(echov1alpha1.MustBoundedQuantity("2Gi"))}
 		})
 		e := rollOut(t, key)
 		pvc := &corev1.PersistentVolumeClaim{}
@@ -347,8 +347,8 @@ func TestEchoReleaseFailureIsReportedAndRecovers(t *testing.T) {
 	key := types.NamespacedName{Namespace: ns, Name: "overcommitted"}
 	createEcho(t, newEcho(ns, key.Name, func(e *echov1alpha1.Echo) {
 		e.Spec.Resources = &echov1alpha1.ResourceRequirements{
-			Requests: map[corev1.ResourceName]echov1alpha1.Quantity{corev1.ResourceCPU: echov1alpha1.MustQuantity("2")},
-			Limits:   map[corev1.ResourceName]echov1alpha1.Quantity{corev1.ResourceCPU: echov1alpha1.MustQuantity("1")},
+			Requests: map[corev1.ResourceName]echov1alpha1.BoundedQuantity{corev1.ResourceCPU: echov1alpha1.MustBoundedQuantity("2")},
+			Limits:   map[corev1.ResourceName]echov1alpha1.BoundedQuantity{corev1.ResourceCPU: echov1alpha1.MustBoundedQuantity("1")},
 		}
 	}))
 
@@ -364,7 +364,7 @@ func TestEchoReleaseFailureIsReportedAndRecovers(t *testing.T) {
 		Should(ContainElement(echov1alpha1.EventReasonReleaseInstallFailed))
 
 	updateEcho(t, key, func(e *echov1alpha1.Echo) {
-		e.Spec.Resources.Limits[corev1.ResourceCPU] = echov1alpha1.MustQuantity("2")
+		e.Spec.Resources.Limits[corev1.ResourceCPU] = echov1alpha1.MustBoundedQuantity("2")
 	})
 	rollOut(t, key)
 	Expect(conditionStatus(getEcho(Default, key), echov1alpha1.EchoConditionReleaseFailed)).To(Equal(metav1.ConditionFalse))

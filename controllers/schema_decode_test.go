@@ -154,7 +154,7 @@ var candidatesByType = map[reflect.Type]candidates{
 	},
 	// The operator's own quantity: the same values, none of which may hold
 	// a decoder.
-	reflect.TypeFor[echov1alpha1.Quantity](): {
+	reflect.TypeFor[echov1alpha1.BoundedQuantity](): {
 		valid: []string{`"1"`, `"64Mi"`, `"500m"`, `2`, `"1e9"`},
 		hostile: []string{`"1x"`, `"abc"`, `""`, `"1e1.5"`, `"1e400"`, `"1e9223372036854775808"`,
 			`"1E999999999999"`, `"1e-2147483647"`, `1.5`, `9223372036854775808`, `"1e"`, `1E999999999999`},

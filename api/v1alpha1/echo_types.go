@@ -321,11 +321,10 @@ type PersistenceSpec struct {
 	Enabled bool `json:"enabled,omitempty"`
 
 	// Size requested for the claim. It can grow (if the storage class
-	// allows expansion) but not shrink. An exponent has at most 2 digits
-	// (see Quantity).
+	// allows expansion) but not shrink. An exponent has at most 2 digits.
 	// +kubebuilder:default="1Gi"
 	// +optional
-	Size *Quantity `json:"size,omitempty"`
+	Size *BoundedQuantity `json:"size,omitempty"`
 
 	// StorageClassName of the claim; unset means the cluster default.
 	// +kubebuilder:validation:MaxLength=253

@@ -15,14 +15,14 @@ import (
 // the decoder refuses anything else before it parses, which also keeps an
 // object admitted under an older schema from hanging the operator.
 
-// Quantity is a resource quantity, such as 250m, 128Mi or 2, with an
+// BoundedQuantity is a resource quantity, such as 250m, 128Mi or 2, with an
 // exponent of at most 2 digits.
 //
 // +kubebuilder:validation:Type=""
 // +kubebuilder:validation:XIntOrString
 // +kubebuilder:validation:MaxLength=64
 // +kubebuilder:validation:XValidation:rule="string(self).matches('^[+-]?([0-9]+([.][0-9]*)?|[.][0-9]+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]{1,2})?$')",message="must be a quantity such as 250m, 128Mi, 1Gi or 1e9; an exponent has at most 2 digits"
-type Quantity struct {
+type BoundedQuantity struct {
 	resource.Quantity `json:"-"`
 }
 
@@ -33,18 +33,18 @@ var quantityForm = regexp.MustCompile(`^[+-]?([0-9]+([.][0-9]*)?|[.][0-9]+)([KMG
 // maxQuantityLength is the MaxLength above.
 const maxQuantityLength = 64
 
-// NewQuantity parses a quantity in the bounded form.
-func NewQuantity(s string) (Quantity, error) {
+// NewBoundedQuantity parses a quantity in the bounded form.
+func NewBoundedQuantity(s string) (BoundedQuantity, error) {
 	if err := checkQuantityForm(s); err != nil {
-		return Quantity{}, err
+		return BoundedQuantity{}, err
 	}
 	q, err := resource.ParseQuantity(s)
-	return Quantity{Quantity: q}, err
+	return BoundedQuantity{Quantity: q}, err
 }
 
-// MustQuantity is NewQuantity for constants.
-func MustQuantity(s string) Quantity {
-	q, err := NewQuantity(s)
+// MustBoundedQuantity is NewBoundedQuantity for constants.
+func MustBoundedQuantity(s string) BoundedQuantity {
+	q, err := NewBoundedQuantity(s)
 	if err != nil {
 		panic(err)
 	}
@@ -60,7 +60,7 @@ func checkQuantityForm(s string) error {
 
 // UnmarshalJSON implements json.Unmarshaler: a JSON string or number,
 // checked for its form before it is parsed.
-func (q *Quantity) UnmarshalJSON(data []byte) error {
+func (q *BoundedQuantity) UnmarshalJSON(data []byte) error {
 	s := string(data)
 	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
 		s = s[1 : len(s)-1]
@@ -68,7 +68,7 @@ func (q *Quantity) UnmarshalJSON(data []byte) error {
 	if s == "null" {
 		return nil
 	}
-	parsed, err := NewQuantity(s)
+	parsed, err := NewBoundedQuantity(s)
 	if err != nil {
 		return err
 	}
@@ -82,11 +82,11 @@ type ResourceRequirements struct {
 	// Limits are the most the container may use.
 	// +kubebuilder:validation:MaxProperties=16
 	// +optional
-	Limits map[corev1.ResourceName]Quantity `json:"limits,omitempty"`
+	Limits map[corev1.ResourceName]BoundedQuantity `json:"limits,omitempty"`
 	// Requests are what the scheduler reserves for the container.
 	// +kubebuilder:validation:MaxProperties=16
 	// +optional
-	Requests map[corev1.ResourceName]Quantity `json:"requests,omitempty"`
+	Requests map[corev1.ResourceName]BoundedQuantity `json:"requests,omitempty"`
 }
 
 // Core returns the requirements as the Kubernetes type a pod takes.
@@ -94,7 +94,7 @@ func (r *ResourceRequirements) Core() corev1.ResourceRequirements {
 	return corev1.ResourceRequirements{Limits: coreList(r.Limits), Requests: coreList(r.Requests)}
 }
 
-func coreList(in map[corev1.ResourceName]Quantity) corev1.ResourceList {
+func coreList(in map[corev1.ResourceName]BoundedQuantity) corev1.ResourceList {
 	if in == nil {
 		return nil
 	}

@@ -31,7 +31,7 @@ func TestQuantityDecoding(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.json, func(t *testing.T) {
-			var q Quantity
+			var q BoundedQuantity
 			start := time.Now()
 			err := json.Unmarshal([]byte(tt.json), &q)
 			if elapsed := time.Since(start); elapsed > time.Second {
@@ -55,7 +55,7 @@ func TestQuantityDecoding(t *testing.T) {
 }
 
 func TestQuantityThroughUnstructured(t *testing.T) {
-	spec := EchoSpec{Resources: &ResourceRequirements{Requests: map[corev1.ResourceName]Quantity{corev1.ResourceCPU: MustQuantity("100m")}}}
+	spec := EchoSpec{Resources: &ResourceRequirements{Requests: map[corev1.ResourceName]BoundedQuantity{corev1.ResourceCPU: MustBoundedQuantity("100m")}}}
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&spec)
 	if err != nil {
 		t.Fatal(err)

@@ -53,10 +53,10 @@ func TestEchoTranslator(t *testing.T) {
 		{"service port", echov1alpha1.EchoSpec{Service: echov1alpha1.ServiceSpec{Port: 8000}}, []string{"service", "port"}, int64(8000)},
 		{"default limits", echov1alpha1.EchoSpec{}, []string{"resources", "limits", "memory"}, "64Mi"},
 		{"own requests", echov1alpha1.EchoSpec{Resources: &echov1alpha1.ResourceRequirements{
-			Requests: map[corev1.ResourceName]echov1alpha1.Quantity{corev1.ResourceCPU: echov1alpha1.MustQuantity("1")}}}, []string{"resources", "requests", "cpu"}, "1"},
+			Requests: map[corev1.ResourceName]echov1alpha1.BoundedQuantity{corev1.ResourceCPU: echov1alpha1.MustBoundedQuantity("1")}}}, []string{"resources", "requests", "cpu"}, "1"},
 		{"HA", echov1alpha1.EchoSpec{HighAvailability: &echov1alpha1.HighAvailabilitySpec{Enabled: true}}, []string{"highAvailability", "enabled"}, true},
 		{"autoscaling defaults", echov1alpha1.EchoSpec{Autoscaling: &echov1alpha1.AutoscalingSpec{Enabled: true}}, []string{"autoscaling", "maxReplicas"}, int64(5)},
-		{"persistence size", echov1alpha1.EchoSpec{Persistence: &echov1alpha1.PersistenceSpec{Enabled: true, Size: ptr.To(echov1alpha1.MustQuantity("3Gi"))}},
+		{"persistence size", echov1alpha1.EchoSpec{Persistence: &echov1alpha1.PersistenceSpec{Enabled: true, Size: ptr.To(echov1alpha1.MustBoundedQuantity("3Gi"))}},
 			[]string{"persistence", "size"}, "3Gi"},
 		{"persistence default size", echov1alpha1.EchoSpec{Persistence: &echov1alpha1.PersistenceSpec{Enabled: true}}, []string{"persistence", "size"}, "1Gi"},
 		{"storage class", echov1alpha1.EchoSpec{Persistence: &echov1alpha1.PersistenceSpec{StorageClassName: ptr.To("fast")}},
@@ -75,7 +75,7 @@ func TestEchoTranslator(t *testing.T) {
 
 	t.Run("requests without limits send no limits", func(t *testing.T) {
 		vals := translate(t, echov1alpha1.EchoSpec{Resources: &echov1alpha1.ResourceRequirements{
-			Requests: map[corev1.ResourceName]echov1alpha1.Quantity{corev1.ResourceCPU: echov1alpha1.MustQuantity("1")}}})
+			Requests: map[corev1.ResourceName]echov1alpha1.BoundedQuantity{corev1.ResourceCPU: echov1alpha1.MustBoundedQuantity("1")}}})
 		if _, found, _ := unstructured.NestedFieldNoCopy(vals, "resources", "limits"); found {
 			t.Error("limits reached the chart")
 		}
