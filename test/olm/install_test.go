@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -23,19 +24,22 @@ import (
 
 // TestInstallFromCatalog subscribes to the package in the catalog, as a
 // user of OLM would, with an OperatorGroup that targets one namespace other
-// than the operator's: the strictest install mode for the CSV's permissions,
-// which OLM grants cluster-wide (clusterPermissions) and in the operator's
-// and the target namespaces (permissions). Then the manager binary runs
-// with the token of the CSV's ServiceAccount and takes an Echo through a
-// backup and a restore.
+// than the operator's (SingleNamespace): the strictest install mode for the
+// CSV's permissions, which OLM grants cluster-wide (clusterPermissions) and
+// in the operator's and the target namespaces (permissions). The operator's
+// ServiceAccount must be unable to touch a third namespace. Then the manager
+// binary runs with the token of that ServiceAccount and takes an Echo
+// through a backup and a restore in the target namespace.
 func TestInstallFromCatalog(t *testing.T) {
 	RegisterTestingT(t)
 	ctx := context.Background()
 	tc := buildTestCatalog(t, false)
 	serveCatalog(t, "echo-operator", tc)
 
-	const installNS, targetNS = "echo-operator", "echo-apps"
+	// otherNS is outside the OperatorGroup: another tenant's namespace.
+	const installNS, targetNS, otherNS = "echo-operator", "echo-apps", "echo-other-tenant"
 	Expect(createNamespace(ctx, installNS)).To(Succeed())
+	Expect(createNamespace(ctx, otherNS)).To(Succeed())
 	Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 		Name: targetNS,
 		// As in the end-to-end tests: every pod the operator makes complies.
@@ -78,6 +82,37 @@ func TestInstallFromCatalog(t *testing.T) {
 		return
 	}
 
+	t.Run("the operator's permissions end at its namespaces", func(t *testing.T) {
+		RegisterTestingT(t)
+		spec := specOf(csv)
+		dep := &appsv1.Deployment{}
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: installNS, Name: spec.Install.Spec.Deployments[0].Name}, dep)).To(Succeed())
+		sa := dep.Spec.Template.Spec.ServiceAccountName
+
+		// What the operator needs where it works: Helm's release Secrets,
+		// the chart's Deployments and the data mover's Jobs in the target
+		// namespace, and Secrets of its own in its namespace.
+		expectGranted(installNS, []permission{{ServiceAccountName: sa, Rules: tenantWorkloadRules(false)}}, targetNS)
+		expectGranted(installNS, []permission{{ServiceAccountName: sa, Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "create"}},
+		}}}, installNS)
+
+		// Whatever the CSV says, none of that reaches another namespace
+		// nor the whole cluster.
+		expectDenied(installNS, sa, tenantWorkloadRules(true), otherNS, "")
+		// Nor does any other namespaced rule of the CSV.
+		for _, p := range spec.Install.Spec.Permissions {
+			expectDenied(installNS, p.ServiceAccountName, p.Rules, otherNS, "")
+		}
+		// Only cluster-scoped APIs are granted cluster-wide.
+		for _, p := range spec.Install.Spec.ClusterPermissions {
+			for _, a := range accessesOf(p.Rules) {
+				Expect(a.group+"/"+a.resource).To(BeElementOf(clusterScopedAPIs),
+					"clusterPermissions grant %s %s.%s in every namespace", a.verb, a.resource, a.group)
+			}
+		}
+	})
+
 	t.Run("the CSV's permissions are enough for the operator", func(t *testing.T) {
 		RegisterTestingT(t)
 		spec := specOf(csv)
@@ -96,6 +131,28 @@ func TestInstallFromCatalog(t *testing.T) {
 		Expect(op.stop()).To(Succeed())
 		Expect(op.forbidden()).To(BeEmpty(), "the operator lacks permissions; see %s", op.logPath)
 	})
+}
+
+// clusterScopedAPIs are the only APIs the operator may be granted
+// cluster-wide: the reviews by which its metrics endpoint authenticates and
+// authorizes callers. They are not namespaced, so no Role can grant them.
+var clusterScopedAPIs = []string{"authentication.k8s.io/tokenreviews", "authorization.k8s.io/subjectaccessreviews"}
+
+// tenantWorkloadRules are the rules on a tenant's Secrets and workloads
+// that matter most: Helm's release Secrets, the chart's Deployments and the
+// data mover's Jobs. Without everyVerb, they hold the verbs the operator
+// uses; with it, every verb.
+func tenantWorkloadRules(everyVerb bool) []rbacv1.PolicyRule {
+	all := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+	jobs := []string{"get", "list", "watch", "create", "delete"}
+	if everyVerb {
+		jobs = all
+	}
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: all},
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: all},
+		{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: jobs},
+	}
 }
 
 // exerciseOperator has the operator handle each of its kinds in namespace

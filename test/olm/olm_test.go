@@ -84,19 +84,26 @@ func (s subscription) create(t *testing.T) *unstructured.Unstructured {
 func uninstall(t *testing.T, sub *unstructured.Unstructured) {
 	g := NewWithT(t)
 	ctx := context.Background()
+	ns := sub.GetNamespace()
 	_ = k8sClient.Delete(ctx, sub)
-	csv := newObject(operatorsV1alpha1, "ClusterServiceVersion", sub.GetNamespace(), "")
-	if err := k8sClient.DeleteAllOf(ctx, csv, client.InNamespace(sub.GetNamespace())); err != nil {
-		t.Errorf("deleting the CSVs of %s: %v", sub.GetNamespace(), err)
+	// An InstallPlan OLM is still executing (it retries one whose status
+	// update conflicted, after its CSV has succeeded) creates the CSV again
+	// once it is deleted: the InstallPlans go first, and the CSVs are
+	// deleted again until none is left.
+	ip := newObject(operatorsV1alpha1, "InstallPlan", ns, "")
+	if err := k8sClient.DeleteAllOf(ctx, ip, client.InNamespace(ns)); err != nil {
+		t.Errorf("deleting the InstallPlans of %s: %v", ns, err)
 		return
 	}
 	g.Eventually(func(g Gomega) {
+		csv := newObject(operatorsV1alpha1, "ClusterServiceVersion", ns, "")
+		g.Expect(k8sClient.DeleteAllOf(ctx, csv, client.InNamespace(ns))).To(Succeed())
 		list := &unstructured.UnstructuredList{}
 		list.SetAPIVersion(operatorsV1alpha1)
 		list.SetKind("ClusterServiceVersionList")
-		g.Expect(k8sClient.List(ctx, list, client.InNamespace(sub.GetNamespace()))).To(Succeed())
+		g.Expect(k8sClient.List(ctx, list, client.InNamespace(ns))).To(Succeed())
 		g.Expect(list.Items).To(BeEmpty())
-	}, timeout, interval).Should(Succeed(), "the CSVs of %s are deleted", sub.GetNamespace())
+	}, timeout, interval).Should(Succeed(), "the CSVs of %s are deleted", ns)
 }
 
 // getCSV returns the CSV, failing g when it cannot be read.
@@ -217,25 +224,50 @@ func allowed(g Gomega, saNamespace, saName, verb, group, resource, namespace str
 	return sar.Status.Allowed
 }
 
+// access is one request a policy rule allows.
+type access struct{ verb, group, resource string }
+
+// accessesOf expands rules into the requests they allow.
+func accessesOf(rules []rbacv1.PolicyRule) []access {
+	var out []access
+	for _, rule := range rules {
+		Expect(rule.NonResourceURLs).To(BeEmpty(), "the operator needs no non-resource URLs")
+		for _, group := range rule.APIGroups {
+			for _, resource := range rule.Resources {
+				for _, verb := range rule.Verbs {
+					out = append(out, access{verb: verb, group: group, resource: resource})
+				}
+			}
+		}
+	}
+	return out
+}
+
 // expectGranted checks, by SubjectAccessReviews, that the ServiceAccount
 // holds every rule of the permissions in each namespace ("" is
 // cluster-wide). OLM creates the Roles and bindings asynchronously, so this
 // waits.
 func expectGranted(saNamespace string, perms []permission, namespaces ...string) {
 	for _, p := range perms {
-		for _, rule := range p.Rules {
-			Expect(rule.NonResourceURLs).To(BeEmpty(), "the operator needs no non-resource URLs")
-			for _, group := range rule.APIGroups {
-				for _, resource := range rule.Resources {
-					for _, verb := range rule.Verbs {
-						for _, ns := range namespaces {
-							Eventually(func(g Gomega) bool {
-								return allowed(g, saNamespace, p.ServiceAccountName, verb, group, resource, ns)
-							}, timeout, interval).Should(BeTrue(), "%s may %s %s.%s in %q", p.ServiceAccountName, verb, resource, group, ns)
-						}
-					}
-				}
+		for _, a := range accessesOf(p.Rules) {
+			for _, ns := range namespaces {
+				Eventually(func(g Gomega) bool {
+					return allowed(g, saNamespace, p.ServiceAccountName, a.verb, a.group, a.resource, ns)
+				}, timeout, interval).Should(BeTrue(), "%s may %s %s.%s in %q", p.ServiceAccountName, a.verb, a.resource, a.group, ns)
 			}
+		}
+	}
+}
+
+// expectDenied checks, by SubjectAccessReviews, that the ServiceAccount
+// holds none of the rules in any of the namespaces ("" is cluster-wide).
+// It does not wait: call it after expectGranted, once OLM has created
+// every Role and binding of the CSV.
+func expectDenied(saNamespace, saName string, rules []rbacv1.PolicyRule, namespaces ...string) {
+	for _, a := range accessesOf(rules) {
+		for _, ns := range namespaces {
+			Expect(allowed(Default, saNamespace, saName, a.verb, a.group, a.resource, ns)).
+				To(BeFalse(), "%s may %s %s.%s in %q", saName, a.verb, a.resource, a.group, ns)
 		}
 	}
 }

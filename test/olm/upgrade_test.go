@@ -17,8 +17,9 @@ import (
 )
 
 // TestUpgrade installs a made-up earlier release (0.0.9, the same manifests
-// under another version) for all namespaces, creates an Echo, and lets OLM
-// upgrade to the bundle of bundle/, whose channel entry replaces 0.0.9.
+// under another version) for all namespaces, checks that its permissions
+// then hold cluster-wide, creates an Echo, and lets OLM upgrade to the
+// bundle of bundle/, whose channel entry replaces 0.0.9.
 // Both InstallPlans are approved by hand, so the Echo exists before the
 // upgrade starts. The new CSV succeeds, the old one is removed, and the
 // Echo is left as it was.
@@ -35,7 +36,10 @@ func TestUpgrade(t *testing.T) {
 	}.create(t)
 
 	approveInstallPlan(t, sub, tc.previous)
-	waitCSVSucceeded(t, globalNamespace, tc.previous)
+	prev := waitCSVSucceeded(t, globalNamespace, tc.previous)
+	// For all namespaces, OLM lifts the CSV's namespaced permissions to a
+	// ClusterRole bound cluster-wide: the operator serves every namespace.
+	expectGranted(globalNamespace, specOf(prev).Install.Spec.Permissions, "")
 
 	Expect(createNamespace(ctx, "upgrade")).To(Succeed())
 	echo := &echov1alpha1.Echo{
