@@ -96,6 +96,9 @@ func startServer(tb testing.TB, useTLS bool, buckets []string) *Server {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
+	if err := s.waitIAM(ctx, tb); err != nil {
+		tb.Fatalf("S3 server did not finish starting: %v\n%s", err, s.LogTail())
+	}
 	for _, b := range buckets {
 		if err := s.Client(tb).MakeBucket(ctx, b, minio.MakeBucketOptions{Region: Region}); err != nil {
 			tb.Fatalf("create bucket %s: %v", b, err)
@@ -160,6 +163,12 @@ func (s *Server) Env() []string {
 // or tamper with objects directly.
 func (s *Server) Client(tb testing.TB) *minio.Client {
 	tb.Helper()
+	return s.clientAs(tb, s.AccessKey, s.SecretKey)
+}
+
+// clientAs is a client that signs with the given keys.
+func (s *Server) clientAs(tb testing.TB, accessKey, secretKey string) *minio.Client {
+	tb.Helper()
 	secure := strings.HasPrefix(s.Endpoint, "https://")
 	transport, err := minio.DefaultTransport(secure)
 	if err != nil {
@@ -174,7 +183,7 @@ func (s *Server) Client(tb testing.TB) *minio.Client {
 		transport.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
 	c, err := minio.New(strings.TrimPrefix(strings.TrimPrefix(s.Endpoint, "http://"), "https://"), &minio.Options{
-		Creds:        credentials.NewStaticV4(s.AccessKey, s.SecretKey, ""),
+		Creds:        credentials.NewStaticV4(accessKey, secretKey, ""),
 		Region:       Region,
 		BucketLookup: minio.BucketLookupPath,
 		Secure:       secure,
@@ -227,6 +236,30 @@ func (s *Server) waitReady() error {
 			return errors.New("the server exited")
 		case <-deadline.C:
 			return fmt.Errorf("no answer within %s", startTimeout)
+		case <-tick.C:
+		}
+	}
+}
+
+// waitIAM waits until the server checks credentials. MinIO reports ready
+// before its IAM sub-system has loaded: until then it answers a request
+// signed with unknown keys 503 XMinioIAMNotInitialized instead of access
+// denied, which the tests of credential errors would take for a storage
+// fault.
+func (s *Server) waitIAM(ctx context.Context, tb testing.TB) error {
+	stranger := s.clientAs(tb, "unknown-"+randomHex(6), "unknown-secret-"+randomHex(6))
+	tick := time.NewTicker(pollInterval)
+	defer tick.Stop()
+	for {
+		_, err := stranger.ListBuckets(ctx)
+		if minio.ToErrorResponse(err).Code != "XMinioIAMNotInitialized" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("IAM not initialized: %w", ctx.Err())
+		case <-s.exited:
+			return errors.New("the server exited")
 		case <-tick.C:
 		}
 	}
