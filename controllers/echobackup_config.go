@@ -94,7 +94,7 @@ func deployedRelease(ctx context.Context, c client.Reader, verifier *releasetrus
 			continue
 		}
 		rel := &release.Release{}
-		if err := helmreconciler.DecodeRelease(secrets.Items[i].Data["release"], rel); err != nil {
+		if err := helmreconciler.DecodeRelease(secrets.Items[i].Data[releasetrust.ReleaseDataKey], rel); err != nil {
 			return nil, fmt.Errorf("decoding release Secret %s: %w", secrets.Items[i].Name, err)
 		}
 		if newest == nil || rel.Version > newest.Version {

@@ -27,8 +27,6 @@ const (
 	releaseStatusLabel  = "status"
 	releaseVersionLabel = "version"
 
-	// releaseDataKey holds the encoded release in a release Secret.
-	releaseDataKey = "release"
 	// cachedManifestKey and cachedNotesKey hold, in the cache's copy of a
 	// deployed release Secret, the release's manifest and notes in place of
 	// the whole release.
@@ -67,7 +65,7 @@ func ReleaseSecretTransform(signer *releasetrust.Signer) func(any) (any, error) 
 			// what an earlier pass kept.
 			return obj, nil
 		}
-		encoded := s.Data[releaseDataKey]
+		encoded := s.Data[releasetrust.ReleaseDataKey]
 		verified := signer.Verify(s)
 		s.ManagedFields = nil
 		releasetrust.MarkCachedCopy(s, verified)

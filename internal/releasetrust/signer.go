@@ -34,8 +34,9 @@ const (
 	// needs a new version, with which older signatures stop verifying.
 	schemeVersion = "v1"
 
-	// releaseDataKey holds the encoded release in a release Secret.
-	releaseDataKey = "release"
+	// ReleaseDataKey holds the encoded release in a release Secret, as
+	// Helm's Secrets driver stores it.
+	ReleaseDataKey = "release"
 
 	// KeySize is the size of a signing key in bytes.
 	KeySize = 32
@@ -98,7 +99,7 @@ func (s *Signer) mac(secret *corev1.Secret) []byte {
 		}
 	}
 	writeField(h, "type", string(secret.Type))
-	writeField(h, "release", string(secret.Data[releaseDataKey]))
+	writeField(h, "release", string(secret.Data[ReleaseDataKey]))
 	return h.Sum(nil)
 }
 
