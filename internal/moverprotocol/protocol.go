@@ -1,0 +1,127 @@
+// Package moverprotocol is the contract between the operator and its data
+// mover: the subcommands and flags the backup, restore, inspect and delete
+// Jobs run the operator's image with, the exit codes the Jobs' pod failure
+// policy reads, and the JSON result the mover leaves as its container's
+// termination message, for the operator to read back.
+//
+// Both sides use this package: cmd/manager's subcommands write what the
+// controllers' Job builders and readers expect, so a change on one side is a
+// compile error on the other.
+package moverprotocol
+
+import "strings"
+
+// Command is a data mover subcommand of the manager binary.
+type Command string
+
+// The subcommands.
+const (
+	// Backup archives a data directory and the configuration to back up
+	// into a store; its result is an Archive.
+	Backup Command = "backup"
+	// Restore writes an archive back into a data directory; its result is
+	// an Archive.
+	Restore Command = "restore"
+	// Inspect reads a backup's manifest and checks its archive is there;
+	// its result is an Inspection.
+	Inspect Command = "inspect"
+	// Delete deletes a backup from its store; its result is a Deletion.
+	Delete Command = "delete"
+)
+
+// Commands lists every subcommand.
+var Commands = []Command{Backup, Restore, Inspect, Delete}
+
+// ParseCommand returns the subcommand named name.
+func ParseCommand(name string) (Command, bool) {
+	for _, c := range Commands {
+		if string(c) == name {
+			return c, true
+		}
+	}
+	return "", false
+}
+
+// TakesDataDir reports whether the subcommand works on a data directory.
+func (c Command) TakesDataDir() bool { return c == Backup || c == Restore }
+
+// The flags of the subcommands.
+const (
+	// FlagDataDir is the data directory (backup, restore).
+	FlagDataDir = "data-dir"
+	// FlagKey is the backup's key in the store: <key>/manifest.json and
+	// <key>/data.tar.gz.
+	FlagKey = "key"
+	// FlagTerminationLog is the file receiving the JSON result.
+	FlagTerminationLog = "termination-log"
+
+	// FlagCompression is the archive's compression (backup): gzip or none.
+	FlagCompression = "compression"
+	// FlagConfigFile is a JSON object holding the configuration to back
+	// up (backup); see ConfigEcho.
+	FlagConfigFile = "config-file"
+	// FlagSourceNamespace, FlagSourceName, FlagSourceUID and
+	// FlagSourceGeneration record the backed-up Echo in the manifest.
+	FlagSourceNamespace  = "source-namespace"
+	FlagSourceName       = "source-name"
+	FlagSourceUID        = "source-uid"
+	FlagSourceGeneration = "source-generation"
+
+	// FlagExistingData says what a restore does to a data directory
+	// holding data: Fail, or Replace.
+	FlagExistingData = "existing-data"
+
+	// FlagFSRoot selects a filesystem store rooted at a directory (a
+	// mounted claim).
+	FlagFSRoot = "fs-root"
+	// The S3 store. Credentials come from the environment (EnvAccessKeyID,
+	// EnvSecretAccessKey, EnvSessionToken), never from flags.
+	FlagS3Endpoint  = "s3-endpoint"
+	FlagS3Region    = "s3-region"
+	FlagS3Bucket    = "s3-bucket"
+	FlagS3Prefix    = "s3-prefix"
+	FlagS3PathStyle = "s3-path-style"
+	FlagS3CAFile    = "s3-ca-file"
+)
+
+// Arg is the argument setting flag to value.
+func Arg(flag, value string) string { return "--" + flag + "=" + value }
+
+// Switch is the argument turning a boolean flag on.
+func Switch(flag string) string { return "--" + flag }
+
+// The environment through which the S3 credentials reach the mover.
+const (
+	EnvAccessKeyID     = "AWS_ACCESS_KEY_ID"
+	EnvSecretAccessKey = "AWS_SECRET_ACCESS_KEY"
+	EnvSessionToken    = "AWS_SESSION_TOKEN"
+)
+
+// DefaultS3Region is the region used when none is given.
+const DefaultS3Region = "us-east-1"
+
+// ConfigEcho is the member of the configuration object (FlagConfigFile,
+// and config.json in the archive) holding the backed-up Echo, which
+// Inspect hands back.
+const ConfigEcho = "echo"
+
+// ContainerName is the name of the data mover's container in every Job;
+// the pod failure policy and the result reader find it by this name.
+const ContainerName = "mover"
+
+// Exit codes of the subcommands. The Jobs' pod failure policy fails a Job
+// at once on ExitPermanent: retrying cannot fix wrong credentials, a
+// missing bucket or a corrupted artifact.
+const (
+	ExitSucceeded = 0
+	ExitRetryable = 1
+	ExitPermanent = 2
+)
+
+// normalizeCompression lower-cases a compression name as FlagCompression
+// takes it.
+func normalizeCompression(c string) string { return strings.ToLower(c) }
+
+// CompressionArg is the FlagCompression argument for compression c (an
+// API Compression value: Gzip or None).
+func CompressionArg(c string) string { return Arg(FlagCompression, normalizeCompression(c)) }
