@@ -2,27 +2,16 @@ package main
 
 // The backup, restore, delete and inspect subcommands: the data mover run
 // by the operator's backup, restore and artifact deletion Jobs, in the
-// operator's own image. The outcome goes to the exit code (0; 1 when
-// retrying can help; 2 when it cannot), to structured logs
-// on stderr and, as one small JSON object, to the termination log, from
-// which the operator reads a Job's result:
+// operator's own image. Their flags, exit codes and results are the
+// contract of package moverprotocol: the outcome goes to the exit code, to
+// structured logs on stderr and, as one small JSON object, to the
+// termination log, from which the operator reads a Job's result.
 //
-//	{"size":1234,"checksum":"sha256:…","location":"s3://bucket/key","files":3}  (backup, restore)
-//	{"location":"s3://bucket/key"}  (delete)
-//	{"location":"s3://bucket/key","source":{"namespace":"…","name":"…","uid":"…","generation":3},
-//	 "createdAt":"2026-01-02T03:04:05Z","files":4,"dataFiles":3,"size":1234,"echo":{…}}  (inspect)
-//	{"error":"…","reason":"AccessDenied","retryable":false}
-//
-// inspect, the first step of a restore, reads a backup's manifest and
-// checks its archive is there, without downloading it: files counts every
-// file of the archive (config.json included), dataFiles those of the data
-// directory, size sums their sizes, and echo is the backed-up Echo (the
-// "echo" member of the configuration), verbatim; it is absent when the
-// configuration has none. When the message would exceed
-// maxInspectionLen, echo is replaced by echoGzip, the Echo gzipped and
-// base64-encoded; when even that is too long, the Echo is left out and
-// echoOmitted is true: the operator can still restore into an existing
-// Echo, and says what to do when it would have to create one.
+// inspect, the first step of a restore, hands back the backed-up Echo. When
+// the message would exceed maxInspectionLen, the Echo goes gzipped
+// (EchoGzip); when even that is too long, it is left out (EchoOmitted): the
+// operator can still restore into an existing Echo, and says what to do when
+// it would have to create one.
 
 import (
 	"bytes"
@@ -44,6 +33,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/echo-operator/echo-operator/internal/datamover"
+	"github.com/echo-operator/echo-operator/internal/moverprotocol"
 )
 
 const (
@@ -51,18 +41,14 @@ const (
 	// maxConfigFileSize bounds --config-file; Kubernetes objects are far
 	// smaller.
 	maxConfigFileSize = 16 << 20
-	// maxErrorLen keeps the termination message under the 4096 bytes
-	// Kubernetes keeps.
+	// maxErrorLen keeps the termination message well under
+	// moverprotocol.MaxMessageLen.
 	maxErrorLen = 3000
 	// maxInspectionLen bounds the encoded result of inspect, which carries
-	// the backed-up Echo: Kubernetes keeps at most 4096 bytes of a
-	// termination message, and a message cut short is not JSON. Beyond it
+	// the backed-up Echo, under moverprotocol.MaxMessageLen. Beyond it
 	// the Echo goes gzipped (echoGzip), and beyond it even so inspect
 	// leaves the Echo out (echoOmitted).
 	maxInspectionLen = 3500
-	// echoConfigMember names the backed-up Echo in the configuration given
-	// to backup (and in the archive's config.json).
-	echoConfigMember = "echo"
 	// moverGCPercent is the GOGC of the subcommands unless GOGC is set.
 	// After start-up the mover allocates little (its buffers are reused),
 	// so a tight heap goal keeps the peak near the live set for almost no
@@ -70,31 +56,9 @@ const (
 	moverGCPercent = 25
 )
 
-// The subcommands.
-const (
-	commandBackup  = "backup"
-	commandRestore = "restore"
-	commandDelete  = "delete"
-	commandInspect = "inspect"
-)
-
-// isMoverCommand reports whether command is a data mover subcommand.
-func isMoverCommand(command string) bool {
-	switch command {
-	case commandBackup, commandRestore, commandDelete, commandInspect:
-		return true
-	}
-	return false
-}
-
-// takesDataDir reports whether command works on a data directory.
-func takesDataDir(command string) bool {
-	return command == commandBackup || command == commandRestore
-}
-
 // moverOptions are the flags of the subcommands.
 type moverOptions struct {
-	command        string
+	command        moverprotocol.Command
 	dataDir        string // backup and restore
 	key            string
 	terminationLog string
@@ -109,64 +73,28 @@ type moverOptions struct {
 	fsRoot string
 }
 
-type moverSuccess struct {
-	Size     int64  `json:"size"`
-	Checksum string `json:"checksum"`
-	Location string `json:"location"`
-	Files    int    `json:"files"`
-}
-
-// moverDeletion is the result of the delete subcommand.
-type moverDeletion struct {
-	Location string `json:"location"`
-}
-
-// moverInspection is the result of the inspect subcommand.
-type moverInspection struct {
-	Location string           `json:"location"`
-	Source   datamover.Source `json:"source"`
-	// CreatedAt is RFC 3339, in seconds, in UTC.
-	CreatedAt string `json:"createdAt"`
-	// Files counts every file of the archive, config.json included.
-	Files int `json:"files"`
-	// DataFiles counts the files of the data directory.
-	DataFiles int `json:"dataFiles"`
-	// Size sums the sizes of the archive's files.
-	Size int64 `json:"size"`
-	// Echo is the backed-up Echo, verbatim, or EchoGzip the same gzipped
-	// and base64-encoded (standard encoding, with padding) when it is too
-	// large to go as is; neither when the configuration holds no Echo.
-	Echo     json.RawMessage `json:"echo,omitempty"`
-	EchoGzip string          `json:"echoGzip,omitempty"`
-	// EchoOmitted is true when the Echo is too large to hand back even
-	// gzipped; it is then in config.json of the artifact only.
-	EchoOmitted bool `json:"echoOmitted,omitempty"`
-}
-
-type moverFailure struct {
-	Error     string `json:"error"`
-	Reason    string `json:"reason"`
-	Retryable bool   `json:"retryable"`
-}
-
 // runDataMover runs the subcommand named by args[0] when it is backup,
 // restore, delete or inspect, and reports whether it did.
 func runDataMover(args []string) (code int, ok bool) {
-	if len(args) == 0 || !isMoverCommand(args[0]) {
+	if len(args) == 0 {
+		return 0, false
+	}
+	command, ok := moverprotocol.ParseCommand(args[0])
+	if !ok {
 		return 0, false
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	return dataMover(ctx, args[0], args[1:], os.Stderr, os.LookupEnv), true
+	return dataMover(ctx, command, args[1:], os.Stderr, os.LookupEnv), true
 }
 
 // dataMover parses the flags of command, runs it and returns the exit code.
-func dataMover(ctx context.Context, command string, args []string, stderr io.Writer, lookupEnv func(string) (string, bool)) int {
+func dataMover(ctx context.Context, command moverprotocol.Command, args []string, stderr io.Writer, lookupEnv func(string) (string, bool)) int {
 	if _, ok := lookupEnv("GOGC"); !ok {
 		debug.SetGCPercent(moverGCPercent)
 	}
 	redact := redactor(lookupEnv)
-	log := slog.New(slog.NewJSONHandler(stderr, nil)).With("command", command)
+	log := slog.New(slog.NewJSONHandler(stderr, nil)).With("command", string(command))
 	o, err := parseMoverFlags(command, args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -178,67 +106,55 @@ func dataMover(ctx context.Context, command string, args []string, stderr io.Wri
 	if err != nil {
 		msg := truncate(redact(err.Error()), maxErrorLen)
 		reason, retryable := datamover.Reason(err), datamover.Retryable(err)
-		log.Error(command+" failed", "error", msg, "reason", reason, "retryable", retryable)
-		res = moverFailure{Error: msg, Reason: reason, Retryable: retryable}
+		log.Error(string(command)+" failed", "error", msg, "reason", string(reason), "retryable", retryable)
+		res = moverprotocol.Failure{Error: msg, Reason: reason, Retryable: retryable}
 	}
 	if o.terminationLog != "" {
 		if werr := writeTermination(o.terminationLog, res); werr != nil {
 			log.Warn("could not write the termination log", "path", o.terminationLog, "error", werr.Error())
 		}
 	}
-	switch {
-	case err == nil:
-		return 0
-	case datamover.Retryable(err):
-		return exitRetryable
-	default:
-		return exitPermanent
+	if err != nil {
+		return moverprotocol.ExitCode(datamover.Retryable(err))
 	}
+	return moverprotocol.ExitSucceeded
 }
 
-// Exit codes of a failed data mover. The Jobs' pod failure policy fails the
-// Job at once on exitPermanent: retrying cannot fix wrong credentials, a
-// missing bucket or a corrupted artifact.
-const (
-	exitRetryable = 1
-	exitPermanent = 2
-)
-
-func parseMoverFlags(command string, args []string, output io.Writer) (moverOptions, error) {
+func parseMoverFlags(command moverprotocol.Command, args []string, output io.Writer) (moverOptions, error) {
 	// The termination log is found first, so that even a flag error is
 	// reported there.
 	o := moverOptions{command: command, terminationLog: scanTerminationLog(args)}
-	fs := flag.NewFlagSet("manager "+command, flag.ContinueOnError)
+	fs := flag.NewFlagSet("manager "+string(command), flag.ContinueOnError)
 	// Errors go to the log and the termination log; usage only on -h.
 	fs.SetOutput(io.Discard)
-	if takesDataDir(command) {
-		fs.StringVar(&o.dataDir, "data-dir", "", "the Echo's data directory (required)")
+	if command.TakesDataDir() {
+		fs.StringVar(&o.dataDir, moverprotocol.FlagDataDir, "", "the Echo's data directory (required)")
 	}
-	fs.StringVar(&o.key, "key", "", "key of the backup in the store: <key>/manifest.json and <key>/data.tar.gz (required)")
-	fs.StringVar(&o.terminationLog, "termination-log", o.terminationLog, "file receiving the JSON result; empty disables it")
+	fs.StringVar(&o.key, moverprotocol.FlagKey, "", "key of the backup in the store: <key>/manifest.json and <key>/data.tar.gz (required)")
+	fs.StringVar(&o.terminationLog, moverprotocol.FlagTerminationLog, o.terminationLog, "file receiving the JSON result; empty disables it")
 	switch command {
-	case commandBackup:
-		fs.StringVar(&o.compression, "compression", string(datamover.CompressionGzip), "archive compression: gzip or none")
-		fs.StringVar(&o.configFile, "config-file", "", "JSON file with the configuration to back up (the Echo and its Helm release)")
-		fs.StringVar(&o.source.Namespace, "source-namespace", "", "namespace of the Echo, recorded in the manifest")
-		fs.StringVar(&o.source.Name, "source-name", "", "name of the Echo, recorded in the manifest")
-		fs.StringVar(&o.source.UID, "source-uid", "", "UID of the Echo, recorded in the manifest")
-		fs.Int64Var(&o.source.Generation, "source-generation", 0, "generation of the Echo, recorded in the manifest")
-	case commandRestore:
-		fs.StringVar(&o.existingData, "existing-data", string(datamover.ExistingDataFail),
+	case moverprotocol.Backup:
+		fs.StringVar(&o.compression, moverprotocol.FlagCompression, string(datamover.CompressionGzip), "archive compression: gzip or none")
+		fs.StringVar(&o.configFile, moverprotocol.FlagConfigFile, "", "JSON file with the configuration to back up (the Echo and its Helm release)")
+		fs.StringVar(&o.source.Namespace, moverprotocol.FlagSourceNamespace, "", "namespace of the Echo, recorded in the manifest")
+		fs.StringVar(&o.source.Name, moverprotocol.FlagSourceName, "", "name of the Echo, recorded in the manifest")
+		fs.StringVar(&o.source.UID, moverprotocol.FlagSourceUID, "", "UID of the Echo, recorded in the manifest")
+		fs.Int64Var(&o.source.Generation, moverprotocol.FlagSourceGeneration, 0, "generation of the Echo, recorded in the manifest")
+	case moverprotocol.Restore:
+		fs.StringVar(&o.existingData, moverprotocol.FlagExistingData, string(datamover.ExistingDataFail),
 			"when the data directory holds data: Fail, or Replace (the old data is kept in .echo-pre-restore-<timestamp>/)")
 	}
-	fs.StringVar(&o.s3.Endpoint, "s3-endpoint", "", "S3 endpoint URL, http(s)://host[:port]; credentials come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN")
-	fs.StringVar(&o.s3.Region, "s3-region", datamover.DefaultS3Region, "S3 region")
-	fs.StringVar(&o.s3.Bucket, "s3-bucket", "", "S3 bucket")
-	fs.StringVar(&o.s3.Prefix, "s3-prefix", "", "prefix of every object key in the bucket")
-	fs.BoolVar(&o.s3.PathStyle, "s3-path-style", false, "path-style bucket addressing (endpoint/bucket) instead of virtual-host (bucket.endpoint)")
-	fs.StringVar(&o.s3.CAFile, "s3-ca-file", "", "PEM bundle of extra CAs to trust for the S3 endpoint")
-	fs.StringVar(&o.fsRoot, "fs-root", "", "use a filesystem store rooted at this directory (a mounted PVC) instead of S3")
+	fs.StringVar(&o.s3.Endpoint, moverprotocol.FlagS3Endpoint, "", "S3 endpoint URL, http(s)://host[:port]; credentials come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN")
+	fs.StringVar(&o.s3.Region, moverprotocol.FlagS3Region, datamover.DefaultS3Region, "S3 region")
+	fs.StringVar(&o.s3.Bucket, moverprotocol.FlagS3Bucket, "", "S3 bucket")
+	fs.StringVar(&o.s3.Prefix, moverprotocol.FlagS3Prefix, "", "prefix of every object key in the bucket")
+	fs.BoolVar(&o.s3.PathStyle, moverprotocol.FlagS3PathStyle, false, "path-style bucket addressing (endpoint/bucket) instead of virtual-host (bucket.endpoint)")
+	fs.StringVar(&o.s3.CAFile, moverprotocol.FlagS3CAFile, "", "PEM bundle of extra CAs to trust for the S3 endpoint")
+	fs.StringVar(&o.fsRoot, moverprotocol.FlagFSRoot, "", "use a filesystem store rooted at this directory (a mounted PVC) instead of S3")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(output)
-			_, _ = fmt.Fprintf(output, "Usage: manager %s [flags]\n", command)
+			_, _ = fmt.Fprintf(output, "Usage: manager %s [flags]\n", string(command))
 			fs.PrintDefaults()
 			return o, err
 		}
@@ -248,10 +164,10 @@ func parseMoverFlags(command string, args []string, output io.Writer) (moverOpti
 		return o, fmt.Errorf("%w: unexpected arguments %q", datamover.ErrInvalidArgument, fs.Args())
 	}
 	switch {
-	case o.dataDir == "" && takesDataDir(command):
-		return o, fmt.Errorf("%w: --data-dir is required", datamover.ErrInvalidArgument)
+	case o.dataDir == "" && command.TakesDataDir():
+		return o, fmt.Errorf("%w: --%s is required", datamover.ErrInvalidArgument, moverprotocol.FlagDataDir)
 	case o.key == "":
-		return o, fmt.Errorf("%w: --key is required", datamover.ErrInvalidArgument)
+		return o, fmt.Errorf("%w: --%s is required", datamover.ErrInvalidArgument, moverprotocol.FlagKey)
 	}
 	return o, nil
 }
@@ -265,7 +181,7 @@ func scanTerminationLog(args []string) string {
 			break
 		}
 		name, value, hasValue := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
-		if !strings.HasPrefix(args[i], "-") || name != "termination-log" {
+		if !strings.HasPrefix(args[i], "-") || name != moverprotocol.FlagTerminationLog {
 			continue
 		}
 		if !hasValue && i+1 < len(args) {
@@ -299,11 +215,11 @@ func (o moverOptions) run(ctx context.Context, log *slog.Logger) (any, error) {
 	}
 	var m *datamover.Manifest
 	switch o.command {
-	case commandBackup:
+	case moverprotocol.Backup:
 		m, err = o.backup(ctx, store, log)
-	case commandRestore:
+	case moverprotocol.Restore:
 		m, err = o.restore(ctx, store, log)
-	case commandInspect:
+	case moverprotocol.Inspect:
 		res, err := o.inspect(ctx, store, log)
 		if err != nil {
 			return nil, err
@@ -313,12 +229,12 @@ func (o moverOptions) run(ctx context.Context, log *slog.Logger) (any, error) {
 		if err := datamover.Delete(ctx, datamover.DeleteOptions{Store: store, Key: o.key, Logger: log}); err != nil {
 			return nil, err
 		}
-		return moverDeletion{Location: store.Location(o.key)}, nil
+		return moverprotocol.Deletion{Location: store.Location(o.key)}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	return moverSuccess{
+	return moverprotocol.Archive{
 		Size:     m.Archive.Size,
 		Checksum: "sha256:" + m.Archive.SHA256,
 		Location: store.Location(o.key),
@@ -364,25 +280,25 @@ func (o moverOptions) restore(ctx context.Context, store datamover.Store, log *s
 
 // inspect reads the backup's manifest and builds the result handed back to
 // the operator, within maxInspectionLen.
-func (o moverOptions) inspect(ctx context.Context, store datamover.Store, log *slog.Logger) (*moverInspection, error) {
+func (o moverOptions) inspect(ctx context.Context, store datamover.Store, log *slog.Logger) (*moverprotocol.Inspection, error) {
 	m, err := datamover.Inspect(ctx, datamover.InspectOptions{Store: store, Key: o.key, Logger: log})
 	if err != nil {
 		return nil, err
 	}
-	echo, err := configMember(m.Config, echoConfigMember)
+	echo, err := configMember(m.Config, moverprotocol.ConfigEcho)
 	if err != nil {
 		return nil, err
 	}
-	res := &moverInspection{
+	res := &moverprotocol.Inspection{
 		Location:  store.Location(o.key),
-		Source:    m.Source,
+		Source:    moverprotocol.Source(m.Source),
 		CreatedAt: m.CreatedAt.UTC().Format(time.RFC3339),
 		Files:     len(m.Files),
 		DataFiles: m.DataFiles(),
 		Size:      m.DataSize(),
 		Echo:      echo,
 	}
-	b, err := encodeTermination(res)
+	b, err := moverprotocol.Encode(res)
 	if err != nil || len(b) <= maxInspectionLen {
 		return res, err
 	}
@@ -391,7 +307,7 @@ func (o moverOptions) inspect(ctx context.Context, store datamover.Store, log *s
 		if res.EchoGzip, err = gzipBase64(echo); err != nil {
 			return nil, err
 		}
-		if b, err = encodeTermination(res); err != nil {
+		if b, err = moverprotocol.Encode(res); err != nil {
 			return nil, err
 		}
 	}
@@ -452,21 +368,11 @@ func readConfigFile(name string) ([]byte, error) {
 }
 
 func writeTermination(path string, v any) error {
-	b, err := encodeTermination(v)
+	b, err := moverprotocol.Encode(v)
 	if err != nil {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
-}
-
-// encodeTermination encodes a result as the termination log holds it,
-// without its final newline.
-func encodeTermination(v any) ([]byte, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("encode: %w", err)
-	}
-	return b, nil
 }
 
 // minRedactLen is the shortest credential blanked out by redactor: no real
@@ -478,7 +384,7 @@ const minRedactLen = 4
 // environment wherever they occur.
 func redactor(lookupEnv func(string) (string, bool)) func(string) string {
 	var secrets []string
-	for _, name := range []string{datamover.EnvSecretAccessKey, datamover.EnvSessionToken, datamover.EnvAccessKeyID} {
+	for _, name := range []string{moverprotocol.EnvSecretAccessKey, moverprotocol.EnvSessionToken, moverprotocol.EnvAccessKeyID} {
 		if v, ok := lookupEnv(name); ok && len(v) >= minRedactLen {
 			secrets = append(secrets, v)
 		}

@@ -29,45 +29,25 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"github.com/echo-operator/echo-operator/internal/echoserver"
+	"github.com/echo-operator/echo-operator/internal/moverprotocol"
 	"github.com/echo-operator/echo-operator/internal/testutil/s3server"
 )
 
 const moverTimeout = 2 * time.Minute
 
-// moverResult is the outcome of one run of the manager binary.
+// moverResult is the outcome of one run of the manager binary: its
+// termination log decoded strictly (no unknown member) into the result the
+// operator expects of the subcommand.
 type moverResult struct {
 	code    int
 	stderr  string
 	term    string // the termination log as written
-	success moverSuccess
-	failure moverFailure
-	// inspection is the result of a successful inspect.
-	inspection moverInspection
-}
-
-type moverSuccess struct {
-	Size     int64  `json:"size"`
-	Checksum string `json:"checksum"`
-	Location string `json:"location"`
-	Files    int    `json:"files"`
-}
-
-type moverInspection struct {
-	Location    string          `json:"location"`
-	Source      Source          `json:"source"`
-	CreatedAt   string          `json:"createdAt"`
-	Files       int             `json:"files"`
-	DataFiles   int             `json:"dataFiles"`
-	Size        int64           `json:"size"`
-	Echo        json.RawMessage `json:"echo"`
-	EchoGzip    string          `json:"echoGzip"`
-	EchoOmitted bool            `json:"echoOmitted"`
-}
-
-type moverFailure struct {
-	Error     string `json:"error"`
-	Reason    string `json:"reason"`
-	Retryable *bool  `json:"retryable"`
+	success moverprotocol.Archive
+	failure moverprotocol.Failure
+	// inspection is the result of a successful inspect, deletion of a
+	// successful delete.
+	inspection moverprotocol.Inspection
+	deletion   moverprotocol.Deletion
 }
 
 // runMover runs "manager <args>" with only env (and PATH) in its
@@ -99,8 +79,10 @@ func runMover(t *testing.T, env []string, args ...string) moverResult {
 	switch {
 	case res.code != 0:
 		target = &res.failure
-	case args[0] == "inspect":
+	case args[0] == string(moverprotocol.Inspect):
 		target = &res.inspection
+	case args[0] == string(moverprotocol.Delete):
+		target = &res.deletion
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -127,7 +109,7 @@ func expectFailure(t *testing.T, res moverResult, reason string, retryable bool)
 		t.Fatalf("exit code %d, want %d; termination log %s\n%s", res.code, wantCode, res.term, res.stderr)
 	}
 	f := res.failure
-	if f.Reason != reason || f.Retryable == nil || *f.Retryable != retryable || f.Error == "" {
+	if string(f.Reason) != reason || f.Retryable != retryable || f.Error == "" || !strings.Contains(res.term, `"retryable":`) {
 		t.Fatalf("termination log %s; want reason %s, retryable %v", res.term, reason, retryable)
 	}
 	t.Logf("termination log: %s", strings.TrimSpace(res.term))
@@ -681,7 +663,7 @@ func TestCLIDelete(t *testing.T) {
 				if res.code != 0 {
 					t.Fatalf("delete failed: %s\n%s", res.term, res.stderr)
 				}
-				if res.success != (moverSuccess{Location: s.location}) {
+				if res.deletion != (moverprotocol.Deletion{Location: s.location}) {
 					t.Errorf("termination log %s, want the location %s alone", res.term, s.location)
 				}
 				f.checkNoSecret(t, res)
@@ -762,7 +744,7 @@ func TestCLIInspect(t *testing.T) {
 				t.Fatalf("inspect failed: %s\n%s", res.term, res.stderr)
 			}
 			got := res.inspection
-			want := moverInspection{Location: s.location, Source: inspectSource, CreatedAt: "2026-01-02T03:04:05Z",
+			want := moverprotocol.Inspection{Location: s.location, Source: moverprotocol.Source(inspectSource), CreatedAt: "2026-01-02T03:04:05Z",
 				Files: len(m.Files), DataFiles: m.DataFiles(), Size: m.DataSize()}
 			if got.Location != want.Location || got.Source != want.Source || got.CreatedAt != want.CreatedAt ||
 				got.Files != want.Files || got.DataFiles != want.DataFiles || got.Size != want.Size {

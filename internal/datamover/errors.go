@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/url"
 	"syscall"
+
+	"github.com/echo-operator/echo-operator/internal/moverprotocol"
 )
 
 // Sentinel errors. Every error returned by Backup, Restore, Inspect,
@@ -59,28 +61,28 @@ var (
 // termination message. Order matters: the first match wins.
 var reasons = []struct {
 	err       error
-	reason    string
+	reason    moverprotocol.Reason
 	retryable bool
 }{
-	{ErrInvalidArgument, "InvalidArgument", false},
-	{ErrUnknownFormat, "UnknownFormat", false},
-	{ErrUnsafePath, "UnsafePath", false},
-	{ErrChecksumMismatch, "ChecksumMismatch", false},
-	{ErrCorruptArchive, "CorruptArchive", false},
-	{ErrTargetNotEmpty, "TargetNotEmpty", false},
-	{ErrAlreadyExists, "AlreadyExists", false},
-	{ErrAccessDenied, "AccessDenied", false},
-	{ErrBucketNotFound, "BucketNotFound", false},
-	{ErrNotFound, "NotFound", false},
-	{ErrNoSpace, "NoSpace", false},
-	{ErrSourceChanged, "SourceChanged", true},
-	{ErrUnavailable, "Unavailable", true},
+	{ErrInvalidArgument, moverprotocol.ReasonInvalidArgument, false},
+	{ErrUnknownFormat, moverprotocol.ReasonUnknownFormat, false},
+	{ErrUnsafePath, moverprotocol.ReasonUnsafePath, false},
+	{ErrChecksumMismatch, moverprotocol.ReasonChecksumMismatch, false},
+	{ErrCorruptArchive, moverprotocol.ReasonCorruptArchive, false},
+	{ErrTargetNotEmpty, moverprotocol.ReasonTargetNotEmpty, false},
+	{ErrAlreadyExists, moverprotocol.ReasonAlreadyExists, false},
+	{ErrAccessDenied, moverprotocol.ReasonAccessDenied, false},
+	{ErrBucketNotFound, moverprotocol.ReasonBucketNotFound, false},
+	{ErrNotFound, moverprotocol.ReasonNotFound, false},
+	{ErrNoSpace, moverprotocol.ReasonNoSpace, false},
+	{ErrSourceChanged, moverprotocol.ReasonSourceChanged, true},
+	{ErrUnavailable, moverprotocol.ReasonUnavailable, true},
 }
 
-// Reason returns a short CamelCase name for err's class, for machine
-// readers: one of the names in reasons, "Canceled", "DeadlineExceeded",
-// "Unavailable" for unclassified network errors, or "Internal".
-func Reason(err error) string {
+// Reason classifies err for machine readers: the reason of its sentinel,
+// ReasonCanceled, ReasonDeadlineExceeded, ReasonUnavailable for
+// unclassified network errors, or ReasonInternal.
+func Reason(err error) moverprotocol.Reason {
 	if err == nil {
 		return ""
 	}
@@ -91,15 +93,15 @@ func Reason(err error) string {
 	}
 	switch {
 	case errors.Is(err, context.Canceled):
-		return "Canceled"
+		return moverprotocol.ReasonCanceled
 	case errors.Is(err, context.DeadlineExceeded):
-		return "DeadlineExceeded"
+		return moverprotocol.ReasonDeadlineExceeded
 	case isNetworkError(err):
-		return "Unavailable"
+		return moverprotocol.ReasonUnavailable
 	case isNoSpace(err):
-		return "NoSpace"
+		return moverprotocol.ReasonNoSpace
 	}
-	return "Internal"
+	return moverprotocol.ReasonInternal
 }
 
 // Retryable reports whether running the same operation again may succeed:

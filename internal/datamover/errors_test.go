@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"syscall"
 	"testing"
+
+	"github.com/echo-operator/echo-operator/internal/moverprotocol"
 )
 
 func TestReasonAndRetryable(t *testing.T) {
@@ -18,7 +20,7 @@ func TestReasonAndRetryable(t *testing.T) {
 	cases := []struct {
 		name      string
 		err       error
-		reason    string
+		reason    moverprotocol.Reason
 		retryable bool
 	}{
 		{"not found", fmt.Errorf("get: %w", ErrNotFound), "NotFound", false},

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/echo-operator/echo-operator/internal/moverprotocol"
 )
 
 // inspectConfig is the configuration the inspect tests back up, as the
@@ -121,7 +123,7 @@ func TestInspectRejects(t *testing.T) {
 		key    string // default: the backup's key
 		store  bool   // pass no store
 		want   error
-		reason string
+		reason moverprotocol.Reason
 		// asRestore: Restore fails the same backup with the same class.
 		asRestore bool
 	}{

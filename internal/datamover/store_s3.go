@@ -15,6 +15,8 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/echo-operator/echo-operator/internal/moverprotocol"
 )
 
 // Defaults of S3Config.
@@ -28,18 +30,18 @@ const (
 	// is the bottleneck, as it is on two cores.
 	DefaultS3Threads = 1
 	// DefaultS3Region is used when S3Config.Region is empty.
-	DefaultS3Region = "us-east-1"
+	DefaultS3Region = moverprotocol.DefaultS3Region
 	// DefaultS3MaxRetries bounds the client's own retries of a request; the
 	// Job's backoff retries the whole operation after that.
 	DefaultS3MaxRetries = 3
 )
 
-// Environment variables holding the S3 credentials. They are the only
-// source of credentials.
+// Environment variables holding the S3 credentials, the only source of
+// credentials; the Jobs set them from Secrets.
 const (
-	EnvAccessKeyID     = "AWS_ACCESS_KEY_ID"
-	EnvSecretAccessKey = "AWS_SECRET_ACCESS_KEY"
-	EnvSessionToken    = "AWS_SESSION_TOKEN"
+	EnvAccessKeyID     = moverprotocol.EnvAccessKeyID
+	EnvSecretAccessKey = moverprotocol.EnvSecretAccessKey
+	EnvSessionToken    = moverprotocol.EnvSessionToken
 )
 
 // abortTimeout bounds the cleanup of an unfinished multipart upload.
