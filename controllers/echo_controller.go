@@ -1,5 +1,3 @@
-// Package controllers holds the Go reconcilers of the operator: what the
-// Helm chart cannot do on its own.
 package controllers
 
 import (

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/internal/chart"
 )
 
 func TestEchoCreateRendersChildrenAndBecomesReady(t *testing.T) {
@@ -53,7 +54,7 @@ func TestEchoCreateRendersChildrenAndBecomesReady(t *testing.T) {
 	Expect(e.Status.ReadyReplicas).To(BeEquivalentTo(1))
 	Expect(e.Status.AvailableReplicas).To(BeEquivalentTo(1))
 	Expect(e.Status.Address).To(Equal("http://hello." + ns + ".svc:80"))
-	Expect(e.Status.Selector).To(ContainSubstring("app.kubernetes.io/instance=hello"))
+	Expect(e.Status.Selector).To(ContainSubstring(chart.InstanceLabel + "=hello"))
 	Expect(e.Status.DeployedRelease).To(Equal(&echov1alpha1.DeployedRelease{Name: "hello"}))
 	Eventually(func(g Gomega) []string { return eventReasons(g, ns, key.Name) }, timeout, interval).
 		Should(ContainElements(echov1alpha1.EventReasonReleaseInstalled, echov1alpha1.EventReasonReady))
@@ -150,7 +151,7 @@ func TestEchoUpdatesConverge(t *testing.T) {
 		})
 		e := rollOut(t, key)
 		pvc := &corev1.PersistentVolumeClaim{}
-		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: key.Name + "-data"}, pvc)).To(Succeed())
+		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: chart.DataClaimName(key.Name)}, pvc)).To(Succeed())
 		Expect(pvc.Spec.Resources.Requests.Storage().String()).To(Equal("2Gi"))
 		d := getDeployment(t, key, e.Generation)
 		Expect(d.Spec.Template.Spec.Containers[0].VolumeMounts).To(ContainElement(HaveField("MountPath", "/data")))
@@ -315,7 +316,7 @@ func TestEchoDeleteRemovesEverything(t *testing.T) {
 	// pvc-protection finalizer: deletion requested is all there is to see.
 	Eventually(func(g Gomega) {
 		pvc := &corev1.PersistentVolumeClaim{}
-		err := k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: key.Name + "-data"}, pvc)
+		err := k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: chart.DataClaimName(key.Name)}, pvc)
 		if err == nil {
 			g.Expect(pvc.DeletionTimestamp).NotTo(BeNil(), "the claim is being deleted")
 		} else {
@@ -324,7 +325,7 @@ func TestEchoDeleteRemovesEverything(t *testing.T) {
 	}, timeout, interval).Should(Succeed())
 	Eventually(func(g Gomega) {
 		secrets := &corev1.SecretList{}
-		g.Expect(k8sClient.List(ctx, secrets, client.InNamespace(ns), client.MatchingLabels{"owner": "helm"})).To(Succeed())
+		g.Expect(k8sClient.List(ctx, secrets, client.InNamespace(ns), client.MatchingLabels{chart.ReleaseOwnerLabel: chart.ReleaseOwner})).To(Succeed())
 		g.Expect(secrets.Items).To(BeEmpty(), "release history is removed")
 	}, timeout, interval).Should(Succeed())
 }

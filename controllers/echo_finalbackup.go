@@ -19,9 +19,6 @@ import (
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 )
 
-// FinalBackupOfLabel marks a final backup with the name of its Echo.
-const FinalBackupOfLabel = "echo.dev/final-backup-of"
-
 // EchoFinalBackupReconciler takes the backup an Echo asks for before it is
 // deleted. Its finalizer keeps the Echo, and through the release's
 // uninstall gate everything the Echo made, until that backup completes.
@@ -42,14 +39,14 @@ func (r *EchoFinalBackupReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	}
 	wanted := finalBackupWanted(echo)
 	if echo.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.ensureFinalizer(ctx, echo, wanted)
+		return ctrl.Result{}, ensureFinalizer(ctx, r.Client, echo, echov1alpha1.FinalBackupFinalizer, wanted)
 	}
 	if !controllerutil.ContainsFinalizer(echo, echov1alpha1.FinalBackupFinalizer) {
 		return ctrl.Result{}, nil
 	}
 	if !wanted {
 		log.FromContext(ctx).Info("Final backup given up: deleting without it")
-		return ctrl.Result{}, r.ensureFinalizer(ctx, echo, false)
+		return ctrl.Result{}, ensureFinalizer(ctx, r.Client, echo, echov1alpha1.FinalBackupFinalizer, false)
 	}
 	return ctrl.Result{}, r.reconcileDelete(ctx, echo)
 }
@@ -66,7 +63,7 @@ func (r *EchoFinalBackupReconciler) reconcileDelete(ctx context.Context, echo *e
 	case meta.IsStatusConditionTrue(b.Status.Conditions, echov1alpha1.BackupConditionComplete):
 		r.Recorder.Eventf(echo, corev1.EventTypeNormal, echov1alpha1.EventReasonFinalBackupCompleted,
 			"Final backup %s completed; deleting the Echo", b.Name)
-		return r.ensureFinalizer(ctx, echo, false)
+		return ensureFinalizer(ctx, r.Client, echo, echov1alpha1.FinalBackupFinalizer, false)
 	case meta.IsStatusConditionTrue(b.Status.Conditions, echov1alpha1.BackupConditionFailed):
 		r.Recorder.Eventf(echo, corev1.EventTypeWarning, echov1alpha1.EventReasonFinalBackupFailed,
 			"Final backup %s failed (%s): the Echo is kept. Fix the cause and delete the EchoBackup to try again, "+
@@ -83,7 +80,7 @@ func (r *EchoFinalBackupReconciler) ensureFinalBackup(ctx context.Context, echo 
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: echo.Namespace,
 			Name:      finalBackupName(echo),
-			Labels:    map[string]string{FinalBackupOfLabel: echo.Name},
+			Labels:    map[string]string{echov1alpha1.FinalBackupOfLabel: echo.Name},
 		},
 		Spec: echov1alpha1.EchoBackupSpec{
 			EchoName:       echo.Name,
@@ -105,24 +102,6 @@ func (r *EchoFinalBackupReconciler) ensureFinalBackup(ctx context.Context, echo 
 	r.Recorder.Eventf(echo, corev1.EventTypeNormal, echov1alpha1.EventReasonFinalBackupStarted,
 		"Started final backup %s; the Echo is deleted once it completes", b.Name)
 	return b, nil
-}
-
-// ensureFinalizer adds or removes the final backup finalizer with an
-// optimistic lock, so the Helm reconciler's finalizer is never lost.
-func (r *EchoFinalBackupReconciler) ensureFinalizer(ctx context.Context, echo *echov1alpha1.Echo, present bool) error {
-	if controllerutil.ContainsFinalizer(echo, echov1alpha1.FinalBackupFinalizer) == present {
-		return nil
-	}
-	patch := client.MergeFromWithOptions(echo.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	if present {
-		controllerutil.AddFinalizer(echo, echov1alpha1.FinalBackupFinalizer)
-	} else {
-		controllerutil.RemoveFinalizer(echo, echov1alpha1.FinalBackupFinalizer)
-	}
-	if err := r.Patch(ctx, echo, patch); err != nil {
-		return fmt.Errorf("updating the finalizers of Echo %s: %w", echo.Name, err)
-	}
-	return nil
 }
 
 func finalBackupWanted(echo *echov1alpha1.Echo) bool {
@@ -147,7 +126,7 @@ func (r *EchoFinalBackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("echo-finalbackup").
 		For(&echov1alpha1.Echo{}).
 		Watches(&echov1alpha1.EchoBackup{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			name, ok := o.GetLabels()[FinalBackupOfLabel]
+			name, ok := o.GetLabels()[echov1alpha1.FinalBackupOfLabel]
 			if !ok {
 				return nil
 			}

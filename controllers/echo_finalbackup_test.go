@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
-	"github.com/echo-operator/echo-operator/controllers"
+	"github.com/echo-operator/echo-operator/internal/chart"
 )
 
 func withFinalBackup(e *echov1alpha1.Echo) {
@@ -31,7 +31,7 @@ func finalBackupOf(t *testing.T, key types.NamespacedName) echov1alpha1.EchoBack
 	Eventually(func(g Gomega) {
 		list := &echov1alpha1.EchoBackupList{}
 		g.Expect(k8sClient.List(context.Background(), list, client.InNamespace(key.Namespace),
-			client.MatchingLabels{controllers.FinalBackupOfLabel: key.Name})).To(Succeed())
+			client.MatchingLabels{echov1alpha1.FinalBackupOfLabel: key.Name})).To(Succeed())
 		g.Expect(list.Items).To(HaveLen(1))
 		b = list.Items[0]
 	}, timeout, interval).Should(Succeed())
@@ -71,7 +71,7 @@ func TestFinalBackupHoldsTheDeletionUntilItCompletes(t *testing.T) {
 	Consistently(func(g Gomega) {
 		g.Expect(getEcho(g, key).Finalizers).To(ContainElement(echov1alpha1.FinalBackupFinalizer))
 		g.Expect(k8sClient.Get(ctx, key, &appsv1.Deployment{})).To(Succeed())
-		g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: key.Name + "-data"}, &corev1.PersistentVolumeClaim{})).To(Succeed())
+		g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: chart.DataClaimName(key.Name)}, &corev1.PersistentVolumeClaim{})).To(Succeed())
 	}, "1s", interval).Should(Succeed())
 
 	setBackupCondition(t, b, echov1alpha1.BackupConditionComplete, "stored")

@@ -10,12 +10,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/internal/chart"
 	"github.com/echo-operator/echo-operator/internal/helmreconciler"
 	"github.com/echo-operator/echo-operator/internal/releasetrust"
 )
 
 // backedUpConfig is the configuration a backup captures: enough to
-// recreate the Echo and to know what was deployed for it.
+// recreate the Echo and to know what was deployed for it. Its "echo"
+// member is moverprotocol.ConfigEcho, which inspect hands back.
 type backedUpConfig struct {
 	Echo    backedUpEcho     `json:"echo"`
 	Release *backedUpRelease `json:"release,omitempty"`
@@ -84,8 +86,9 @@ func backupConfig(ctx context.Context, c client.Reader, verifier *releasetrust.S
 // did not write are passed over unread.
 func deployedRelease(ctx context.Context, c client.Reader, verifier *releasetrust.Signer, echo *echov1alpha1.Echo) (*release.Release, error) {
 	secrets := &corev1.SecretList{}
-	if err := c.List(ctx, secrets, client.InNamespace(echo.Namespace),
-		client.MatchingLabels{"owner": "helm", "name": echo.Name, "status": string(release.StatusDeployed)}); err != nil {
+	deployed := chart.ReleaseRecordLabels(chart.ReleaseName(echo.Name))
+	deployed[chart.ReleaseStatusLabel] = string(release.StatusDeployed)
+	if err := c.List(ctx, secrets, client.InNamespace(echo.Namespace), client.MatchingLabels(deployed)); err != nil {
 		return nil, fmt.Errorf("listing the release of Echo %s: %w", echo.Name, err)
 	}
 	var newest *release.Release

@@ -2,14 +2,12 @@ package controllers
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
@@ -22,20 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/internal/moverprotocol"
 	"github.com/echo-operator/echo-operator/internal/releasetrust"
 )
-
-// Event reasons of EchoBackups.
-const (
-	EventReasonBackupStarted   = "BackupStarted"
-	EventReasonBackupCompleted = "BackupCompleted"
-	EventReasonBackupFailed    = "BackupFailed"
-)
-
-// resultGracePeriod is how long a finished Job may take to show its
-// result: the kubelet reports the termination message with the pod's
-// final status, so past this the result is taken as lost.
-const resultGracePeriod = 2 * time.Minute
 
 // EchoBackupReconciler runs each EchoBackup as a Job of the operator's own
 // image and reports the Job's outcome. A finished backup is not reconciled
@@ -75,13 +62,13 @@ func (r *EchoBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 	// Added before anything is stored; a finished backup lacks it only if
 	// it finished before the finalizer existed.
-	if wantsArtifactFinalizer(b) && !controllerutil.ContainsFinalizer(b, ArtifactFinalizer) {
-		if err := r.addArtifactFinalizer(ctx, b); err != nil {
+	if wantsArtifactFinalizer(b) {
+		if err := ensureFinalizer(ctx, r.Client, b, echov1alpha1.ArtifactFinalizer, true); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
 	if backupFinished(b) {
-		return ctrl.Result{}, r.deleteFinishedJob(ctx, b)
+		return ctrl.Result{}, r.removeFinishedJob(ctx, b)
 	}
 	orig := b.DeepCopy()
 	result, err := r.reconcileBackup(ctx, b)
@@ -89,7 +76,7 @@ func (r *EchoBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, patchErr
 	}
 	if err == nil && backupFinished(b) {
-		err = r.deleteFinishedJob(ctx, b)
+		err = r.removeFinishedJob(ctx, b)
 	}
 	return result, err
 }
@@ -140,106 +127,46 @@ func (r *EchoBackupReconciler) ensureConfigMap(ctx context.Context, b *echov1alp
 	return nil
 }
 
-// ensureJob returns the backup's Job, creating it on first sight. Its
-// deterministic name makes AlreadyExists a lock against a stale cache.
+// ensureJob returns the backup's Job, creating it on first sight.
 func (r *EchoBackupReconciler) ensureJob(ctx context.Context, b *echov1alpha1.EchoBackup, echo *echov1alpha1.Echo) (*batchv1.Job, error) {
-	job := &batchv1.Job{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: backupJobName(b)}, job)
-	if err == nil || !apierrors.IsNotFound(err) {
+	job, created, err := ensureOwnedJob(ctx, r.Client, r.Scheme, b, backupJob(b, echo, r.MoverImage))
+	if err != nil || !created {
 		return job, err
 	}
-	job = backupJob(b, echo, r.MoverImage)
-	if err := controllerutil.SetControllerReference(b, job, r.Scheme); err != nil {
-		return nil, fmt.Errorf("owning Job %s: %w", job.Name, err)
-	}
-	if err := r.Create(ctx, job); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			return job, nil
-		}
-		return nil, fmt.Errorf("creating Job %s: %w", job.Name, err)
-	}
 	log.FromContext(ctx).Info("Started backup", "job", job.Name, "echo", echo.Name)
-	r.Recorder.Eventf(b, corev1.EventTypeNormal, EventReasonBackupStarted, "Started Job %s to back up Echo %s", job.Name, echo.Name)
+	r.Recorder.Eventf(b, corev1.EventTypeNormal, echov1alpha1.EventReasonBackupStarted, "Started Job %s to back up Echo %s", job.Name, echo.Name)
 	return job, nil
 }
 
 // observeJob turns a finished Job into the backup's outcome.
 func (r *EchoBackupReconciler) observeJob(ctx context.Context, b *echov1alpha1.EchoBackup, job *batchv1.Job) (ctrl.Result, error) {
-	complete, failed := jobFinished(job)
-	if !complete && !failed {
-		return ctrl.Result{}, nil
-	}
-	res, err := jobMoverResult(ctx, r.Client, job)
+	var archive moverprotocol.Archive
+	out, err := readMoverJob(ctx, r.Client, job, r.Clock.Now(), &archive)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	switch {
-	case failed:
-		reason, message := echov1alpha1.BackupReasonJobFailed, "The backup Job failed: "+jobFailureMessage(job)
-		if res != nil && res.Error != "" {
-			reason, message = backupFailureReason(res.Reason), res.Error
-		}
-		r.fail(b, reason, message)
-	case res != nil && res.Error == "" && res.Checksum != "":
-		r.complete(b, res)
-	case res == nil && r.Clock.Now().Sub(jobFinishTime(job)) < resultGracePeriod:
+	case out.outcome == moverRunning:
+	case out.outcome == moverAwaitingResult:
 		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
+	case out.outcome == moverFailed && out.failure != nil:
+		r.fail(b, backupFailureReason(out.failure.Reason), out.failure.Error)
+	case out.outcome == moverFailed:
+		r.fail(b, echov1alpha1.BackupReasonJobFailed, "The backup Job failed: "+out.jobMessage)
+	case out.outcome == moverSucceeded && archive.Checksum != "":
+		r.complete(b, &archive)
 	default:
 		r.fail(b, echov1alpha1.BackupReasonArtifactMissing, "The backup Job succeeded without reporting a stored artifact")
 	}
 	return ctrl.Result{}, nil
 }
 
-// jobMoverResult reads the result the data mover left as its container's
-// termination message, from the newest pod of one Job that has one. Pods
-// are matched by the Job's UID: the pods of an earlier Job of the same
-// name, or of the backup's other Jobs, which may linger, do not answer.
-func jobMoverResult(ctx context.Context, c client.Reader, job *batchv1.Job) (*moverResult, error) {
-	pods := &corev1.PodList{}
-	if err := c.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.ControllerUidLabel: string(job.UID)}); err != nil {
-		return nil, fmt.Errorf("listing the pods of Job %s: %w", job.Name, err)
-	}
-	return newestMoverResult(pods.Items), nil
-}
-
-// newestMoverResult is the result of the pod that ended last, if any has.
-func newestMoverResult(pods []corev1.Pod) *moverResult {
-	var newest *moverResult
-	var newestAt time.Time
-	for i := range pods {
-		msg, at, ok := terminationMessage(&pods[i])
-		if !ok || (newest != nil && !at.After(newestAt)) {
-			continue
-		}
-		res := &moverResult{}
-		if err := json.Unmarshal([]byte(msg), res); err != nil {
-			res = &moverResult{Error: "the data mover ended with: " + truncateMessage(msg), Reason: "Unknown"}
-		}
-		newest, newestAt = res, at
-	}
-	return newest
-}
-
-func (r *EchoBackupReconciler) complete(b *echov1alpha1.EchoBackup, res *moverResult) {
-	b.Status.Size, b.Status.Checksum, b.Status.Location = res.Size, res.Checksum, res.Location
-	b.Status.CompletionTime = ptrTime(r.Clock.Now())
-	b.Status.Error = ""
-	setCondition(&b.Status.Conditions, b.Generation, echov1alpha1.BackupConditionComplete, metav1.ConditionTrue, echov1alpha1.BackupReasonCompleted,
-		fmt.Sprintf("Stored %d bytes at %s", res.Size, res.Location))
-	r.Recorder.Eventf(b, corev1.EventTypeNormal, EventReasonBackupCompleted, "Stored %d bytes at %s", res.Size, res.Location)
-}
-
-func (r *EchoBackupReconciler) fail(b *echov1alpha1.EchoBackup, reason, message string) {
-	b.Status.Error = message
-	b.Status.CompletionTime = ptrTime(r.Clock.Now())
-	setCondition(&b.Status.Conditions, b.Generation, echov1alpha1.BackupConditionFailed, metav1.ConditionTrue, reason, message)
-	r.Recorder.Event(b, corev1.EventTypeWarning, EventReasonBackupFailed, message)
-}
-
-// patchStatus writes the status when it changed.
-func (r *EchoBackupReconciler) patchStatus(ctx context.Context, orig, b *echov1alpha1.EchoBackup) error {
-	b.Status.ObservedGeneration = b.Generation
-	return patchStatusIfChanged(ctx, r.Client, "EchoBackup", orig, b, orig.Status, b.Status)
+// removeFinishedJob removes the Job of a finished backup, and with it its
+// pods: a pod that mounts a claim, finished or not, keeps the claim from
+// being deleted, and the backup outlives its Echo. The outcome is in the
+// backup's status by then.
+func (r *EchoBackupReconciler) removeFinishedJob(ctx context.Context, b *echov1alpha1.EchoBackup) error {
+	return removeJobNamed(ctx, r.Client, b.Namespace, backupJobName(b))
 }
 
 // SetupWithManager registers the controller; backup Jobs map to their
@@ -258,14 +185,9 @@ func (r *EchoBackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // deleteJobBackup maps a delete Job to the EchoBackup it deletes the
 // artifact of.
 func deleteJobBackup(_ context.Context, obj client.Object) []reconcile.Request {
-	name := obj.GetLabels()[BackupLabel]
-	if name == "" || obj.GetName() != childName(name, "delete") {
+	name := obj.GetLabels()[echov1alpha1.BackupLabel]
+	if name == "" || obj.GetName() != deleteJobName(&echov1alpha1.EchoBackup{ObjectMeta: metav1.ObjectMeta{Name: name}}) {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}}}
-}
-
-func backupFinished(b *echov1alpha1.EchoBackup) bool {
-	return meta.IsStatusConditionTrue(b.Status.Conditions, echov1alpha1.BackupConditionComplete) ||
-		meta.IsStatusConditionTrue(b.Status.Conditions, echov1alpha1.BackupConditionFailed)
 }

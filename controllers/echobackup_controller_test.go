@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
-	"github.com/echo-operator/echo-operator/controllers"
 )
 
 func newBackup(ns, name, echo string) *echov1alpha1.EchoBackup {
@@ -156,7 +155,7 @@ func TestEchoBackupRunsTheDataMoverAndReportsItsResult(t *testing.T) {
 		g.Expect(got.Status.CompletionTime).NotTo(BeNil())
 	}, timeout, interval).Should(Succeed())
 	Eventually(func(g Gomega) []string { return eventReasons(g, ns, b.Name) }, timeout, interval).
-		Should(ContainElements(controllers.EventReasonBackupStarted, controllers.EventReasonBackupCompleted))
+		Should(ContainElements(echov1alpha1.EventReasonBackupStarted, echov1alpha1.EventReasonBackupCompleted))
 	// Its pods would keep the Echo's claim from ever being deleted.
 	expectGone(t, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: job.Name}})
 }
@@ -177,7 +176,7 @@ func TestEchoBackupFailuresSayWhatToFix(t *testing.T) {
 			g.Expect(c.Message).To(ContainSubstring(`Echo "ghost" does not exist`))
 		}, timeout, interval).Should(Succeed())
 		Eventually(func(g Gomega) []string { return eventReasons(g, ns, b.Name) }, timeout, interval).
-			Should(ContainElement(controllers.EventReasonBackupFailed))
+			Should(ContainElement(echov1alpha1.EventReasonBackupFailed))
 		Consistently(func() error {
 			return k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "ghost-1-backup"}, &batchv1.Job{})
 		}, "500ms", interval).ShouldNot(Succeed(), "no Job runs for a missing Echo")
@@ -209,7 +208,7 @@ func TestEchoBackupFailuresSayWhatToFix(t *testing.T) {
 		Expect(k8sClient.Create(ctx, newBackup(ns, name, "long"))).To(Succeed())
 		Eventually(func(g Gomega) {
 			jobs := &batchv1.JobList{}
-			g.Expect(k8sClient.List(ctx, jobs, client.InNamespace(ns), client.MatchingLabels{controllers.BackupLabel: name})).To(Succeed())
+			g.Expect(k8sClient.List(ctx, jobs, client.InNamespace(ns), client.MatchingLabels{echov1alpha1.BackupLabel: name})).To(Succeed())
 			g.Expect(jobs.Items).To(HaveLen(1))
 			g.Expect(len(jobs.Items[0].Name)).To(BeNumerically("<=", 63))
 			g.Expect(jobs.Items[0].Name).To(HaveSuffix("-backup"))

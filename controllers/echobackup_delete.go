@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -18,23 +17,9 @@ import (
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 )
 
-// ArtifactFinalizer holds an EchoBackup whose deletion policy is Delete
-// until its artifact is deleted from the storage. The artifact lies outside
-// the cluster, where no owner reference reaches: this is the only work the
-// garbage collector cannot do, and the only finalizer.
-const ArtifactFinalizer = "echo.dev/backup-artifact"
-
 // artifactDeleteBackoff is how long after a failed delete Job the next one
 // starts.
 const artifactDeleteBackoff = time.Minute
-
-// Event reasons of artifact deletion.
-const (
-	EventReasonDeletingArtifact     = "DeletingArtifact"
-	EventReasonArtifactDeleted      = "ArtifactDeleted"
-	EventReasonArtifactDeleteFailed = echov1alpha1.BackupReasonArtifactDeleteErr
-	EventReasonArtifactRetained     = "ArtifactRetained"
-)
 
 // wantsArtifactFinalizer reports whether deleting the backup must delete
 // its artifact first.
@@ -50,24 +35,9 @@ func artifactStored(b *echov1alpha1.EchoBackup) bool {
 	return b.Status.Location != "" || meta.IsStatusConditionTrue(b.Status.Conditions, echov1alpha1.BackupConditionComplete)
 }
 
-// addArtifactFinalizer adds the finalizer; the patch fails rather than
-// overwrite finalizers added since b was read.
-func (r *EchoBackupReconciler) addArtifactFinalizer(ctx context.Context, b *echov1alpha1.EchoBackup) error {
-	orig := b.DeepCopy()
-	controllerutil.AddFinalizer(b, ArtifactFinalizer)
-	if err := r.Patch(ctx, b, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("adding the finalizer of EchoBackup %s: %w", b.Name, err)
-	}
-	return nil
-}
-
-func (r *EchoBackupReconciler) removeArtifactFinalizer(ctx context.Context, b *echov1alpha1.EchoBackup) error {
-	orig := b.DeepCopy()
-	controllerutil.RemoveFinalizer(b, ArtifactFinalizer)
-	if err := r.Patch(ctx, b, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("removing the finalizer of EchoBackup %s: %w", b.Name, err)
-	}
-	return nil
+// releaseBackup removes the artifact finalizer: the EchoBackup may go.
+func (r *EchoBackupReconciler) releaseBackup(ctx context.Context, b *echov1alpha1.EchoBackup) error {
+	return ensureFinalizer(ctx, r.Client, b, echov1alpha1.ArtifactFinalizer, false)
 }
 
 // reconcileDelete deletes the artifact of an EchoBackup being deleted, then
@@ -75,13 +45,13 @@ func (r *EchoBackupReconciler) removeArtifactFinalizer(ctx context.Context, b *e
 // what it stored is known; one that stored nothing goes at once; otherwise
 // a delete Job removes the artifact, and is retried until it succeeds.
 func (r *EchoBackupReconciler) reconcileDelete(ctx context.Context, b *echov1alpha1.EchoBackup) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(b, ArtifactFinalizer) {
+	if !controllerutil.ContainsFinalizer(b, echov1alpha1.ArtifactFinalizer) {
 		return ctrl.Result{}, nil
 	}
 	if !wantsArtifactFinalizer(b) {
 		// Not a finalizer this controller added: the policy retains the
 		// artifact.
-		return ctrl.Result{}, r.removeArtifactFinalizer(ctx, b)
+		return ctrl.Result{}, r.releaseBackup(ctx, b)
 	}
 	if !backupFinished(b) {
 		job := &batchv1.Job{}
@@ -100,7 +70,7 @@ func (r *EchoBackupReconciler) reconcileDelete(ctx context.Context, b *echov1alp
 		}
 	}
 	if !artifactStored(b) {
-		return ctrl.Result{}, r.removeArtifactFinalizer(ctx, b)
+		return ctrl.Result{}, r.releaseBackup(ctx, b)
 	}
 
 	job := &batchv1.Job{}
@@ -114,21 +84,24 @@ func (r *EchoBackupReconciler) reconcileDelete(ctx context.Context, b *echov1alp
 		// A failed attempt on its way out: its removal brings the next
 		// reconcile, which starts the next attempt.
 		return ctrl.Result{}, nil
-	case job.Annotations[BackupUIDAnnotation] != string(b.UID):
+	case job.Annotations[echov1alpha1.BackupUIDAnnotation] != string(b.UID):
 		// Left over from an earlier EchoBackup of the same name: it says
 		// nothing of this one's artifact.
-		return ctrl.Result{}, r.removeJob(ctx, job)
+		return ctrl.Result{}, removeJob(ctx, r.Client, job)
 	}
-	switch complete, failed := jobFinished(job); {
-	case complete:
-		if err := r.removeArtifactFinalizer(ctx, b); err != nil {
+	out, err := readMoverJob(ctx, r.Client, job, r.Clock.Now(), nil)
+	switch {
+	case err != nil:
+		return ctrl.Result{}, err
+	case out.outcome == moverSucceeded:
+		if err := r.releaseBackup(ctx, b); err != nil {
 			return ctrl.Result{}, err
 		}
 		log.FromContext(ctx).Info("Deleted the backup's artifact", "location", b.Status.Location)
-		r.Recorder.Eventf(b, corev1.EventTypeNormal, EventReasonArtifactDeleted, "Deleted the artifact at %s", b.Status.Location)
-		return ctrl.Result{}, r.removeJob(ctx, job)
-	case failed:
-		return r.retryDeleteJob(ctx, b, job)
+		r.Recorder.Eventf(b, corev1.EventTypeNormal, echov1alpha1.EventReasonArtifactDeleted, "Deleted the artifact at %s", b.Status.Location)
+		return ctrl.Result{}, removeJob(ctx, r.Client, job)
+	case out.outcome == moverFailed:
+		return r.retryDeleteJob(ctx, b, job, out)
 	}
 	return ctrl.Result{}, nil
 }
@@ -143,7 +116,7 @@ func (r *EchoBackupReconciler) startDeleteJob(ctx context.Context, b *echov1alph
 	switch {
 	case err == nil:
 		log.FromContext(ctx).Info("Deleting the backup's artifact", "job", job.Name, "location", b.Status.Location)
-		r.Recorder.Eventf(b, corev1.EventTypeNormal, EventReasonDeletingArtifact, "Started Job %s to delete the artifact at %s", job.Name, b.Status.Location)
+		r.Recorder.Eventf(b, corev1.EventTypeNormal, echov1alpha1.EventReasonDeletingArtifact, "Started Job %s to delete the artifact at %s", job.Name, b.Status.Location)
 		return nil
 	case apierrors.IsAlreadyExists(err):
 		// A stale cache: the Job's event brings the next reconcile.
@@ -151,9 +124,9 @@ func (r *EchoBackupReconciler) startDeleteJob(ctx context.Context, b *echov1alph
 	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
 		// The namespace refuses the Event too; the log keeps the location.
 		log.FromContext(ctx).Info("Namespace being deleted: leaving the backup's artifact in place", "location", b.Status.Location)
-		r.Recorder.Eventf(b, corev1.EventTypeWarning, EventReasonArtifactRetained,
+		r.Recorder.Eventf(b, corev1.EventTypeWarning, echov1alpha1.EventReasonArtifactRetained,
 			"Namespace %s is being deleted, so no Job can delete the artifact: it is left at %s", b.Namespace, b.Status.Location)
-		return r.removeArtifactFinalizer(ctx, b)
+		return r.releaseBackup(ctx, b)
 	}
 	return fmt.Errorf("creating Job %s: %w", job.Name, err)
 }
@@ -161,37 +134,23 @@ func (r *EchoBackupReconciler) startDeleteJob(ctx context.Context, b *echov1alph
 // retryDeleteJob reports a failed delete Job and, once the backoff has
 // passed, deletes it; its removal brings the reconcile that starts the
 // next one.
-func (r *EchoBackupReconciler) retryDeleteJob(ctx context.Context, b *echov1alpha1.EchoBackup, job *batchv1.Job) (ctrl.Result, error) {
-	reason := "the delete Job failed: " + jobFailureMessage(job)
-	res, err := jobMoverResult(ctx, r.Client, job)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if res != nil && res.Error != "" {
-		reason = res.Error
+func (r *EchoBackupReconciler) retryDeleteJob(ctx context.Context, b *echov1alpha1.EchoBackup, job *batchv1.Job, out moverJobResult) (ctrl.Result, error) {
+	reason := "the delete Job failed: " + out.jobMessage
+	if out.failure != nil {
+		reason = out.failure.Error
 	}
 	// The same message for every reconcile of one failure, so that its
 	// Events are counted as one.
-	r.Recorder.Eventf(b, corev1.EventTypeWarning, EventReasonArtifactDeleteFailed,
+	r.Recorder.Eventf(b, corev1.EventTypeWarning, echov1alpha1.EventReasonArtifactDeleteFailed,
 		"Could not delete the artifact at %s, trying again %s after the failure: %s", b.Status.Location, artifactDeleteBackoff, truncateMessage(reason))
 	if wait := retryWait(jobFinishTime(job), r.Clock.Now()); wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
-	return ctrl.Result{}, r.removeJob(ctx, job)
+	return ctrl.Result{}, removeJob(ctx, r.Client, job)
 }
 
 // retryWait is how long after a failure at failedAt the next attempt waits,
 // at now.
 func retryWait(failedAt, now time.Time) time.Duration {
 	return max(0, artifactDeleteBackoff-now.Sub(failedAt))
-}
-
-// removeJob deletes a Job and its pods (by default, deleting a Job through
-// the API orphans its pods).
-func (r *EchoBackupReconciler) removeJob(ctx context.Context, job *batchv1.Job) error {
-	err := r.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: &job.UID})
-	if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
-		return fmt.Errorf("deleting Job %s: %w", job.Name, err)
-	}
-	return nil
 }

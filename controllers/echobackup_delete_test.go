@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
-	"github.com/echo-operator/echo-operator/controllers"
+	"github.com/echo-operator/echo-operator/internal/chart"
 )
 
 // The tests below play the Job controller and the kubelet for the delete
@@ -65,7 +65,7 @@ func expectHeld(t *testing.T, b *echov1alpha1.EchoBackup) {
 	Consistently(func(g Gomega) {
 		got := getBackup(g, client.ObjectKeyFromObject(b))
 		g.Expect(got.DeletionTimestamp).NotTo(BeNil())
-		g.Expect(got.Finalizers).To(ContainElement(controllers.ArtifactFinalizer))
+		g.Expect(got.Finalizers).To(ContainElement(echov1alpha1.ArtifactFinalizer))
 	}, "1s", interval).Should(Succeed())
 }
 
@@ -111,7 +111,7 @@ func TestEchoBackupDeleteDeletesTheArtifactFirst(t *testing.T) {
 	createEcho(t, newEcho(ns, "journal"))
 	b := newDeleteBackup(ns, "journal-1", "journal")
 	completeBackup(t, b)
-	Expect(getBackup(Default, client.ObjectKeyFromObject(b)).Finalizers).To(ConsistOf(controllers.ArtifactFinalizer))
+	Expect(getBackup(Default, client.ObjectKeyFromObject(b)).Finalizers).To(ConsistOf(echov1alpha1.ArtifactFinalizer))
 
 	deleteBackup(t, b)
 	job := waitJob(t, ns, "journal-1-delete")
@@ -138,7 +138,7 @@ func TestEchoBackupDeleteDeletesTheArtifactFirst(t *testing.T) {
 	expectGone(t, b)
 	expectGone(t, job)
 	Eventually(func(g Gomega) []string { return eventReasons(g, ns, b.Name) }, timeout, interval).
-		Should(ContainElements(controllers.EventReasonDeletingArtifact, controllers.EventReasonArtifactDeleted))
+		Should(ContainElements(echov1alpha1.EventReasonDeletingArtifact, echov1alpha1.EventReasonArtifactDeleted))
 
 	t.Run("a delete Job left from an earlier EchoBackup of the same name does not count", func(t *testing.T) {
 		RegisterTestingT(t)
@@ -149,8 +149,8 @@ func TestEchoBackupDeleteDeletesTheArtifactFirst(t *testing.T) {
 		removePod(t, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "journal-1-backup"}})
 		stale := &batchv1.Job{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "journal-1-delete",
-				Labels:      map[string]string{controllers.BackupLabel: "journal-1", controllers.ManagedByLabel: controllers.ManagedByValue},
-				Annotations: map[string]string{controllers.BackupUIDAnnotation: "an-earlier-uid"}},
+				Labels:      map[string]string{echov1alpha1.BackupLabel: "journal-1", chart.ManagedByLabel: echov1alpha1.ManagedBy},
+				Annotations: map[string]string{echov1alpha1.BackupUIDAnnotation: "an-earlier-uid"}},
 			Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 				RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "mover", Image: testMoverImage}}}}},
 		}
@@ -166,7 +166,7 @@ func TestEchoBackupDeleteDeletesTheArtifactFirst(t *testing.T) {
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(stale), fresh)).To(Succeed())
 			g.Expect(fresh.UID).NotTo(Equal(stale.UID))
 		}, timeout, interval).Should(Succeed())
-		Expect(fresh.Annotations).To(HaveKeyWithValue(controllers.BackupUIDAnnotation, string(getBackup(Default, client.ObjectKeyFromObject(b2)).UID)))
+		Expect(fresh.Annotations).To(HaveKeyWithValue(echov1alpha1.BackupUIDAnnotation, string(getBackup(Default, client.ObjectKeyFromObject(b2)).UID)))
 		expectHeld(t, b2)
 		removePod(t, stale)
 		finishMoverJob(t, fresh, deleteSucceeded, true)
@@ -185,7 +185,7 @@ func TestEchoBackupFailedArtifactDeletionIsRetried(t *testing.T) {
 	finishMoverJob(t, job, deleteRefused, false)
 
 	Eventually(func(g Gomega) []string {
-		return eventMessages(g, ns, b.Name, controllers.EventReasonArtifactDeleteFailed)
+		return eventMessages(g, ns, b.Name, echov1alpha1.EventReasonArtifactDeleteFailed)
 	}, timeout, interval).Should(ContainElement(ContainSubstring("check the Secret s3-credentials")))
 	expectHeld(t, b)
 	Expect(getJobUID(Default, job)).To(Equal(job.UID), "retried before the backoff")
@@ -217,7 +217,7 @@ func TestEchoBackupWithoutAnArtifactGoesAtOnce(t *testing.T) {
 		Eventually(func(g Gomega) {
 			got := getBackup(g, client.ObjectKeyFromObject(b))
 			g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, echov1alpha1.BackupConditionFailed)).To(BeTrue())
-			g.Expect(got.Finalizers).To(ContainElement(controllers.ArtifactFinalizer))
+			g.Expect(got.Finalizers).To(ContainElement(echov1alpha1.ArtifactFinalizer))
 		}, timeout, interval).Should(Succeed())
 		deleteBackup(t, b)
 		expectGone(t, b)

@@ -12,31 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/internal/chart"
+	"github.com/echo-operator/echo-operator/internal/moverprotocol"
 )
-
-func TestChildName(t *testing.T) {
-	long := strings.Repeat("a", 60)
-	cases := []struct {
-		parent, suffix string
-		check          func(string) bool
-	}{
-		{"web-1", "backup", func(n string) bool { return n == "web-1-backup" }},
-		{long, "backup", func(n string) bool { return len(n) <= 63 && strings.HasSuffix(n, "-backup") }},
-		{long, "config", func(n string) bool { return len(n) <= 63 && n != childName(long, "backup") }},
-	}
-	for _, tc := range cases {
-		got := childName(tc.parent, tc.suffix)
-		if !tc.check(got) {
-			t.Errorf("childName(%q, %q) = %q", tc.parent, tc.suffix, got)
-		}
-		if again := childName(tc.parent, tc.suffix); again != got {
-			t.Errorf("childName is not deterministic: %q then %q", got, again)
-		}
-	}
-	if childName(long+"x", "backup") == childName(long+"y", "backup") {
-		t.Error("different parents shortened to the same name")
-	}
-}
 
 func TestBackupJob(t *testing.T) {
 	s3 := echov1alpha1.BackupStorage{S3: &echov1alpha1.S3Storage{
@@ -92,10 +70,10 @@ func TestBackupJob(t *testing.T) {
 			if pod.SecurityContext.RunAsNonRoot == nil || !*pod.SecurityContext.RunAsNonRoot || !*c.SecurityContext.ReadOnlyRootFilesystem {
 				t.Error("the Job's pod does not meet the restricted profile")
 			}
-			if r := job.Spec.PodFailurePolicy; r == nil || len(r.Rules) != 1 || r.Rules[0].OnExitCodes.Values[0] != moverExitPermanent {
+			if r := job.Spec.PodFailurePolicy; r == nil || len(r.Rules) != 1 || r.Rules[0].OnExitCodes.Values[0] != moverprotocol.ExitPermanent || *r.Rules[0].OnExitCodes.ContainerName != c.Name {
 				t.Errorf("pod failure policy = %+v: a permanent failure must fail the Job at once", r)
 			}
-			if job.Labels[BackupLabel] != "b1" || job.Spec.Template.Labels[BackupLabel] != "b1" {
+			if job.Labels[echov1alpha1.BackupLabel] != "b1" || job.Spec.Template.Labels[echov1alpha1.BackupLabel] != "b1" {
 				t.Error("the Job and its pods are not labelled with their backup")
 			}
 		})
@@ -183,8 +161,8 @@ func TestDeleteJob(t *testing.T) {
 			if len(job.OwnerReferences) != 0 {
 				t.Error("the delete Job is owned: it would go with the EchoBackup it serves")
 			}
-			if job.Annotations[BackupUIDAnnotation] != "uid-1" || job.Labels[BackupLabel] != tc.backupName ||
-				job.Spec.Template.Labels[ManagedByLabel] != ManagedByValue {
+			if job.Annotations[echov1alpha1.BackupUIDAnnotation] != "uid-1" || job.Labels[echov1alpha1.BackupLabel] != tc.backupName ||
+				job.Spec.Template.Labels[chart.ManagedByLabel] != echov1alpha1.ManagedBy {
 				t.Errorf("labels %v, annotations %v: the Job is not tied to its backup", job.Labels, job.Annotations)
 			}
 			if got := deleteJobBackup(context.Background(), job); len(got) != 1 || got[0].Name != tc.backupName || got[0].Namespace != "ns" {

@@ -20,20 +20,6 @@ import (
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 )
 
-// ScheduleLabel marks the EchoBackups a schedule created with its name.
-const ScheduleLabel = "echo.dev/schedule"
-
-// ScheduledAtAnnotation records the run time (RFC 3339) a scheduled backup
-// was started for: retention orders and ages backups by it.
-const ScheduledAtAnnotation = "echo.dev/scheduled-at"
-
-// Event reasons of EchoBackupSchedules.
-const (
-	EventReasonScheduledBackup = "ScheduledBackup"
-	EventReasonPrunedBackup    = "PrunedBackup"
-	EventReasonInvalidSchedule = "InvalidSchedule"
-)
-
 // EchoBackupScheduleReconciler starts an EchoBackup at every run time of a
 // schedule and prunes the ones its retention no longer keeps.
 //
@@ -74,7 +60,7 @@ func (r *EchoBackupScheduleReconciler) reconcileSchedule(ctx context.Context, s 
 		setCondition(&s.Status.Conditions, s.Generation, echov1alpha1.ScheduleConditionReady, metav1.ConditionFalse,
 			echov1alpha1.ScheduleReasonInvalidSchedule, err.Error()+": fix spec.schedule or spec.timeZone")
 		s.Status.NextScheduleTime = nil
-		r.Recorder.Event(s, corev1.EventTypeWarning, EventReasonInvalidSchedule, err.Error())
+		r.Recorder.Event(s, corev1.EventTypeWarning, echov1alpha1.EventReasonInvalidSchedule, err.Error())
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
 
@@ -119,8 +105,8 @@ func (r *EchoBackupScheduleReconciler) ensureDueBackup(ctx context.Context, s *e
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:   s.Namespace,
 			Name:        scheduledBackupName(s.Name, due),
-			Labels:      map[string]string{ScheduleLabel: s.Name},
-			Annotations: map[string]string{ScheduledAtAnnotation: due.UTC().Format(time.RFC3339)},
+			Labels:      map[string]string{echov1alpha1.ScheduleLabel: s.Name},
+			Annotations: map[string]string{echov1alpha1.ScheduledAtAnnotation: due.UTC().Format(time.RFC3339)},
 		},
 		Spec: s.Spec.Template,
 	}
@@ -129,13 +115,13 @@ func (r *EchoBackupScheduleReconciler) ensureDueBackup(ctx context.Context, s *e
 	}
 	s.Status.LastScheduleTime = ptrTime(due)
 	log.FromContext(ctx).Info("Started scheduled backup", "backup", b.Name, "scheduledAt", due)
-	r.Recorder.Eventf(s, corev1.EventTypeNormal, EventReasonScheduledBackup, "Started EchoBackup %s for %s", b.Name, due.UTC().Format(time.RFC3339))
+	r.Recorder.Eventf(s, corev1.EventTypeNormal, echov1alpha1.EventReasonScheduledBackup, "Started EchoBackup %s for %s", b.Name, due.UTC().Format(time.RFC3339))
 	return nil
 }
 
 func (r *EchoBackupScheduleReconciler) backupsOf(ctx context.Context, s *echov1alpha1.EchoBackupSchedule) ([]echov1alpha1.EchoBackup, error) {
 	list := &echov1alpha1.EchoBackupList{}
-	if err := r.List(ctx, list, client.InNamespace(s.Namespace), client.MatchingLabels{ScheduleLabel: s.Name}); err != nil {
+	if err := r.List(ctx, list, client.InNamespace(s.Namespace), client.MatchingLabels{echov1alpha1.ScheduleLabel: s.Name}); err != nil {
 		return nil, fmt.Errorf("listing the backups of schedule %s: %w", s.Name, err)
 	}
 	return list.Items, nil
@@ -161,7 +147,7 @@ func (r *EchoBackupScheduleReconciler) pruneBackups(ctx context.Context, s *echo
 		if err := r.Delete(ctx, &b); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("pruning EchoBackup %s: %w", b.Name, err)
 		}
-		r.Recorder.Eventf(s, corev1.EventTypeNormal, EventReasonPrunedBackup, "Pruned EchoBackup %s under the retention policy", b.Name)
+		r.Recorder.Eventf(s, corev1.EventTypeNormal, echov1alpha1.EventReasonPrunedBackup, "Pruned EchoBackup %s under the retention policy", b.Name)
 	}
 	return nil
 }
@@ -173,7 +159,7 @@ func (r *EchoBackupScheduleReconciler) SetupWithManager(mgr ctrl.Manager) error 
 		Named("echobackupschedule").
 		For(&echov1alpha1.EchoBackupSchedule{}).
 		Watches(&echov1alpha1.EchoBackup{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			name, ok := o.GetLabels()[ScheduleLabel]
+			name, ok := o.GetLabels()[echov1alpha1.ScheduleLabel]
 			if !ok {
 				return nil
 			}

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
-	"github.com/echo-operator/echo-operator/controllers"
 )
 
 func getSchedule(g Gomega, key types.NamespacedName) *echov1alpha1.EchoBackupSchedule {
@@ -44,7 +43,7 @@ func advanceAndPoke(t *testing.T, key types.NamespacedName, d time.Duration) {
 func scheduledBackups(g Gomega, key types.NamespacedName) []echov1alpha1.EchoBackup {
 	list := &echov1alpha1.EchoBackupList{}
 	g.Expect(k8sClient.List(context.Background(), list, client.InNamespace(key.Namespace),
-		client.MatchingLabels{controllers.ScheduleLabel: key.Name})).To(Succeed())
+		client.MatchingLabels{echov1alpha1.ScheduleLabel: key.Name})).To(Succeed())
 	return list.Items
 }
 
@@ -128,7 +127,7 @@ func TestEchoBackupScheduleRunsOnItsClock(t *testing.T) {
 			g.Expect(backups).To(ContainElement(HaveField("Name", s.Status.LastSuccessfulBackup)))
 		}, timeout, interval).Should(Succeed())
 		Eventually(func(g Gomega) []string { return eventReasons(g, ns, key.Name) }, timeout, interval).
-			Should(ContainElements(controllers.EventReasonScheduledBackup, controllers.EventReasonPrunedBackup))
+			Should(ContainElements(echov1alpha1.EventReasonScheduledBackup, echov1alpha1.EventReasonPrunedBackup))
 	})
 
 	t.Run("a suspended schedule starts nothing", func(t *testing.T) {

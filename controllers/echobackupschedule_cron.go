@@ -86,7 +86,7 @@ func backupsToPrune(backups []echov1alpha1.EchoBackup, policy *echov1alpha1.Rete
 // scheduledAt is the run time a scheduled backup was started for, read from
 // its annotation; a backup without one falls back to its creation time.
 func scheduledAt(b echov1alpha1.EchoBackup) time.Time {
-	if at, err := time.Parse(time.RFC3339, b.Annotations[ScheduledAtAnnotation]); err == nil {
+	if at, err := time.Parse(time.RFC3339, b.Annotations[echov1alpha1.ScheduledAtAnnotation]); err == nil {
 		return at
 	}
 	return b.CreationTimestamp.Time

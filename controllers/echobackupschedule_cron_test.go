@@ -107,7 +107,7 @@ func TestScheduledBackupsOrderByRunTime(t *testing.T) {
 	backup := func(name, runTime string) echov1alpha1.EchoBackup {
 		return echov1alpha1.EchoBackup{
 			ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: created,
-				Annotations: map[string]string{ScheduledAtAnnotation: runTime}},
+				Annotations: map[string]string{echov1alpha1.ScheduledAtAnnotation: runTime}},
 			Status: echov1alpha1.EchoBackupStatus{CompletionTime: completed, Conditions: []metav1.Condition{
 				{Type: echov1alpha1.BackupConditionComplete, Status: metav1.ConditionTrue}}},
 		}

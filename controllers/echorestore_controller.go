@@ -15,22 +15,13 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
-)
-
-// Event reasons of EchoRestores.
-const (
-	EventReasonRestoreStarted   = "RestoreStarted"
-	EventReasonEchoCreated      = "EchoCreated"
-	EventReasonEchoQuiesced     = "EchoQuiesced"
-	EventReasonDataRestored     = "DataRestored"
-	EventReasonRestoreCompleted = "RestoreCompleted"
-	EventReasonRestoreFailed    = "RestoreFailed"
+	"github.com/echo-operator/echo-operator/internal/chart"
+	"github.com/echo-operator/echo-operator/internal/moverprotocol"
 )
 
 // Cache index fields of EchoRestores.
@@ -100,13 +91,15 @@ func (r *EchoRestoreReconciler) reconcileRestore(ctx context.Context, rs *echov1
 	if err != nil || src == nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.ensureFinalizer(ctx, rs); err != nil {
+	// The finalizer gives a quiesced Echo back if the restore is deleted:
+	// it is in place before the restore quiesces anything.
+	if err := ensureFinalizer(ctx, r.Client, rs, echov1alpha1.RestoreFinalizer, true); err != nil {
 		return ctrl.Result{}, err
 	}
 	if rs.Status.StartTime == nil {
 		rs.Status.StartTime = ptrTime(r.Clock.Now())
 		rs.Status.EchoName = src.echoName
-		r.Recorder.Eventf(rs, corev1.EventTypeNormal, EventReasonRestoreStarted, "Restoring Echo %s from %s", src.echoName, src.key)
+		r.Recorder.Eventf(rs, corev1.EventTypeNormal, echov1alpha1.EventReasonRestoreStarted, "Restoring Echo %s from %s", src.echoName, src.key)
 	}
 	if meta.IsStatusConditionTrue(rs.Status.Conditions, echov1alpha1.RestoreConditionDataRestored) {
 		return r.completeWhenReady(ctx, rs)
@@ -155,35 +148,22 @@ func (r *EchoRestoreReconciler) resolveSource(ctx context.Context, rs *echov1alp
 	return &restoreSource{storage: b.Spec.Storage, key: artifactKey(b), echoName: echoName}, nil
 }
 
-// ensureFinalizer adds the finalizer that gives a quiesced Echo back if
-// the restore is deleted, before the restore quiesces anything.
-func (r *EchoRestoreReconciler) ensureFinalizer(ctx context.Context, rs *echov1alpha1.EchoRestore) error {
-	if controllerutil.ContainsFinalizer(rs, echov1alpha1.RestoreFinalizer) {
-		return nil
-	}
-	patch := client.MergeFromWithOptions(rs.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	controllerutil.AddFinalizer(rs, echov1alpha1.RestoreFinalizer)
-	if err := r.Patch(ctx, rs, patch); err != nil {
-		return fmt.Errorf("adding the finalizer of EchoRestore %s: %w", rs.Name, err)
-	}
-	return nil
-}
-
 // inspectArtifact runs the inspect Job and returns its result once it
 // has one; nil while it runs or when the restore failed.
-func (r *EchoRestoreReconciler) inspectArtifact(ctx context.Context, rs *echov1alpha1.EchoRestore, src *restoreSource) (*moverResult, ctrl.Result, error) {
+func (r *EchoRestoreReconciler) inspectArtifact(ctx context.Context, rs *echov1alpha1.EchoRestore, src *restoreSource) (*moverprotocol.Inspection, ctrl.Result, error) {
 	job, err := r.ensureJob(ctx, rs, inspectJob(rs, *src, r.MoverImage))
 	if err != nil {
 		return nil, ctrl.Result{}, err
 	}
-	res, result, err := r.jobOutcome(ctx, rs, job, "inspect")
-	if err != nil || res == nil {
-		if res == nil && err == nil && !restoreFinished(rs) {
+	inspection := &moverprotocol.Inspection{}
+	done, result, err := r.jobOutcome(ctx, rs, job, moverprotocol.Inspect, inspection)
+	if err != nil || !done {
+		if err == nil && !restoreFinished(rs) {
 			r.progress(rs, echov1alpha1.RestoreReasonInspecting, fmt.Sprintf("Job %s is checking the backup %s", job.Name, src.key))
 		}
 		return nil, result, err
 	}
-	return res, ctrl.Result{}, nil
+	return inspection, ctrl.Result{}, nil
 }
 
 // restoreData writes the backup's data into a quiesced Echo's claim, and
@@ -206,9 +186,10 @@ func (r *EchoRestoreReconciler) restoreData(ctx context.Context, rs *echov1alpha
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	res, result, err := r.jobOutcome(ctx, rs, job, "restore")
-	if err != nil || res == nil {
-		if res == nil && err == nil && !restoreFinished(rs) {
+	var res moverprotocol.Archive
+	done, result, err := r.jobOutcome(ctx, rs, job, moverprotocol.Restore, &res)
+	if err != nil || !done {
+		if err == nil && !restoreFinished(rs) {
 			r.progress(rs, echov1alpha1.RestoreReasonRestoringData, fmt.Sprintf("Job %s is restoring the data of Echo %s", job.Name, echo.Name))
 		}
 		return result, err
@@ -219,62 +200,53 @@ func (r *EchoRestoreReconciler) restoreData(ctx context.Context, rs *echov1alpha
 
 // ensureJob returns one of the restore's Jobs, creating it on first sight.
 func (r *EchoRestoreReconciler) ensureJob(ctx context.Context, rs *echov1alpha1.EchoRestore, want *batchv1.Job) (*batchv1.Job, error) {
-	job := &batchv1.Job{}
-	err := r.Get(ctx, client.ObjectKeyFromObject(want), job)
-	if err == nil || !apierrors.IsNotFound(err) {
-		return job, err
+	job, created, err := ensureOwnedJob(ctx, r.Client, r.Scheme, rs, want)
+	if created {
+		log.FromContext(ctx).Info("Started data mover Job", "job", job.Name)
 	}
-	if err := controllerutil.SetControllerReference(rs, want, r.Scheme); err != nil {
-		return nil, fmt.Errorf("owning Job %s: %w", want.Name, err)
-	}
-	if err := r.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
-		return nil, fmt.Errorf("creating Job %s: %w", want.Name, err)
-	}
-	log.FromContext(ctx).Info("Started data mover Job", "job", want.Name)
-	return want, nil
+	return job, err
 }
 
-// jobOutcome reads a finished Job's result: the data mover's result when
-// it succeeded; nil while it runs, or after it failed (the restore is then
-// marked failed with what to fix).
-func (r *EchoRestoreReconciler) jobOutcome(ctx context.Context, rs *echov1alpha1.EchoRestore, job *batchv1.Job, step string) (*moverResult, ctrl.Result, error) {
-	complete, failed := jobFinished(job)
-	if !complete && !failed {
-		return nil, ctrl.Result{}, nil
-	}
-	res, err := jobMoverResult(ctx, r.Client, job)
+// jobOutcome reads what one of the restore's Jobs came to: done once it
+// succeeded, with the data mover's result decoded into result. A failed
+// Job fails the restore with what to fix.
+func (r *EchoRestoreReconciler) jobOutcome(ctx context.Context, rs *echov1alpha1.EchoRestore, job *batchv1.Job,
+	step moverprotocol.Command, result any) (done bool, _ ctrl.Result, _ error) {
+	out, err := readMoverJob(ctx, r.Client, job, r.Clock.Now(), result)
 	if err != nil {
-		return nil, ctrl.Result{}, err
+		return false, ctrl.Result{}, err
 	}
-	switch {
-	case failed && res != nil && res.Error != "":
-		r.fail(rs, restoreFailureReason(res.Reason), restoreFailureMessage(rs, res))
-	case failed:
-		r.fail(rs, echov1alpha1.RestoreReasonJobFailed, fmt.Sprintf("The %s Job %s failed: %s", step, job.Name, jobFailureMessage(job)))
-	case res != nil && res.Error == "":
-		return res, ctrl.Result{}, nil
-	case res == nil && r.Clock.Now().Sub(jobFinishTime(job)) < resultGracePeriod:
-		return nil, ctrl.Result{RequeueAfter: 5 * time.Second}, nil
-	default:
+	switch out.outcome {
+	case moverSucceeded:
+		return true, ctrl.Result{}, nil
+	case moverAwaitingResult:
+		return false, ctrl.Result{RequeueAfter: 5 * time.Second}, nil
+	case moverFailed:
+		if out.failure != nil {
+			r.fail(rs, restoreFailureReason(out.failure.Reason), restoreFailureMessage(rs, out.failure))
+		} else {
+			r.fail(rs, echov1alpha1.RestoreReasonJobFailed, fmt.Sprintf("The %s Job %s failed: %s", step, job.Name, out.jobMessage))
+		}
+	case moverSilent:
 		r.fail(rs, echov1alpha1.RestoreReasonJobFailed, fmt.Sprintf("The %s Job %s succeeded without reporting its result", step, job.Name))
 	}
-	return nil, ctrl.Result{}, nil
+	return false, ctrl.Result{}, nil
 }
 
 // restoreFailureReason maps a data mover error reason to a condition reason.
-func restoreFailureReason(moverReason string) string {
+func restoreFailureReason(moverReason moverprotocol.Reason) string {
 	switch moverReason {
-	case "TargetNotEmpty":
+	case moverprotocol.ReasonTargetNotEmpty:
 		return echov1alpha1.RestoreReasonTargetHasData
-	case "NotFound":
+	case moverprotocol.ReasonNotFound:
 		return echov1alpha1.RestoreReasonArtifactNotFound
-	case "ChecksumMismatch", "CorruptArchive", "UnknownFormat", "UnsafePath":
+	case moverprotocol.ReasonChecksumMismatch, moverprotocol.ReasonCorruptArchive, moverprotocol.ReasonUnknownFormat, moverprotocol.ReasonUnsafePath:
 		return echov1alpha1.RestoreReasonVerifyFailed
-	case "AccessDenied":
+	case moverprotocol.ReasonAccessDenied:
 		return echov1alpha1.RestoreReasonCredentialsError
-	case "NoSpace":
+	case moverprotocol.ReasonNoSpace:
 		return echov1alpha1.RestoreReasonNoSpace
-	case "InvalidArgument":
+	case moverprotocol.ReasonInvalidArgument:
 		return echov1alpha1.RestoreReasonInvalidConfig
 	case "":
 		return echov1alpha1.RestoreReasonJobFailed
@@ -285,12 +257,12 @@ func restoreFailureReason(moverReason string) string {
 
 // restoreFailureMessage is the data mover's error, with what to do about
 // the failures a person settles with the restore's own spec.
-func restoreFailureMessage(rs *echov1alpha1.EchoRestore, res *moverResult) string {
+func restoreFailureMessage(rs *echov1alpha1.EchoRestore, res *moverprotocol.Failure) string {
 	switch res.Reason {
-	case "TargetNotEmpty":
+	case moverprotocol.ReasonTargetNotEmpty:
 		return res.Error + ": the Echo already holds data; to replace it, create a new EchoRestore with existingData: Replace " +
 			"(the current data is then kept aside in .echo-pre-restore-<time> in the data directory)"
-	case "NoSpace":
+	case moverprotocol.ReasonNoSpace:
 		return res.Error + ": the Echo's volume is too small for the backup; raise spec.persistence.size of Echo " + rs.Status.EchoName
 	}
 	return res.Error
@@ -305,7 +277,7 @@ func (r *EchoRestoreReconciler) dataRestored(rs *echov1alpha1.EchoRestore, messa
 	setCondition(&rs.Status.Conditions, rs.Generation, echov1alpha1.RestoreConditionDataRestored, metav1.ConditionTrue,
 		echov1alpha1.RestoreReasonCompleted, message)
 	r.progress(rs, echov1alpha1.RestoreReasonWaitingForEcho, fmt.Sprintf("Waiting for Echo %s to be Ready", rs.Status.EchoName))
-	r.Recorder.Event(rs, corev1.EventTypeNormal, EventReasonDataRestored, message)
+	r.Recorder.Event(rs, corev1.EventTypeNormal, echov1alpha1.EventReasonDataRestored, message)
 }
 
 func (r *EchoRestoreReconciler) complete(rs *echov1alpha1.EchoRestore) {
@@ -314,7 +286,7 @@ func (r *EchoRestoreReconciler) complete(rs *echov1alpha1.EchoRestore) {
 	message := fmt.Sprintf("Echo %s is Ready on the data restored from %s", rs.Status.EchoName, rs.Status.RestoredFrom)
 	setCondition(&rs.Status.Conditions, rs.Generation, echov1alpha1.RestoreConditionComplete, metav1.ConditionTrue,
 		echov1alpha1.RestoreReasonCompleted, message)
-	r.Recorder.Event(rs, corev1.EventTypeNormal, EventReasonRestoreCompleted, message)
+	r.Recorder.Event(rs, corev1.EventTypeNormal, echov1alpha1.EventReasonRestoreCompleted, message)
 }
 
 func (r *EchoRestoreReconciler) fail(rs *echov1alpha1.EchoRestore, reason, message string) {
@@ -322,7 +294,7 @@ func (r *EchoRestoreReconciler) fail(rs *echov1alpha1.EchoRestore, reason, messa
 	rs.Status.CompletionTime = ptrTime(r.Clock.Now())
 	setCondition(&rs.Status.Conditions, rs.Generation, echov1alpha1.RestoreConditionFailed, metav1.ConditionTrue, reason, message)
 	r.progress(rs, reason, "The restore failed: see the Failed condition")
-	r.Recorder.Event(rs, corev1.EventTypeWarning, EventReasonRestoreFailed, message)
+	r.Recorder.Event(rs, corev1.EventTypeWarning, echov1alpha1.EventReasonRestoreFailed, message)
 }
 
 // patchStatus writes the status when it changed.
@@ -359,7 +331,7 @@ func (r *EchoRestoreReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&echov1alpha1.EchoBackup{}, r.restoresBy(restoreBackupField, func(o client.Object) string { return o.GetName() })).
 		Watches(&echov1alpha1.Echo{}, r.restoresBy(restoreEchoField, func(o client.Object) string { return o.GetName() })).
 		Watches(&appsv1.Deployment{}, r.restoresBy(restoreEchoField, func(o client.Object) string {
-			return o.GetLabels()["app.kubernetes.io/instance"]
+			return o.GetLabels()[chart.InstanceLabel]
 		})).
 		Complete(r)
 }

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
-	"github.com/echo-operator/echo-operator/controllers"
+	"github.com/echo-operator/echo-operator/internal/chart"
 )
 
 func getRestore(g Gomega, key types.NamespacedName) *echov1alpha1.EchoRestore {
@@ -119,7 +119,7 @@ func TestEchoRestoreCreatesAnEchoFromABareArtifact(t *testing.T) {
 			g.Expect(e.Annotations).To(HaveKeyWithValue("note", "kept"))
 			g.Expect(e.Annotations).NotTo(HaveKey("echo.dev/pause-reconcile"), "a paused release would never restore")
 			g.Expect(e.Annotations).To(HaveKeyWithValue(echov1alpha1.RestoreAnnotation, "dr"))
-			g.Expect(e.Annotations).To(HaveKeyWithValue(controllers.RestoredFromAnnotation, "s3://echo-backups/src/web/web-1"))
+			g.Expect(e.Annotations).To(HaveKeyWithValue(echov1alpha1.RestoredFromAnnotation, "s3://echo-backups/src/web/web-1"))
 			g.Expect(e.OwnerReferences).To(BeEmpty(), "the Echo outlives its restore")
 		}, timeout, interval).Should(Succeed())
 		quiesce(t, echoKey)
@@ -159,8 +159,8 @@ func TestEchoRestoreCreatesAnEchoFromABareArtifact(t *testing.T) {
 		expectGone(t, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dr-restore"}})
 		Eventually(func(g Gomega) []string { return getRestore(g, key).Finalizers }, timeout, interval).Should(BeEmpty())
 		Eventually(func(g Gomega) []string { return eventReasons(g, ns, "dr") }, timeout, interval).Should(ContainElements(
-			controllers.EventReasonRestoreStarted, controllers.EventReasonEchoCreated,
-			controllers.EventReasonDataRestored, controllers.EventReasonRestoreCompleted))
+			echov1alpha1.EventReasonRestoreStarted, echov1alpha1.EventReasonEchoCreated,
+			echov1alpha1.EventReasonDataRestored, echov1alpha1.EventReasonRestoreCompleted))
 	})
 }
 
@@ -218,7 +218,7 @@ func TestEchoRestoreInPlace(t *testing.T) {
 	// still write: the restore waits for it to be gone.
 	lingering := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-old", Finalizers: []string{"example.test/shutting-down"},
-			Labels: map[string]string{"app.kubernetes.io/name": "echo", "app.kubernetes.io/instance": "web"}},
+			Labels: chart.SelectorLabels("web")},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "echo", Image: "example.test/echo"}}},
 	}
 	Expect(k8sClient.Create(ctx, lingering)).To(Succeed())
@@ -298,7 +298,7 @@ func TestEchoRestoreFailuresGiveTheEchoBack(t *testing.T) {
 		Eventually(func(g Gomega) string { return holder(g, echoKey) }, timeout, interval).Should(BeEmpty())
 		resume(t, echoKey)
 		Eventually(func(g Gomega) []string { return eventReasons(g, ns, "occupied") }, timeout, interval).
-			Should(ContainElement(controllers.EventReasonRestoreFailed))
+			Should(ContainElement(echov1alpha1.EventReasonRestoreFailed))
 	})
 
 	t.Run("an Echo too large to hand back cannot be created, only restored in place", func(t *testing.T) {

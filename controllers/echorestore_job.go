@@ -3,15 +3,13 @@ package controllers
 import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/internal/moverprotocol"
 )
 
-// RestoreLabel marks the Jobs of an EchoRestore with its name.
-const RestoreLabel = "echo.dev/restore"
+// The Jobs of an EchoRestore: inspect, which checks the backup and hands
+// back the backed-up Echo, and restore, which writes the data.
 
 const (
 	inspectDeadline = int64(600)
@@ -33,28 +31,16 @@ func inspectJobName(rs *echov1alpha1.EchoRestore) string { return childName(rs.N
 func restoreJobName(rs *echov1alpha1.EchoRestore) string { return childName(rs.Name, "restore") }
 
 func restoreLabels(rs *echov1alpha1.EchoRestore, echoName string) map[string]string {
-	return map[string]string{
-		"app.kubernetes.io/name":      "echo-restore",
-		"app.kubernetes.io/instance":  echoName,
-		"app.kubernetes.io/component": "data-mover",
-		ManagedByLabel:                ManagedByValue,
-		RestoreLabel:                  rs.Name,
-	}
+	return moverLabels("echo-restore", echoName, echov1alpha1.RestoreLabel, rs.Name)
 }
 
 // inspectJob is the Job that reads and checks a backup's manifest and hands
 // back the backed-up Echo, before a restore touches anything. It mounts the
 // storage only.
 func inspectJob(rs *echov1alpha1.EchoRestore, src restoreSource, image string) *batchv1.Job {
-	storeArgs, env, volumes, mounts := storageMount(src.storage)
-	args := append([]string{"inspect", "--key=" + src.key}, storeArgs...)
-	volumes = append(volumes, corev1.Volume{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
-	mounts = append(mounts, corev1.VolumeMount{Name: "tmp", MountPath: "/tmp"})
-	pod := moverPod(image, args, env, volumes, mounts, corev1.ResourceRequirements{
-		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
-		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
-	})
-	return restoreMoverJob(rs, src.echoName, inspectJobName(rs), inspectDeadline, pod)
+	args := []string{moverprotocol.Arg(moverprotocol.FlagKey, src.key)}
+	pod := moverPod(image, moverprotocol.Inspect, args, src.storage, nil, nil, storeClientResources)
+	return moverJob(rs.Namespace, inspectJobName(rs), restoreLabels(rs, src.echoName), inspectDeadline, pod)
 }
 
 // restoreJob is the Job that puts a backup's data into the Echo's claim,
@@ -62,45 +48,15 @@ func inspectJob(rs *echov1alpha1.EchoRestore, src restoreSource, image string) *
 // the whole archive in a staging directory before it swaps it in.
 func restoreJob(rs *echov1alpha1.EchoRestore, src restoreSource, echo *echov1alpha1.Echo, image string) *batchv1.Job {
 	args := []string{
-		"restore",
-		"--data-dir=" + dataMountPath,
-		"--key=" + src.key,
-		"--existing-data=" + string(existingDataPolicy(rs)),
+		moverprotocol.Arg(moverprotocol.FlagDataDir, dataMountPath),
+		moverprotocol.Arg(moverprotocol.FlagKey, src.key),
+		moverprotocol.Arg(moverprotocol.FlagExistingData, string(existingDataPolicy(rs))),
 	}
-	storeArgs, env, volumes, mounts := storageMount(src.storage)
-	args = append(args, storeArgs...)
-	volumes = append(volumes,
-		corev1.Volume{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-		corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
-			ClaimName: dataClaimName(echo)}}},
-	)
-	mounts = append(mounts,
-		corev1.VolumeMount{Name: "tmp", MountPath: "/tmp"},
-		corev1.VolumeMount{Name: "data", MountPath: dataMountPath},
-	)
-	pod := moverPod(image, args, env, volumes, mounts, corev1.ResourceRequirements{
-		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
-		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("256Mi")},
-	})
+	pod := moverPod(image, moverprotocol.Restore, args, src.storage,
+		[]corev1.Volume{dataVolume(echo, false)}, []corev1.VolumeMount{dataMount(false)}, dataMoverResources)
 	pod.NodeSelector = echo.Spec.NodeSelector
 	pod.Tolerations = echo.Spec.Tolerations
-	return restoreMoverJob(rs, echo.Name, restoreJobName(rs), restoreDeadline, pod)
-}
-
-func restoreMoverJob(rs *echov1alpha1.EchoRestore, echoName, name string, deadline int64, pod corev1.PodSpec) *batchv1.Job {
-	labels := restoreLabels(rs, echoName)
-	return &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: rs.Namespace, Labels: labels},
-		Spec: batchv1.JobSpec{
-			BackoffLimit:          ptr.To(backupRetries),
-			PodFailurePolicy:      moverFailurePolicy(),
-			ActiveDeadlineSeconds: ptr.To(deadline),
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       pod,
-			},
-		},
-	}
+	return moverJob(rs.Namespace, restoreJobName(rs), restoreLabels(rs, echo.Name), restoreDeadline, pod)
 }
 
 func existingDataPolicy(rs *echov1alpha1.EchoRestore) echov1alpha1.ExistingDataPolicy {
@@ -109,6 +65,3 @@ func existingDataPolicy(rs *echov1alpha1.EchoRestore) echov1alpha1.ExistingDataP
 	}
 	return rs.Spec.ExistingData
 }
-
-// dataClaimName is the claim the chart creates for an Echo's data.
-func dataClaimName(echo *echov1alpha1.Echo) string { return echo.Name + "-data" }

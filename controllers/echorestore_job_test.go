@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/internal/moverprotocol"
 )
 
 func TestRestoreJobs(t *testing.T) {
@@ -118,15 +119,15 @@ func TestDecodeBackedUpEcho(t *testing.T) {
 
 	cases := []struct {
 		name    string
-		res     moverResult
+		res     moverprotocol.Inspection
 		wantErr string
 	}{
-		{"plain", moverResult{Echo: []byte(doc)}, ""},
-		{"gzipped", moverResult{EchoGzip: base64.StdEncoding.EncodeToString([]byte(zipped.String()))}, ""},
-		{"no configuration", moverResult{}, "holds no Echo configuration"},
-		{"no spec", moverResult{Echo: []byte(`{"metadata":{}}`)}, "has no spec"},
-		{"not base64", moverResult{EchoGzip: "%%%"}, "echoGzip"},
-		{"not gzip", moverResult{EchoGzip: base64.StdEncoding.EncodeToString([]byte("plain"))}, "echoGzip"},
+		{"plain", moverprotocol.Inspection{Echo: []byte(doc)}, ""},
+		{"gzipped", moverprotocol.Inspection{EchoGzip: base64.StdEncoding.EncodeToString([]byte(zipped.String()))}, ""},
+		{"no configuration", moverprotocol.Inspection{}, "holds no Echo configuration"},
+		{"no spec", moverprotocol.Inspection{Echo: []byte(`{"metadata":{}}`)}, "has no spec"},
+		{"not base64", moverprotocol.Inspection{EchoGzip: "%%%"}, "echoGzip"},
+		{"not gzip", moverprotocol.Inspection{EchoGzip: base64.StdEncoding.EncodeToString([]byte("plain"))}, "echoGzip"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

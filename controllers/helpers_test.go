@@ -24,7 +24,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
-	"github.com/echo-operator/echo-operator/internal/helmreconciler"
 )
 
 const (
@@ -152,7 +151,7 @@ func scaleDeployment(t *testing.T, key types.NamespacedName, n int32) {
 func pauseEcho(t *testing.T, key types.NamespacedName) {
 	t.Helper()
 	updateEcho(t, key, func(e *echov1alpha1.Echo) {
-		e.Annotations = map[string]string{helmreconciler.PauseAnnotation: "true"}
+		e.Annotations = map[string]string{echov1alpha1.PauseAnnotation: "true"}
 	})
 	Eventually(func(g Gomega) metav1.ConditionStatus {
 		return conditionStatus(getEcho(g, key), echov1alpha1.EchoConditionPaused)

@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
-	"github.com/echo-operator/echo-operator/internal/decodeguard"
 	"github.com/echo-operator/echo-operator/internal/testutil/olderschema"
 )
 
@@ -95,7 +94,7 @@ func undecodableEvent(g Gomega, obj client.Object) (corev1.Event, bool) {
 	list := &corev1.EventList{}
 	g.Expect(k8sClient.List(context.Background(), list, client.InNamespace(obj.GetNamespace()))).To(Succeed())
 	for _, ev := range list.Items {
-		if ev.InvolvedObject.UID == obj.GetUID() && ev.Reason == decodeguard.EventReasonUndecodable {
+		if ev.InvolvedObject.UID == obj.GetUID() && ev.Reason == echov1alpha1.EventReasonUndecodableObject {
 			return ev, true
 		}
 	}

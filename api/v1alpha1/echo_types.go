@@ -94,6 +94,10 @@ const RestoreAnnotation = "echo.dev/restore-in-progress"
 // of the Echo spec that the deployed release was rendered from.
 const SpecGenerationAnnotation = "echo.dev/spec-generation"
 
+// PauseAnnotation pauses the Helm reconciliation of an Echo while "true"
+// (never while the Echo is being deleted).
+const PauseAnnotation = "echo.dev/pause-reconcile"
+
 // EchoSpec is the desired state of an echo HTTP service.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.highAvailability) || !self.highAvailability.enabled || (has(self.autoscaling) && self.autoscaling.enabled ? self.autoscaling.minReplicas >= 3 : self.replicas >= 3)",message="highAvailability needs at least 3 replicas: set spec.replicas (or spec.autoscaling.minReplicas when autoscaling is enabled) to 3 or more"

@@ -25,6 +25,45 @@ const (
 	BackupReasonArtifactDeleteErr = "ArtifactDeleteFailed"
 )
 
+// Event reasons emitted for an EchoBackup.
+const (
+	EventReasonBackupStarted        = "BackupStarted"
+	EventReasonBackupCompleted      = "BackupCompleted"
+	EventReasonBackupFailed         = "BackupFailed"
+	EventReasonDeletingArtifact     = "DeletingArtifact"
+	EventReasonArtifactDeleted      = "ArtifactDeleted"
+	EventReasonArtifactDeleteFailed = BackupReasonArtifactDeleteErr
+	EventReasonArtifactRetained     = "ArtifactRetained"
+)
+
+// ArtifactFinalizer holds an EchoBackup whose deletion policy is Delete
+// until its artifact is deleted from the storage. The artifact lies outside
+// the cluster, where no owner reference reaches: this is the only work the
+// garbage collector cannot do, and the only finalizer.
+const ArtifactFinalizer = "echo.dev/backup-artifact"
+
+// Labels and annotations of an EchoBackup and of the objects it owns.
+const (
+	// BackupLabel marks the Jobs, pods and ConfigMap of an EchoBackup with
+	// its name.
+	BackupLabel = "echo.dev/backup"
+	// BackupUIDAnnotation ties a delete Job to the EchoBackup it serves,
+	// which its name alone does not: a name is reused once its EchoBackup
+	// is gone.
+	BackupUIDAnnotation = "echo.dev/backup-uid"
+	// FinalBackupOfLabel marks a final backup with the name of its Echo.
+	FinalBackupOfLabel = "echo.dev/final-backup-of"
+	// ScheduleLabel marks the EchoBackups a schedule created with its name.
+	ScheduleLabel = "echo.dev/schedule"
+	// ScheduledAtAnnotation records the run time (RFC 3339) a scheduled
+	// backup was started for: retention orders and ages backups by it.
+	ScheduledAtAnnotation = "echo.dev/scheduled-at"
+)
+
+// ManagedBy is the value of app.kubernetes.io/managed-by on every object
+// the operator creates itself (the chart's objects say Helm).
+const ManagedBy = "echo-operator"
+
 // Compression of a backup archive.
 // +kubebuilder:validation:Enum=Gzip;None
 type Compression string

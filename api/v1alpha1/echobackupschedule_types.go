@@ -14,6 +14,13 @@ const (
 	ScheduleReasonInvalidSchedule = "InvalidSchedule"
 )
 
+// Event reasons emitted for an EchoBackupSchedule.
+const (
+	EventReasonScheduledBackup = "ScheduledBackup"
+	EventReasonPrunedBackup    = "PrunedBackup"
+	EventReasonInvalidSchedule = "InvalidSchedule"
+)
+
 // EchoBackupScheduleSpec says when to back up an Echo and how many backups to keep.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.retention) || has(self.retention.keepLast) || has(self.retention.maxAge)",message="retention needs keepLast, maxAge or both"

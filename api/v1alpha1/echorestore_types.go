@@ -47,6 +47,23 @@ const (
 // quiesced (the RestoreAnnotation on it) before it goes.
 const RestoreFinalizer = "echo.dev/restore"
 
+// Event reasons emitted for an EchoRestore.
+const (
+	EventReasonRestoreStarted   = "RestoreStarted"
+	EventReasonEchoCreated      = "EchoCreated"
+	EventReasonEchoQuiesced     = "EchoQuiesced"
+	EventReasonDataRestored     = "DataRestored"
+	EventReasonRestoreCompleted = "RestoreCompleted"
+	EventReasonRestoreFailed    = "RestoreFailed"
+)
+
+// RestoreLabel marks the Jobs of an EchoRestore with its name.
+const RestoreLabel = "echo.dev/restore"
+
+// RestoredFromAnnotation records, on an Echo a restore created, the
+// artifact it was created from.
+const RestoredFromAnnotation = "echo.dev/restored-from"
+
 // ExistingDataPolicy says what a restore does when its target already holds data.
 // +kubebuilder:validation:Enum=Fail;Replace
 type ExistingDataPolicy string

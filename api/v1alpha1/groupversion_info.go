@@ -19,3 +19,9 @@ var (
 	// AddToScheme adds the kinds of this package to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+// EventReasonUndecodableObject is the reason of the Warning Event recorded
+// on an object of any of the group's kinds that the operator cannot read
+// (a value the schema admits but the operator's types refuse); the
+// operator ignores the object until it is fixed.
+const EventReasonUndecodableObject = "UndecodableObject"

@@ -8,11 +8,9 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
-)
 
-// EventReasonUndecodable is the reason of the Warning Event recorded on an
-// object that the operator cannot read.
-const EventReasonUndecodable = "UndecodableObject"
+	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+)
 
 // maxMessageLength keeps Event messages within what the API server stores
 // for them.
@@ -47,7 +45,7 @@ func (r *Reporter) Report(rejection Rejection) {
 	if rec == nil || rejection.Name == "" {
 		return
 	}
-	(*rec).Event(rejection.ObjectReference(), corev1.EventTypeWarning, EventReasonUndecodable, rejection.Message())
+	(*rec).Event(rejection.ObjectReference(), corev1.EventTypeWarning, echov1alpha1.EventReasonUndecodableObject, rejection.Message())
 }
 
 // Message says what fails and how to fix it, for the object's owner.

@@ -40,7 +40,7 @@ func TestReporterLogsAndRecordsAWarning(t *testing.T) {
 		t.Fatalf("recorded %d Events, want 1", len(recorder.Events))
 	}
 	ev := <-recorder.Events
-	for _, want := range []string{"Warning " + EventReasonUndecodable, "spec.retention.maxAge", `"7d"`,
+	for _, want := range []string{"Warning " + echov1alpha1.EventReasonUndecodableObject, "spec.retention.maxAge", `"7d"`,
 		"kubectl edit echobackupschedule nightly -n team-a"} {
 		if !strings.Contains(ev, want) {
 			t.Errorf("Event %q lacks %q", ev, want)

@@ -2,8 +2,6 @@ package helmreconciler
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"maps"
 
 	"github.com/go-logr/logr"
@@ -11,7 +9,6 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -19,7 +16,6 @@ import (
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	"github.com/echo-operator/echo-operator/internal/releasetrust"
@@ -29,14 +25,16 @@ import (
 //   - answer from the cache when the deployed revision was rendered from
 //     the same chart and values (see FingerprintLabel), so an unchanged
 //     release costs no render and no API request;
-//   - repair drift against the cached objects;
-//   - recover releases an interrupted operator left pending;
+//   - repair drift against the cached objects (driftrepair.go);
+//   - recover releases an interrupted operator left pending
+//     (pendingrelease.go);
+//   - keep the release until the final backup is done (uninstallgate.go);
 //   - record an Event for every install, upgrade and uninstall.
 //
 // Helm's own clients are only built when a reconcile needs them.
 type actionClientGetter struct {
 	inner helmclient.ActionClientGetter
-	// cache holds the release Secrets (see TransformReleaseSecret) and the
+	// cache holds the release Secrets (see ReleaseSecretTransform) and the
 	// objects of cachedKinds.
 	cache       cache.Cache
 	cachedKinds map[schema.GroupVersionKind]bool
@@ -106,38 +104,6 @@ func (c *actionClient) History(name string, opts ...helmclient.HistoryOption) ([
 	return h.History(name, opts...)
 }
 
-// Get returns the latest release: from the cache when its latest revision
-// is deployed (see cachedDeployed), else from the API server. A release
-// left pending-install, pending-upgrade or pending-rollback is first marked
-// failed.
-//
-// Helm marks a release pending for the length of one operation, and an
-// operation on a release only ever runs inside one reconcile of its object,
-// which the work queue never runs twice at once. So a release that is
-// pending when a reconcile starts was left so by a process that died (or
-// lost leadership) mid-operation, and waiting cannot clear it. Marking it
-// failed lets the reconciler upgrade over it: nothing is deleted, so no
-// data is lost.
-func (c *actionClient) Get(name string, opts ...helmclient.GetOption) (*release.Release, error) {
-	if len(opts) == 0 {
-		if rel, ok := c.cachedDeployed(name); ok {
-			return rel, nil
-		}
-	}
-	h, err := c.live()
-	if err != nil {
-		return nil, err
-	}
-	rel, err := h.Get(name, opts...)
-	if err != nil || rel.Info == nil || !rel.Info.Status.IsPending() {
-		return rel, err
-	}
-	if err := c.recoverPending(h, rel); err != nil {
-		return nil, err
-	}
-	return rel, nil
-}
-
 // cachedDeployed returns the latest revision of a release as the cache
 // holds it, when that revision is deployed. The release has its name,
 // version, status, manifest, notes and fingerprint, not its chart or values:
@@ -171,18 +137,6 @@ func (c *actionClient) cachedDeployed(name string) (*release.Release, bool) {
 		Manifest:  cr.manifest,
 		Labels:    map[string]string{FingerprintLabel: cr.fingerprint},
 	}, true
-}
-
-func (c *actionClient) recoverPending(h helmclient.ActionInterface, rel *release.Release) error {
-	was := rel.Info.Status
-	rel.SetStatus(release.StatusFailed, fmt.Sprintf("Interrupted while %s; marked failed by echo-operator to retry", was))
-	if err := h.Config().Releases.Update(rel); err != nil {
-		return fmt.Errorf("marking interrupted release %s revision %d failed: %w", rel.Name, rel.Version, err)
-	}
-	c.g.log.Info("Recovered interrupted release", "release", rel.Name, "revision", rel.Version, "was", was)
-	c.g.recorder.Eventf(c.obj, corev1.EventTypeWarning, echov1alpha1.EventReasonReleaseRecovered,
-		"Release revision %d was left %s by an interrupted operator; marked it failed so it can be retried", rel.Version, was)
-	return nil
 }
 
 // Install implements helmclient.ActionInterface. The release is labelled
@@ -309,31 +263,6 @@ func (c *actionClient) fingerprint(chrt *chart.Chart, vals map[string]any) (stri
 		return "", false
 	}
 	return fp, true
-}
-
-// errFinalBackupPending holds an uninstall back until the final backup is done.
-var errFinalBackupPending = errors.New("waiting for the final backup before uninstalling the release")
-
-// Uninstall implements helmclient.ActionInterface. While the object still
-// carries the final backup finalizer, the release stays: the backup needs
-// the Echo's data and pods, and the Helm reconciler would otherwise
-// uninstall as soon as deletion starts.
-func (c *actionClient) Uninstall(name string, opts ...helmclient.UninstallOption) (*release.UninstallReleaseResponse, error) {
-	if controllerutil.ContainsFinalizer(c.obj, echov1alpha1.FinalBackupFinalizer) {
-		return nil, errFinalBackupPending
-	}
-	h, err := c.live()
-	if err != nil {
-		return nil, err
-	}
-	resp, err := h.Uninstall(name, opts...)
-	if err == nil {
-		c.g.expected.forget(c.releaseKey(name))
-		c.g.recorder.Event(c.obj, corev1.EventTypeNormal, echov1alpha1.EventReasonReleaseUninstalled, "Uninstalled the release")
-	} else if !errors.Is(err, driver.ErrReleaseNotFound) {
-		c.g.log.Error(err, "Uninstalling release failed", "release", name)
-	}
-	return resp, err
 }
 
 // dryRun reports whether options configure a dry run, by applying them to a

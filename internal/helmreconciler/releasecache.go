@@ -12,21 +12,14 @@ import (
 
 	"helm.sh/helm/v3/pkg/release"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/echo-operator/echo-operator/internal/chart"
 	"github.com/echo-operator/echo-operator/internal/releasetrust"
 )
 
-// Helm's Secrets storage driver labels every release Secret with these.
 const (
-	releaseOwnerLabel   = "owner"
-	releaseOwnerValue   = "helm"
-	releaseNameLabel    = "name"
-	releaseStatusLabel  = "status"
-	releaseVersionLabel = "version"
-
 	// cachedManifestKey and cachedNotesKey hold, in the cache's copy of a
 	// deployed release Secret, the release's manifest and notes in place of
 	// the whole release.
@@ -37,11 +30,9 @@ const (
 	releaseNameIndex = "helm.release.name"
 )
 
-// ReleaseSecretSelector selects Helm's release Secrets, the only Secrets
-// the operator caches.
-var ReleaseSecretSelector = labels.SelectorFromSet(labels.Set{releaseOwnerLabel: releaseOwnerValue})
-
-// ReleaseSecretTransform returns the cache transform of release Secrets.
+// ReleaseSecretTransform returns the cache transform of release Secrets
+// (those chart.ReleaseRecordSelector selects, the only Secrets the operator
+// caches).
 //
 // A release Secret holds the whole release: the chart with its templates
 // and schema, the values and the manifest, gzipped, about 10 KiB for the
@@ -60,7 +51,7 @@ var ReleaseSecretSelector = labels.SelectorFromSet(labels.Set{releaseOwnerLabel:
 func ReleaseSecretTransform(signer *releasetrust.Signer) func(any) (any, error) {
 	return func(obj any) (any, error) {
 		s, ok := obj.(*corev1.Secret)
-		if !ok || s.Labels[releaseOwnerLabel] != releaseOwnerValue || releasetrust.IsCachedCopy(s) {
+		if !ok || s.Labels[chart.ReleaseOwnerLabel] != chart.ReleaseOwner || releasetrust.IsCachedCopy(s) {
 			// Informers may transform an object more than once: keep
 			// what an earlier pass kept.
 			return obj, nil
@@ -69,7 +60,7 @@ func ReleaseSecretTransform(signer *releasetrust.Signer) func(any) (any, error) 
 		verified := signer.Verify(s)
 		s.ManagedFields = nil
 		releasetrust.MarkCachedCopy(s, verified)
-		if !verified || s.Labels[releaseStatusLabel] != string(release.StatusDeployed) || len(encoded) == 0 {
+		if !verified || s.Labels[chart.ReleaseStatusLabel] != string(release.StatusDeployed) || len(encoded) == 0 {
 			return s, nil
 		}
 		var rel storedRelease
@@ -148,10 +139,10 @@ func CachedReleaseRecords(ctx context.Context, c client.Reader, namespace, name 
 // ReleaseNameOf names the release a release Secret belongs to; empty for
 // another Secret.
 func ReleaseNameOf(s client.Object) string {
-	if s.GetLabels()[releaseOwnerLabel] != releaseOwnerValue {
+	if s.GetLabels()[chart.ReleaseOwnerLabel] != chart.ReleaseOwner {
 		return ""
 	}
-	return s.GetLabels()[releaseNameLabel]
+	return s.GetLabels()[chart.ReleaseNameLabel]
 }
 
 // cachedRelease is what the cache knows of a release's latest revision.
@@ -177,7 +168,7 @@ func latestCachedRelease(ctx context.Context, c client.Reader, namespace, name s
 	latestVersion := 0
 	for i := range secrets {
 		s := &secrets[i]
-		v, err := strconv.Atoi(s.Labels[releaseVersionLabel])
+		v, err := strconv.Atoi(s.Labels[chart.ReleaseVersionLabel])
 		if err != nil || !releasetrust.CachedVerified(s) {
 			continue
 		}
@@ -191,7 +182,7 @@ func latestCachedRelease(ctx context.Context, c client.Reader, namespace, name s
 	manifest, hasManifest := latest.Data[cachedManifestKey]
 	return cachedRelease{
 		version:     latestVersion,
-		status:      release.Status(latest.Labels[releaseStatusLabel]),
+		status:      release.Status(latest.Labels[chart.ReleaseStatusLabel]),
 		fingerprint: latest.Labels[FingerprintLabel],
 		manifest:    string(manifest),
 		notes:       string(latest.Data[cachedNotesKey]),

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/echo-operator/echo-operator/internal/chart"
 	"github.com/echo-operator/echo-operator/internal/releasetrust"
 )
 
@@ -71,14 +72,15 @@ func unsignedReleaseSecret(t *testing.T, name string, version int, status releas
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "sh.helm.release.v1." + name + ".v" + strconv.Itoa(version), Namespace: "ns",
 			Labels: map[string]string{
-				"owner": "helm", "name": name, "status": string(status), "version": strconv.Itoa(version),
+				chart.ReleaseOwnerLabel: chart.ReleaseOwner, chart.ReleaseNameLabel: name,
+				chart.ReleaseStatusLabel: string(status), chart.ReleaseVersionLabel: strconv.Itoa(version),
 				FingerprintLabel: "fp" + strconv.Itoa(version),
 			},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "echo.dev/v1alpha1", Kind: "Echo", Name: name, UID: owner}},
 			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "helm"}},
 		},
-		Type: "helm.sh/release.v1",
-		Data: map[string][]byte{"release": encodeRelease(t, rel)},
+		Type: chart.ReleaseSecretType,
+		Data: map[string][]byte{releasetrust.ReleaseDataKey: encodeRelease(t, rel)},
 	}
 }
 
@@ -130,7 +132,7 @@ func TestReleaseSecretTransform(t *testing.T) {
 	})
 	t.Run("an undecodable release keeps no data", func(t *testing.T) {
 		in := unsignedReleaseSecret(t, "web", 1, release.StatusDeployed, "uid")
-		in.Data["release"] = []byte("not base64!")
+		in.Data[releasetrust.ReleaseDataKey] = []byte("not base64!")
 		testSigner.Sign(in)
 		out, err := transformReleaseSecret(in)
 		if err != nil || len(cachedData(out.(*corev1.Secret))) != 0 {
@@ -142,12 +144,12 @@ func TestReleaseSecretTransform(t *testing.T) {
 		"a record signed with another key": signedWith(t, []byte("another key, another key, another"), unsignedReleaseSecret(t, "web", 1, release.StatusDeployed, "uid")),
 		"a record changed after signing": func() *corev1.Secret {
 			s := releaseSecret(t, "web", 1, release.StatusDeployed, "uid")
-			s.Data["release"] = unsignedReleaseSecret(t, "web", 2, release.StatusDeployed, "uid").Data["release"]
+			s.Data[releasetrust.ReleaseDataKey] = unsignedReleaseSecret(t, "web", 2, release.StatusDeployed, "uid").Data[releasetrust.ReleaseDataKey]
 			return s
 		}(),
 		"a record relabelled to another release": func() *corev1.Secret {
 			s := releaseSecret(t, "web", 1, release.StatusDeployed, "uid")
-			s.Labels["name"] = "api"
+			s.Labels[chart.ReleaseNameLabel] = "api"
 			return s
 		}(),
 		"a record copied into another namespace": func() *corev1.Secret {

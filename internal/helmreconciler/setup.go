@@ -1,11 +1,26 @@
 // Package helmreconciler wires the Helm side of the operator: one Helm
 // release reconciler per entry of watches.yaml, each rendering its chart for
-// every object of its kind.
+// every object of its kind (setup.go).
 //
 // On top of the stock reconciler it adds what the operator's Go side relies
-// on: typed values for Echo, status writes that leave other controllers'
-// fields alone and keep the rendered manifest out of the API, recovery of
-// releases an interrupted operator left pending, and Events.
+// on, each in a file named for it:
+//   - values.go: typed values for Echo;
+//   - status.go: status writes that leave other controllers' fields alone
+//     and keep the rendered manifest out of the API;
+//   - pendingrelease.go: recovery of releases an interrupted operator left
+//     pending;
+//   - uninstallgate.go: no uninstall until the final backup is done;
+//   - driftrepair.go: repair of the objects of a release that drifted or
+//     were deleted;
+//   - actionclient.go: the action clients, which answer an unchanged
+//     release from the cache (fingerprint.go, expectations.go,
+//     releasecache.go) and record Events;
+//   - storage.go: the release storage, signed (see releasetrust) and
+//     queried with the cache's help;
+//   - manifestguard.go: what a release may touch, the chart's kinds in its
+//     own namespace;
+//   - watches.go and typedcache.go: the watches of the chart's objects and
+//     the one typed cache shared with the Go controllers.
 package helmreconciler
 
 import (
@@ -29,9 +44,6 @@ import (
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	"github.com/echo-operator/echo-operator/internal/releasetrust"
 )
-
-// PauseAnnotation pauses the Helm reconciliation of an object while "true".
-const PauseAnnotation = "echo.dev/pause-reconcile"
 
 // Options configure the Helm reconcilers.
 type Options struct {
@@ -132,13 +144,13 @@ func newReconciler(mgr ctrl.Manager, w watches.Watch, opts Options) (*reconciler
 }
 
 // pauseUnlessDeleting pauses the release of an object annotated with
-// PauseAnnotation, except while the object is being deleted: deletion must
+// echov1alpha1.PauseAnnotation, except while the object is being deleted: deletion must
 // not hang on a forgotten annotation.
 func pauseUnlessDeleting(ctx context.Context, obj *unstructured.Unstructured) (bool, error) {
 	if obj.GetDeletionTimestamp() != nil {
 		return false, nil
 	}
-	return reconciler.PauseReconcileIfAnnotationTrue(PauseAnnotation)(ctx, obj)
+	return reconciler.PauseReconcileIfAnnotationTrue(echov1alpha1.PauseAnnotation)(ctx, obj)
 }
 
 // newActionClientGetter builds the stock action client getter and wraps it.

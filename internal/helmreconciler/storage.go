@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/echo-operator/echo-operator/internal/chart"
 	"github.com/echo-operator/echo-operator/internal/releasetrust"
 )
 
@@ -69,8 +70,8 @@ func (g *actionClientGetter) storageDriverMapper() helmclient.ObjectToStorageDri
 
 // Query implements driver.Driver.
 func (s *releaseStorage) Query(query map[string]string) ([]*release.Release, error) {
-	name := query[releaseNameLabel]
-	if name == "" || query[releaseOwnerLabel] != releaseOwnerValue || s.pending(name) {
+	name := query[chart.ReleaseNameLabel]
+	if name == "" || query[chart.ReleaseOwnerLabel] != chart.ReleaseOwner || s.pending(name) {
 		return s.Driver.Query(query)
 	}
 	secrets := &corev1.SecretList{}
@@ -115,11 +116,11 @@ func withSystemLabels(rel *release.Release) map[string]string {
 	if out == nil {
 		out = map[string]string{}
 	}
-	out[releaseNameLabel] = rel.Name
-	out[releaseOwnerLabel] = releaseOwnerValue
+	out[chart.ReleaseNameLabel] = rel.Name
+	out[chart.ReleaseOwnerLabel] = chart.ReleaseOwner
 	if rel.Info != nil {
-		out[releaseStatusLabel] = rel.Info.Status.String()
+		out[chart.ReleaseStatusLabel] = rel.Info.Status.String()
 	}
-	out[releaseVersionLabel] = strconv.Itoa(rel.Version)
+	out[chart.ReleaseVersionLabel] = strconv.Itoa(rel.Version)
 	return out
 }

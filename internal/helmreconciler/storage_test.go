@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/echo-operator/echo-operator/internal/chart"
 )
 
 // countingDriver counts the label-selected queries that reach the API server.
@@ -47,8 +49,8 @@ func TestReleaseStorageQuery(t *testing.T) {
 			b = b.WithObjects(cached.(client.Object))
 		}
 		for _, s := range stored {
-			rel := &release.Release{Name: s.Labels["name"], Version: mustAtoi(t, s.Labels["version"]),
-				Info: &release.Info{Status: release.Status(s.Labels["status"])}}
+			rel := &release.Release{Name: s.Labels[chart.ReleaseNameLabel], Version: mustAtoi(t, s.Labels[chart.ReleaseVersionLabel]),
+				Info: &release.Info{Status: release.Status(s.Labels[chart.ReleaseStatusLabel])}}
 			if err := mem.Create(s.Name, rel); err != nil {
 				t.Fatal(err)
 			}
@@ -60,14 +62,14 @@ func TestReleaseStorageQuery(t *testing.T) {
 
 	t.Run("revisions are read by name, without a query", func(t *testing.T) {
 		s, d := newStorage(t, false)
-		rels, err := s.Query(map[string]string{"name": "web", "owner": "helm"})
+		rels, err := s.Query(chart.ReleaseRecordLabels("web"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(rels) != 2 || rels[0].Version != 1 || rels[1].Version != 2 {
 			t.Fatalf("got %d revisions, want v1 and v2 (v3 is gone)", len(rels))
 		}
-		if rels[1].Labels["status"] != "deployed" || rels[1].Labels["version"] != "2" {
+		if rels[1].Labels[chart.ReleaseStatusLabel] != "deployed" || rels[1].Labels[chart.ReleaseVersionLabel] != "2" {
 			t.Errorf("labels = %v, want the system labels back", rels[1].Labels)
 		}
 		if d.queries != 0 {
@@ -76,21 +78,21 @@ func TestReleaseStorageQuery(t *testing.T) {
 	})
 	t.Run("a status selects", func(t *testing.T) {
 		s, _ := newStorage(t, false)
-		rels, err := s.Query(map[string]string{"name": "web", "owner": "helm", "status": "deployed"})
+		rels, err := s.Query(withLabel(chart.ReleaseRecordLabels("web"), chart.ReleaseStatusLabel, "deployed"))
 		if err != nil || len(rels) != 1 || rels[0].Version != 2 {
 			t.Fatalf("got %v, %v; want v2", rels, err)
 		}
 	})
 	t.Run("a release the cache has no revision of is not found", func(t *testing.T) {
 		s, d := newStorage(t, false)
-		_, err := s.Query(map[string]string{"name": "new", "owner": "helm"})
+		_, err := s.Query(chart.ReleaseRecordLabels("new"))
 		if !errors.Is(err, driver.ErrReleaseNotFound) || d.queries != 0 {
 			t.Fatalf("got %v with %d queries; want not found and none", err, d.queries)
 		}
 	})
 	t.Run("revisions written and not yet cached go to the API server", func(t *testing.T) {
 		s, d := newStorage(t, true)
-		if _, err := s.Query(map[string]string{"name": "web", "owner": "helm"}); err != nil {
+		if _, err := s.Query(chart.ReleaseRecordLabels("web")); err != nil {
 			t.Fatal(err)
 		}
 		if d.queries != 1 {

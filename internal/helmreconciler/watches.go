@@ -21,7 +21,7 @@ import (
 )
 
 // ChartObjectTypes are the kinds the echo chart renders. The operator
-// caches them (selected by the chart's label), the Helm reconciler watches
+// caches them (selected by chart.ObjectSelector), the Helm reconciler watches
 // them to repair drift, and drift repair reads them from the cache.
 func ChartObjectTypes() []client.Object {
 	return []client.Object{

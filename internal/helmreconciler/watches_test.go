@@ -9,12 +9,14 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/echo-operator/echo-operator/internal/chart"
 )
 
 func TestChartObjectChanged(t *testing.T) {
 	deployment := func() *appsv1.Deployment {
 		return &appsv1.Deployment{
-			ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: map[string]string{"app.kubernetes.io/name": "echo"}, ResourceVersion: "1"},
+			ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: map[string]string{chart.NameLabel: chart.Name}, ResourceVersion: "1"},
 			Spec:       appsv1.DeploymentSpec{Replicas: ptr.To[int32](1)},
 		}
 	}

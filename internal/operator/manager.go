@@ -27,15 +27,11 @@ import (
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	"github.com/echo-operator/echo-operator/controllers"
+	"github.com/echo-operator/echo-operator/internal/chart"
 	"github.com/echo-operator/echo-operator/internal/decodeguard"
 	"github.com/echo-operator/echo-operator/internal/helmreconciler"
 	"github.com/echo-operator/echo-operator/internal/releasetrust"
 )
-
-// ChartLabelSelector selects what the echo chart renders. The cache holds
-// only those objects (and Helm's release Secrets), not every Deployment,
-// Service or Secret of the cluster.
-const ChartLabelSelector = "app.kubernetes.io/name=echo"
 
 // Options configure the manager.
 type Options struct {
@@ -83,10 +79,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	o.Helm.Signer = signer
-	cacheOpts, err := cacheOptions(o.WatchNamespaces, signer)
-	if err != nil {
-		return nil, err
-	}
+	cacheOpts := cacheOptions(o.WatchNamespaces, signer)
 	if o.QPS > 0 {
 		cfg = rest.CopyConfig(cfg)
 		cfg.QPS, cfg.Burst = o.QPS, o.Burst
@@ -206,13 +199,10 @@ func loadSigner(cfg *rest.Config, namespace string) (*releasetrust.Signer, error
 }
 
 // cacheOptions scopes the cache to the watched namespaces, to the objects
-// the chart renders and to Helm's release Secrets, without managed fields.
-func cacheOptions(namespaces []string, signer *releasetrust.Signer) (cache.Options, error) {
-	chartObjects, err := labels.Parse(ChartLabelSelector)
-	if err != nil {
-		return cache.Options{}, fmt.Errorf("parsing the chart label selector: %w", err)
-	}
-	moverObjects := labels.SelectorFromSet(labels.Set{controllers.ManagedByLabel: controllers.ManagedByValue})
+// the chart renders and to Helm's release Secrets, without managed fields:
+// it holds those, not every Deployment, Service or Secret of the cluster.
+func cacheOptions(namespaces []string, signer *releasetrust.Signer) cache.Options {
+	moverObjects := labels.SelectorFromSet(labels.Set{chart.ManagedByLabel: echov1alpha1.ManagedBy})
 	opts := cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
@@ -220,7 +210,7 @@ func cacheOptions(namespaces []string, signer *releasetrust.Signer) (cache.Optio
 			// are read from the API server when needed, and with the
 			// verdict of their signature.
 			&corev1.Secret{}: {
-				Label:     helmreconciler.ReleaseSecretSelector,
+				Label:     chart.ReleaseRecordSelector(),
 				Transform: helmreconciler.ReleaseSecretTransform(signer),
 			},
 			&batchv1.Job{}:      {Label: moverObjects},
@@ -229,7 +219,7 @@ func cacheOptions(namespaces []string, signer *releasetrust.Signer) (cache.Optio
 		},
 	}
 	for _, obj := range helmreconciler.ChartObjectTypes() {
-		opts.ByObject[obj] = cache.ByObject{Label: chartObjects}
+		opts.ByObject[obj] = cache.ByObject{Label: chart.ObjectSelector()}
 	}
 	if len(namespaces) > 0 {
 		opts.DefaultNamespaces = map[string]cache.Config{}
@@ -237,7 +227,7 @@ func cacheOptions(namespaces []string, signer *releasetrust.Signer) (cache.Optio
 			opts.DefaultNamespaces[ns] = cache.Config{}
 		}
 	}
-	return opts, nil
+	return opts
 }
 
 func metricsOptions(o Options) metricsserver.Options {

@@ -8,14 +8,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/echo-operator/echo-operator/internal/chart"
 	"github.com/echo-operator/echo-operator/internal/releasetrust"
 )
 
 func TestCacheOptions(t *testing.T) {
-	all, err := cacheOptions(nil, testSigner(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	all := cacheOptions(nil, testSigner(t))
 	if all.DefaultNamespaces != nil {
 		t.Errorf("no namespaces should watch all, got %v", all.DefaultNamespaces)
 	}
@@ -23,10 +21,7 @@ func TestCacheOptions(t *testing.T) {
 		t.Error("managed fields are not stripped")
 	}
 
-	some, err := cacheOptions([]string{"team-a", "team-b"}, testSigner(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	some := cacheOptions([]string{"team-a", "team-b"}, testSigner(t))
 	if len(some.DefaultNamespaces) != 2 {
 		t.Errorf("namespaces = %v, want team-a and team-b", some.DefaultNamespaces)
 	}
@@ -40,10 +35,10 @@ func TestCacheOptions(t *testing.T) {
 		t.Fatalf("%T is not scoped", obj)
 		return false
 	}
-	if !selects(&corev1.Secret{}, labels.Set{"owner": "helm", "name": "e"}) || selects(&corev1.Secret{}, labels.Set{"app": "db"}) {
+	if !selects(&corev1.Secret{}, labels.Set(chart.ReleaseRecordLabels("e"))) || selects(&corev1.Secret{}, labels.Set{"app": "db"}) {
 		t.Error("the Secret cache should hold Helm release Secrets only")
 	}
-	if !selects(&appsv1.Deployment{}, labels.Set{"app.kubernetes.io/name": "echo"}) || selects(&appsv1.Deployment{}, labels.Set{"app": "other"}) {
+	if !selects(&appsv1.Deployment{}, labels.Set{chart.NameLabel: chart.Name}) || selects(&appsv1.Deployment{}, labels.Set{"app": "other"}) {
 		t.Error("the Deployment cache should hold what the echo chart renders only")
 	}
 }

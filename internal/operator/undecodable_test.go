@@ -27,7 +27,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
-	"github.com/echo-operator/echo-operator/internal/decodeguard"
 	"github.com/echo-operator/echo-operator/internal/helmreconciler"
 	"github.com/echo-operator/echo-operator/internal/operator"
 	"github.com/echo-operator/echo-operator/internal/testutil/olderschema"
@@ -71,7 +70,7 @@ func TestManagerStartsBesideAnUndecodableObject(t *testing.T) {
 		g.Expect(events.Items).To(ContainElement(And(
 			HaveField("InvolvedObject.UID", bad.GetUID()),
 			HaveField("Type", corev1.EventTypeWarning),
-			HaveField("Reason", decodeguard.EventReasonUndecodable),
+			HaveField("Reason", echov1alpha1.EventReasonUndecodableObject),
 			HaveField("Message", ContainSubstring("spec.retention.maxAge")),
 		)))
 	}, timeout, interval).Should(Succeed())

@@ -9,6 +9,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/echo-operator/echo-operator/internal/chart"
 )
 
 const (
@@ -57,7 +59,7 @@ func createKey(ctx context.Context, c client.Writer, namespace string) ([]byte, 
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: namespace,
 			Name:      KeySecretName,
-			Labels:    map[string]string{"app.kubernetes.io/name": "echo-operator", "app.kubernetes.io/component": "release-signing-key"},
+			Labels:    map[string]string{chart.NameLabel: "echo-operator", chart.ComponentLabel: "release-signing-key"},
 		},
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{keyDataKey: key},

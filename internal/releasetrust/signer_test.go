@@ -9,6 +9,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/echo-operator/echo-operator/internal/chart"
 )
 
 func newTestSigner(t *testing.T, key string) *Signer {
@@ -26,10 +28,13 @@ func record(name string) *corev1.Secret {
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: "team-a", Name: "sh.helm.release.v1." + name + ".v1",
-			Labels: map[string]string{"owner": "helm", "name": name, "status": "deployed", "version": "1", "createdAt": "1"},
+			Labels: map[string]string{
+				chart.ReleaseOwnerLabel: chart.ReleaseOwner, chart.ReleaseNameLabel: name,
+				chart.ReleaseStatusLabel: "deployed", chart.ReleaseVersionLabel: "1", "createdAt": "1",
+			},
 		},
-		Type: "helm.sh/release.v1",
-		Data: map[string][]byte{"release": []byte("H4sI-encoded-release")},
+		Type: chart.ReleaseSecretType,
+		Data: map[string][]byte{ReleaseDataKey: []byte("H4sI-encoded-release")},
 	}
 }
 
@@ -43,11 +48,11 @@ func TestSignerVerify(t *testing.T) {
 		{"as signed", func(*corev1.Secret) {}, true},
 		{"a timestamp label restamped", func(r *corev1.Secret) { r.Labels["modifiedAt"] = "2" }, true},
 		{"owner references added", func(r *corev1.Secret) { r.OwnerReferences = []metav1.OwnerReference{{UID: "x"}} }, true},
-		{"the release changed", func(r *corev1.Secret) { r.Data["release"] = []byte("H4sI-other") }, false},
-		{"the release removed", func(r *corev1.Secret) { delete(r.Data, "release") }, false},
-		{"the status label changed", func(r *corev1.Secret) { r.Labels["status"] = "superseded" }, false},
-		{"the version label raised", func(r *corev1.Secret) { r.Labels["version"] = "9" }, false},
-		{"relabelled to another release", func(r *corev1.Secret) { r.Labels["name"] = "other" }, false},
+		{"the release changed", func(r *corev1.Secret) { r.Data[ReleaseDataKey] = []byte("H4sI-other") }, false},
+		{"the release removed", func(r *corev1.Secret) { delete(r.Data, ReleaseDataKey) }, false},
+		{"the status label changed", func(r *corev1.Secret) { r.Labels[chart.ReleaseStatusLabel] = "superseded" }, false},
+		{"the version label raised", func(r *corev1.Secret) { r.Labels[chart.ReleaseVersionLabel] = "9" }, false},
+		{"relabelled to another release", func(r *corev1.Secret) { r.Labels[chart.ReleaseNameLabel] = "other" }, false},
 		{"a label added", func(r *corev1.Secret) { r.Labels["extra"] = "x" }, false},
 		{"moved to another namespace", func(r *corev1.Secret) { r.Namespace = "team-b" }, false},
 		{"renamed", func(r *corev1.Secret) { r.Name = "sh.helm.release.v1.web.v2" }, false},

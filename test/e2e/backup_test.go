@@ -183,7 +183,7 @@ func TestBackupsEndToEnd(t *testing.T) {
 		var final echov1alpha1.EchoBackup
 		Eventually(func(g Gomega) {
 			list := &echov1alpha1.EchoBackupList{}
-			g.Expect(k8sClient.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{"echo.dev/final-backup-of": key.Name})).To(Succeed())
+			g.Expect(k8sClient.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{echov1alpha1.FinalBackupOfLabel: key.Name})).To(Succeed())
 			g.Expect(list.Items).To(HaveLen(1))
 			final = list.Items[0]
 		}, timeout, interval).Should(Succeed())

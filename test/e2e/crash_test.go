@@ -10,10 +10,12 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/internal/chart"
 )
 
 // killWhenReleasePending SIGKILLs the operator the moment the release of an
@@ -25,7 +27,7 @@ func killWhenReleasePending(t *testing.T, key types.NamespacedName, status strin
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	w, err := clientset.CoreV1().Secrets(key.Namespace).Watch(ctx, metav1.ListOptions{
-		LabelSelector: "owner=helm,name=" + key.Name,
+		LabelSelector: labels.SelectorFromSet(chart.ReleaseRecordLabels(chart.ReleaseName(key.Name))).String(),
 	})
 	Expect(err).NotTo(HaveOccurred())
 	defer w.Stop()
@@ -34,7 +36,7 @@ func killWhenReleasePending(t *testing.T, key types.NamespacedName, status strin
 	var pendingSecret string
 	for ev := range w.ResultChan() {
 		s, ok := ev.Object.(*corev1.Secret)
-		if !ok || ev.Type == watch.Deleted || s.Labels["status"] != status {
+		if !ok || ev.Type == watch.Deleted || s.Labels[chart.ReleaseStatusLabel] != status {
 			continue
 		}
 		op.kill()
@@ -45,8 +47,8 @@ func killWhenReleasePending(t *testing.T, key types.NamespacedName, status strin
 
 	s, err := clientset.CoreV1().Secrets(key.Namespace).Get(context.Background(), pendingSecret, metav1.GetOptions{})
 	Expect(err).NotTo(HaveOccurred())
-	landed := s.Labels["status"] == status
-	t.Logf("killed the operator during %s of %s: release %s left %s", status, key, pendingSecret, s.Labels["status"])
+	landed := s.Labels[chart.ReleaseStatusLabel] == status
+	t.Logf("killed the operator during %s of %s: release %s left %s", status, key, pendingSecret, s.Labels[chart.ReleaseStatusLabel])
 	Expect(op.start()).To(Succeed())
 	return landed
 }
@@ -54,12 +56,12 @@ func killWhenReleasePending(t *testing.T, key types.NamespacedName, status strin
 // expectNoPendingRelease checks the stored history of an Echo's release.
 func expectNoPendingRelease(g Gomega, key types.NamespacedName) {
 	secrets, err := clientset.CoreV1().Secrets(key.Namespace).List(context.Background(), metav1.ListOptions{
-		LabelSelector: "owner=helm,name=" + key.Name,
+		LabelSelector: labels.SelectorFromSet(chart.ReleaseRecordLabels(chart.ReleaseName(key.Name))).String(),
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(secrets.Items).NotTo(BeEmpty())
 	for _, s := range secrets.Items {
-		g.Expect(s.Labels["status"]).NotTo(HavePrefix("pending"), "release %s", s.Name)
+		g.Expect(s.Labels[chart.ReleaseStatusLabel]).NotTo(HavePrefix("pending"), "release %s", s.Name)
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/internal/chart"
 )
 
 const (
@@ -93,7 +94,7 @@ func updateEcho(t *testing.T, key types.NamespacedName, mutate func(*echov1alpha
 func runningPods(g Gomega, key types.NamespacedName) []corev1.Pod {
 	pods := &corev1.PodList{}
 	g.Expect(k8sClient.List(context.Background(), pods, client.InNamespace(key.Namespace),
-		client.MatchingLabels{"app.kubernetes.io/instance": key.Name})).To(Succeed())
+		client.MatchingLabels{chart.InstanceLabel: chart.ReleaseName(key.Name)})).To(Succeed())
 	var out []corev1.Pod
 	for _, p := range pods.Items {
 		if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && podReady(p) {
@@ -135,7 +136,7 @@ func TestEchoRunsScalesAndHeals(t *testing.T) {
 		RegisterTestingT(t)
 		scale := &autoscalingv1.Scale{}
 		Expect(k8sClient.SubResource("scale").Get(ctx, getEcho(Default, key), scale)).To(Succeed())
-		Expect(scale.Status.Selector).To(ContainSubstring("app.kubernetes.io/instance=web"))
+		Expect(scale.Status.Selector).To(ContainSubstring(chart.InstanceLabel + "=" + chart.ReleaseName(key.Name)))
 		scale.Spec.Replicas = 4
 		Expect(k8sClient.SubResource("scale").Update(ctx, getEcho(Default, key), client.WithSubResourceBody(scale))).To(Succeed())
 		waitReady(t, key, 4)
@@ -195,11 +196,11 @@ func TestEchoWithPersistence(t *testing.T) {
 	waitReady(t, key, 1)
 
 	pvc := &corev1.PersistentVolumeClaim{}
-	Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "journal-data"}, pvc)).To(Succeed())
+	Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: chart.DataClaimName(key.Name)}, pvc)).To(Succeed())
 	Expect(pvc.Status.Phase).To(Equal(corev1.ClaimBound))
 	pods := runningPods(Default, key)
 	Expect(pods).To(HaveLen(1))
-	Expect(pods[0].Spec.Volumes).To(ContainElement(HaveField("PersistentVolumeClaim.ClaimName", "journal-data")))
+	Expect(pods[0].Spec.Volumes).To(ContainElement(HaveField("PersistentVolumeClaim.ClaimName", chart.DataClaimName(key.Name))))
 }
 
 func TestEchoDeleteCollectsEverything(t *testing.T) {
@@ -228,7 +229,7 @@ func TestEchoDeleteCollectsEverything(t *testing.T) {
 			g.Expect(meta.LenList(list)).To(BeZero(), "%T left behind", list)
 		}
 		secrets := &corev1.SecretList{}
-		g.Expect(k8sClient.List(ctx, secrets, client.InNamespace(ns), client.MatchingLabels{"owner": "helm"})).To(Succeed())
+		g.Expect(k8sClient.List(ctx, secrets, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: chart.ReleaseRecordSelector()})).To(Succeed())
 		g.Expect(secrets.Items).To(BeEmpty(), "release history left behind")
 	}, timeout, interval).Should(Succeed())
 }

@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	echochart "github.com/echo-operator/echo-operator/internal/chart"
 	"github.com/echo-operator/echo-operator/internal/helmreconciler"
 	"github.com/echo-operator/echo-operator/internal/operator"
 	"github.com/echo-operator/echo-operator/internal/releasetrust"
@@ -113,13 +114,16 @@ func forgedRelease(echo *echov1alpha1.Echo, secretName string, version int, enco
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: echo.Namespace, Name: secretName,
-			Labels: map[string]string{"owner": "helm", "name": echo.Name, "status": "deployed", "version": strconv.Itoa(version)},
+			Labels: map[string]string{
+				echochart.ReleaseOwnerLabel: echochart.ReleaseOwner, echochart.ReleaseNameLabel: echochart.ReleaseName(echo.Name),
+				echochart.ReleaseStatusLabel: "deployed", echochart.ReleaseVersionLabel: strconv.Itoa(version),
+			},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: echov1alpha1.GroupVersion.String(), Kind: "Echo", Name: echo.Name, UID: echo.UID, Controller: ptr.To(true),
 			}},
 		},
-		Type: "helm.sh/release.v1",
-		Data: map[string][]byte{"release": encoded},
+		Type: echochart.ReleaseSecretType,
+		Data: map[string][]byte{releasetrust.ReleaseDataKey: encoded},
 	}
 }
 
@@ -213,14 +217,14 @@ func eventMessages(g Gomega, key types.NamespacedName, reason string) []string {
 func latestSignedRelease(g Gomega, key types.NamespacedName) *corev1.Secret {
 	secrets := &corev1.SecretList{}
 	g.Expect(k8sClient.List(context.Background(), secrets, client.InNamespace(key.Namespace),
-		client.MatchingLabels{"owner": "helm", "name": key.Name})).To(Succeed())
+		client.MatchingLabels(echochart.ReleaseRecordLabels(echochart.ReleaseName(key.Name))))).To(Succeed())
 	var latest *corev1.Secret
 	for i := range secrets.Items {
 		s := &secrets.Items[i]
 		if s.Annotations[releasetrust.SignatureAnnotation] == "" {
 			continue
 		}
-		if latest == nil || s.Labels["version"] > latest.Labels["version"] {
+		if latest == nil || s.Labels[echochart.ReleaseVersionLabel] > latest.Labels[echochart.ReleaseVersionLabel] {
 			latest = s
 		}
 	}
@@ -290,7 +294,7 @@ func TestHostileTenantStaysInItsNamespace(t *testing.T) {
 		forged := forgedRelease(web, "sh.helm.release.v1.web.v9", 9, encodeRelease(&release.Release{
 			Name: "web", Namespace: tn.ns, Version: 9,
 			Info:     &release.Info{Status: release.StatusDeployed},
-			Chart:    &chart.Chart{Metadata: &chart.Metadata{Name: "echo", Version: "0.1.0"}},
+			Chart:    &chart.Chart{Metadata: &chart.Metadata{Name: echochart.Name, Version: "0.1.0"}},
 			Manifest: hostileManifest(tn.ns, victimNS, adminCM.Name),
 		}))
 		Expect(tn.c.Create(ctx, forged)).To(Succeed())
@@ -355,7 +359,7 @@ func TestHostileTenantStaysInItsNamespace(t *testing.T) {
 
 	run("an owner reference to another namespace's Echo reaches nothing there", func(t *testing.T) {
 		decoy := &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Namespace: tn.ns, Name: "prod", Labels: map[string]string{"app.kubernetes.io/name": "echo"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: tn.ns, Name: "prod", Labels: map[string]string{echochart.NameLabel: echochart.Name},
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: echov1alpha1.GroupVersion.String(), Kind: "Echo", Name: "prod", UID: victim.UID, Controller: ptr.To(true)}}},
 			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}},
 		}

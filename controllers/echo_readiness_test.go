@@ -8,9 +8,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/internal/chart"
 )
 
 func TestComputeWorkloadStatus(t *testing.T) {
@@ -28,7 +30,7 @@ func TestComputeWorkloadStatus(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Name: "e", Namespace: "ns", Generation: 4,
 				Annotations: map[string]string{echov1alpha1.SpecGenerationAnnotation: specGen}},
 			Spec: appsv1.DeploymentSpec{Replicas: ptr.To(desired), Selector: &metav1.LabelSelector{
-				MatchLabels: map[string]string{"app.kubernetes.io/instance": "e", "app.kubernetes.io/name": "echo"}}},
+				MatchLabels: chart.SelectorLabels("e")}},
 			Status: appsv1.DeploymentStatus{ObservedGeneration: 4, Replicas: desired, UpdatedReplicas: desired,
 				ReadyReplicas: desired, AvailableReplicas: desired},
 		}
@@ -161,7 +163,7 @@ func TestComputeWorkloadStatus(t *testing.T) {
 		if got.replicas != 3 || got.readyReplicas != 2 || got.availableReplicas != 2 || got.updatedReplicas != 3 {
 			t.Errorf("counts = %d/%d/%d/%d", got.replicas, got.readyReplicas, got.availableReplicas, got.updatedReplicas)
 		}
-		if got.selector != "app.kubernetes.io/instance=e,app.kubernetes.io/name=echo" {
+		if got.selector != labels.SelectorFromSet(chart.SelectorLabels("e")).String() {
 			t.Errorf("selector = %q", got.selector)
 		}
 	})

@@ -1,0 +1,188 @@
+package controllers
+
+import (
+	"cmp"
+	"path"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/internal/chart"
+	"github.com/echo-operator/echo-operator/internal/moverprotocol"
+)
+
+// What every data mover Job shares, whichever kind runs it (backups,
+// artifact deletion, restores): the pod running the operator's image under
+// the restricted Pod Security Standard, the storage it reaches, and the
+// failure policy matching the mover's exit codes.
+
+// Paths inside the mover's container, and its user.
+const (
+	dataMountPath   = "/data"
+	configMountPath = "/config"
+	storeMountPath  = "/backup"
+	caMountPath     = "/etc/echo-backup/ca"
+	tmpMountPath    = "/tmp"
+	configFileName  = "config.json"
+	caFileName      = "ca.crt"
+	moverUserID     = int64(65532)
+	// moverRetries is the backoff limit of every mover Job: retryable
+	// failures (a store briefly unreachable) get two more attempts.
+	moverRetries = int32(2)
+)
+
+// moverComponent is the app.kubernetes.io/component of every mover Job.
+const moverComponent = "data-mover"
+
+// The resources of a mover that moves data (backup, restore) and of one
+// that only talks to the store (inspect, delete).
+var (
+	dataMoverResources = corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("256Mi")},
+	}
+	storeClientResources = corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
+	}
+)
+
+// moverLabels label a mover Job and its pods: app name and instance (the
+// Echo), the component, the operator as manager, and ownerLabel set to the
+// name of the backup or restore the Job serves.
+func moverLabels(app, echoName, ownerLabel, ownerName string) map[string]string {
+	return map[string]string{
+		chart.NameLabel:      app,
+		chart.InstanceLabel:  echoName,
+		chart.ComponentLabel: moverComponent,
+		chart.ManagedByLabel: echov1alpha1.ManagedBy,
+		ownerLabel:           ownerName,
+	}
+}
+
+// moverJob is a data mover Job running pod once (with moverRetries for
+// retryable failures), for at most deadline seconds.
+func moverJob(namespace, name string, labels map[string]string, deadline int64, pod corev1.PodSpec) *batchv1.Job {
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels},
+		Spec: batchv1.JobSpec{
+			BackoffLimit:          ptr.To(moverRetries),
+			PodFailurePolicy:      moverFailurePolicy(),
+			ActiveDeadlineSeconds: ptr.To(deadline),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       pod,
+			},
+		},
+	}
+}
+
+// moverFailurePolicy fails a data mover Job at once on a permanent failure,
+// and leaves the others to the Job's retries.
+func moverFailurePolicy() *batchv1.PodFailurePolicy {
+	return &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
+		Action: batchv1.PodFailurePolicyActionFailJob,
+		OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
+			ContainerName: ptr.To(moverprotocol.ContainerName),
+			Operator:      batchv1.PodFailurePolicyOnExitCodesOpIn,
+			Values:        []int32{moverprotocol.ExitPermanent},
+		},
+	}}}
+}
+
+// moverPod is the pod of a data mover Job running command with args and
+// reaching storage: the operator's image, run once under the restricted
+// Pod Security Standard, with a scratch /tmp and the storage mounted,
+// reporting its result as its termination message. volumes and mounts add
+// the command's own.
+func moverPod(image string, command moverprotocol.Command, args []string, storage echov1alpha1.BackupStorage,
+	volumes []corev1.Volume, mounts []corev1.VolumeMount, res corev1.ResourceRequirements) corev1.PodSpec {
+	storeArgs, env, storeVolumes, storeMounts := storageMount(storage)
+	volumes = append(append(storeVolumes, corev1.Volume{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}), volumes...)
+	mounts = append(append(storeMounts, corev1.VolumeMount{Name: "tmp", MountPath: tmpMountPath}), mounts...)
+	return corev1.PodSpec{
+		RestartPolicy:                corev1.RestartPolicyNever,
+		AutomountServiceAccountToken: ptr.To(false),
+		EnableServiceLinks:           ptr.To(false),
+		SecurityContext:              restrictedPodSecurity(),
+		Volumes:                      volumes,
+		Containers: []corev1.Container{{
+			Name:                     moverprotocol.ContainerName,
+			Image:                    image,
+			Args:                     append(append([]string{string(command)}, args...), storeArgs...),
+			Env:                      env,
+			VolumeMounts:             mounts,
+			TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+			SecurityContext:          restrictedContainerSecurity(),
+			Resources:                res,
+		}},
+	}
+}
+
+// storageMount gives the flags, environment, volumes and mounts through
+// which the data mover reaches a storage. Credentials travel only as
+// Secret references in the environment, never as arguments.
+func storageMount(s echov1alpha1.BackupStorage) ([]string, []corev1.EnvVar, []corev1.Volume, []corev1.VolumeMount) {
+	if pvc := s.PersistentVolumeClaim; pvc != nil {
+		return []string{moverprotocol.Arg(moverprotocol.FlagFSRoot, path.Join(storeMountPath, pvc.SubPath))}, nil,
+			[]corev1.Volume{{Name: "store", VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvc.ClaimName}}}},
+			[]corev1.VolumeMount{{Name: "store", MountPath: storeMountPath}}
+	}
+	s3 := s.S3
+	args := []string{
+		moverprotocol.Arg(moverprotocol.FlagS3Endpoint, s3.Endpoint),
+		moverprotocol.Arg(moverprotocol.FlagS3Region, cmp.Or(s3.Region, moverprotocol.DefaultS3Region)),
+		moverprotocol.Arg(moverprotocol.FlagS3Bucket, s3.Bucket),
+	}
+	if s3.Prefix != "" {
+		args = append(args, moverprotocol.Arg(moverprotocol.FlagS3Prefix, s3.Prefix))
+	}
+	if s3.ForcePathStyle {
+		args = append(args, moverprotocol.Switch(moverprotocol.FlagS3PathStyle))
+	}
+	ref := s3.CredentialsSecretRef
+	env := []corev1.EnvVar{
+		secretEnv(moverprotocol.EnvAccessKeyID, ref.Name, cmp.Or(ref.AccessKeyIDKey, moverprotocol.EnvAccessKeyID)),
+		secretEnv(moverprotocol.EnvSecretAccessKey, ref.Name, cmp.Or(ref.SecretAccessKeyKey, moverprotocol.EnvSecretAccessKey)),
+	}
+	var volumes []corev1.Volume
+	var mounts []corev1.VolumeMount
+	if ca := s3.CABundle; ca != nil {
+		args = append(args, moverprotocol.Arg(moverprotocol.FlagS3CAFile, path.Join(caMountPath, caFileName)))
+		volumes = append(volumes, corev1.Volume{Name: "ca", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: ca.Name, Items: []corev1.KeyToPath{{Key: ca.Key, Path: caFileName}}}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: "ca", MountPath: caMountPath, ReadOnly: true})
+	}
+	return args, env, volumes, mounts
+}
+
+func secretEnv(name, secret, key string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Key: key}}}
+}
+
+// restrictedPodSecurity meets the restricted Pod Security Standard; the
+// group lets the mover read files the echo server wrote.
+func restrictedPodSecurity() *corev1.PodSecurityContext {
+	return &corev1.PodSecurityContext{
+		RunAsNonRoot:   ptr.To(true),
+		RunAsUser:      ptr.To(moverUserID),
+		RunAsGroup:     ptr.To(moverUserID),
+		FSGroup:        ptr.To(moverUserID),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+func restrictedContainerSecurity() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		RunAsNonRoot:             ptr.To(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
+}

@@ -1,0 +1,26 @@
+// Package controllers holds the Go reconcilers of the operator: what the
+// Helm chart cannot do on its own. One reconciler per concern, its files
+// named for what they hold:
+//
+//   - Echo (its release is reconciled by internal/helmreconciler):
+//     echo_controller.go reports readiness ("echo-status"), computed in
+//     echo_readiness.go, and checks the release records in
+//     echo_releaserecords.go; echo_finalbackup.go runs the last backup
+//     before delete ("echo-finalbackup").
+//   - EchoBackup: echobackup_controller.go runs a backup, echobackup_job.go
+//     builds its Jobs and ConfigMap, echobackup_config.go captures the
+//     configuration, echobackup_status.go writes the outcome,
+//     echobackup_delete.go deletes the artifact.
+//   - EchoBackupSchedule: echobackupschedule_controller.go starts and prunes
+//     backups, echobackupschedule_cron.go reads schedules and retention.
+//   - EchoRestore: echorestore_controller.go runs a restore,
+//     echorestore_job.go builds its Jobs, echorestore_target.go finds or
+//     creates the Echo, echorestore_quiesce.go stops it while the data is
+//     written and gives it back.
+//
+// What the kinds share: datamover_job.go (the data mover's pod, storage
+// and failure policy), jobs.go (creating, reading and removing Jobs: one
+// way to read a Job's outcome), echo_data.go (an Echo's data claim),
+// finalizers.go, conditions.go (conditions and status patches), names.go
+// (child names) and clock.go.
+package controllers

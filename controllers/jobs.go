@@ -1,0 +1,230 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/echo-operator/echo-operator/internal/moverprotocol"
+)
+
+// The Jobs of every kind that runs the data mover (backups, artifact
+// deletion, restores): creating them once, reading what they came to, and
+// removing them with their pods.
+
+// resultGracePeriod is how long a finished Job may take to show its
+// result: the kubelet reports the termination message with the pod's
+// final status, so past this the result is taken as lost.
+const resultGracePeriod = 2 * time.Minute
+
+// ensureOwnedJob returns the Job named like want, creating want, owned by
+// owner, on first sight; created says whether this call created it. The
+// deterministic name makes AlreadyExists a lock against a stale cache.
+func ensureOwnedJob(ctx context.Context, c client.Client, scheme *runtime.Scheme, owner client.Object, want *batchv1.Job) (job *batchv1.Job, created bool, err error) {
+	job = &batchv1.Job{}
+	err = c.Get(ctx, client.ObjectKeyFromObject(want), job)
+	if err == nil || !apierrors.IsNotFound(err) {
+		return job, false, err
+	}
+	if err := controllerutil.SetControllerReference(owner, want, scheme); err != nil {
+		return nil, false, fmt.Errorf("owning Job %s: %w", want.Name, err)
+	}
+	if err := c.Create(ctx, want); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return want, false, nil
+		}
+		return nil, false, fmt.Errorf("creating Job %s: %w", want.Name, err)
+	}
+	return want, true, nil
+}
+
+// removeJob deletes a Job and, in the background, its pods (by default,
+// deleting a Job through the API orphans them). The UID precondition
+// spares a newer Job of the same name.
+func removeJob(ctx context.Context, c client.Client, job *batchv1.Job) error {
+	err := c.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: &job.UID})
+	if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+		return fmt.Errorf("deleting Job %s: %w", job.Name, err)
+	}
+	return nil
+}
+
+// removeJobNamed removes the Job of that name, if any and not already on
+// its way out.
+func removeJobNamed(ctx context.Context, c client.Client, namespace, name string) error {
+	job := &batchv1.Job{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, job); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !job.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	return removeJob(ctx, c, job)
+}
+
+// jobFinished reads the terminal conditions of a Job.
+func jobFinished(job *batchv1.Job) (complete, failed bool) {
+	for _, c := range job.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete:
+			complete = true
+		case batchv1.JobFailed:
+			failed = true
+		}
+	}
+	return complete, failed
+}
+
+// jobFailureMessage is the Job's own account of its failure.
+func jobFailureMessage(job *batchv1.Job) string {
+	for _, c := range job.Status.Conditions {
+		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
+			if c.Message != "" {
+				return c.Message
+			}
+			return c.Reason
+		}
+	}
+	return "unknown"
+}
+
+// jobFinishTime is when a Job reached its terminal condition.
+func jobFinishTime(job *batchv1.Job) time.Time {
+	if job.Status.CompletionTime != nil {
+		return job.Status.CompletionTime.Time
+	}
+	for _, c := range job.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return time.Time{}
+}
+
+// moverOutcome is what a data mover Job came to.
+type moverOutcome int
+
+const (
+	// moverRunning: the Job has not finished.
+	moverRunning moverOutcome = iota
+	// moverAwaitingResult: the Job completed but no pod shows the mover's
+	// result yet, within resultGracePeriod.
+	moverAwaitingResult
+	// moverSucceeded: the Job completed and the mover's result is read.
+	moverSucceeded
+	// moverFailed: the Job failed.
+	moverFailed
+	// moverSilent: the Job completed without a readable result.
+	moverSilent
+)
+
+// moverJobResult is a data mover Job's outcome, and for a failed Job the
+// mover's account (when it left one) and the Job's.
+type moverJobResult struct {
+	outcome moverOutcome
+	// failure is the mover's report of a failed Job; nil when it left
+	// none.
+	failure *moverprotocol.Failure
+	// jobMessage is the failed Job's own account.
+	jobMessage string
+}
+
+// reasonUnreadable classifies a failure whose result is not the data
+// mover's JSON (a mover killed mid-write, or the log tail Kubernetes falls
+// back to).
+const reasonUnreadable moverprotocol.Reason = "Unreadable"
+
+// readMoverJob reads what a data mover Job came to, at now. A completed
+// Job's result is decoded into result (a pointer to the subcommand's result
+// type); with a nil result, completing is success enough.
+func readMoverJob(ctx context.Context, c client.Reader, job *batchv1.Job, now time.Time, result any) (moverJobResult, error) {
+	complete, failed := jobFinished(job)
+	if !complete && !failed {
+		return moverJobResult{outcome: moverRunning}, nil
+	}
+	if complete && result == nil {
+		return moverJobResult{outcome: moverSucceeded}, nil
+	}
+	msg, ok, err := jobTerminationMessage(ctx, c, job)
+	if err != nil {
+		return moverJobResult{}, err
+	}
+	if failed {
+		out := moverJobResult{outcome: moverFailed, jobMessage: jobFailureMessage(job)}
+		if ok {
+			out.failure = decodeFailure(msg)
+		}
+		return out, nil
+	}
+	switch {
+	case !ok && now.Sub(jobFinishTime(job)) < resultGracePeriod:
+		return moverJobResult{outcome: moverAwaitingResult}, nil
+	case !ok:
+		return moverJobResult{outcome: moverSilent}, nil
+	}
+	if failure, err := moverprotocol.Decode([]byte(msg), result); err != nil || failure != nil {
+		return moverJobResult{outcome: moverSilent}, nil
+	}
+	return moverJobResult{outcome: moverSucceeded}, nil
+}
+
+// decodeFailure reads the failure a failed mover reported; a message that
+// is not one is kept, as the mover's last words, under reasonUnreadable.
+func decodeFailure(msg string) *moverprotocol.Failure {
+	var ignored map[string]any
+	failure, err := moverprotocol.Decode([]byte(msg), &ignored)
+	switch {
+	case err != nil:
+		return &moverprotocol.Failure{Error: "the data mover ended with: " + truncateMessage(msg), Reason: reasonUnreadable}
+	case failure == nil:
+		// A result but a failed Job: the mover's account is not a
+		// failure, so the Job's own stands.
+		return nil
+	}
+	return failure
+}
+
+// jobTerminationMessage is the mover's termination message from the newest
+// pod of the Job that ended with one. Pods are matched by the Job's UID:
+// the pods of an earlier Job of the same name, or of the owner's other
+// Jobs, which may linger, do not answer.
+func jobTerminationMessage(ctx context.Context, c client.Reader, job *batchv1.Job) (string, bool, error) {
+	pods := &corev1.PodList{}
+	if err := c.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.ControllerUidLabel: string(job.UID)}); err != nil {
+		return "", false, fmt.Errorf("listing the pods of Job %s: %w", job.Name, err)
+	}
+	var newest string
+	var newestAt time.Time
+	found := false
+	for i := range pods.Items {
+		msg, at, ok := terminationMessage(&pods.Items[i])
+		if !ok || (found && !at.After(newestAt)) {
+			continue
+		}
+		newest, newestAt, found = msg, at, true
+	}
+	return newest, found, nil
+}
+
+// terminationMessage is the termination message of a pod's mover
+// container, and when it terminated.
+func terminationMessage(pod *corev1.Pod) (string, time.Time, bool) {
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Name != moverprotocol.ContainerName || cs.State.Terminated == nil || cs.State.Terminated.Message == "" {
+			continue
+		}
+		return cs.State.Terminated.Message, cs.State.Terminated.FinishedAt.Time, true
+	}
+	return "", time.Time{}, false
+}

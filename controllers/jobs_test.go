@@ -1,0 +1,103 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/echo-operator/echo-operator/internal/moverprotocol"
+)
+
+// TestReadMoverJob: every kind reads its Jobs' outcome the same way.
+func TestReadMoverJob(t *testing.T) {
+	finished := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	job := func(condition batchv1.JobConditionType) *batchv1.Job {
+		j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b1-backup", UID: "job-uid"}}
+		if condition != "" {
+			j.Status.Conditions = []batchv1.JobCondition{{Type: condition, Status: corev1.ConditionTrue,
+				LastTransitionTime: metav1.NewTime(finished), Message: "BackoffLimitExceeded"}}
+		}
+		return j
+	}
+	pod := func(name, jobUID, message string, at time.Time) client.Object {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{batchv1.ControllerUidLabel: jobUID}},
+			Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+				Name:  moverprotocol.ContainerName,
+				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Message: message, FinishedAt: metav1.NewTime(at)}},
+			}}},
+		}
+	}
+	success := `{"size":10,"checksum":"sha256:aa","location":"s3://b/k","files":1}`
+	denied := `{"error":"access denied","reason":"AccessDenied","retryable":false}`
+	cases := []struct {
+		name        string
+		job         *batchv1.Job
+		pods        []client.Object
+		now         time.Time
+		want        moverOutcome
+		wantReason  moverprotocol.Reason
+		wantLocated bool
+	}{
+		{"running", job(""), nil, finished, moverRunning, "", false},
+		{"complete with its result", job(batchv1.JobComplete), []client.Object{pod("p1", "job-uid", success, finished)}, finished, moverSucceeded, "", true},
+		{"complete, result not shown yet", job(batchv1.JobComplete), nil, finished.Add(time.Minute), moverAwaitingResult, "", false},
+		{"complete, result lost", job(batchv1.JobComplete), nil, finished.Add(resultGracePeriod), moverSilent, "", false},
+		{"complete, another Job's pod", job(batchv1.JobComplete), []client.Object{pod("p1", "old-uid", success, finished)}, finished.Add(resultGracePeriod), moverSilent, "", false},
+		{"complete, a failure reported", job(batchv1.JobComplete), []client.Object{pod("p1", "job-uid", denied, finished)}, finished, moverSilent, "", false},
+		{"failed with the mover's reason", job(batchv1.JobFailed), []client.Object{pod("p1", "job-uid", denied, finished)}, finished, moverFailed, moverprotocol.ReasonAccessDenied, false},
+		{"failed, newest pod speaks", job(batchv1.JobFailed), []client.Object{
+			pod("p1", "job-uid", `{"error":"unreachable","reason":"Unavailable","retryable":true}`, finished.Add(-time.Minute)),
+			pod("p2", "job-uid", denied, finished)}, finished, moverFailed, moverprotocol.ReasonAccessDenied, false},
+		{"failed, unreadable last words", job(batchv1.JobFailed), []client.Object{pod("p1", "job-uid", "panic: boom", finished)}, finished, moverFailed, reasonUnreadable, false},
+		{"failed silently", job(batchv1.JobFailed), nil, finished, moverFailed, "", false},
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.pods...).Build()
+			var archive moverprotocol.Archive
+			out, err := readMoverJob(context.Background(), c, tc.job, tc.now, &archive)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.outcome != tc.want {
+				t.Fatalf("outcome = %d, want %d", out.outcome, tc.want)
+			}
+			var reason moverprotocol.Reason
+			if out.failure != nil {
+				reason = out.failure.Reason
+			}
+			if reason != tc.wantReason {
+				t.Errorf("failure reason = %q, want %q", reason, tc.wantReason)
+			}
+			if tc.want == moverFailed && out.jobMessage != "BackoffLimitExceeded" {
+				t.Errorf("job message = %q, want the Job's own account", out.jobMessage)
+			}
+			if got := archive.Location != ""; got != tc.wantLocated {
+				t.Errorf("result decoded: %v, want %v (%+v)", got, tc.wantLocated, archive)
+			}
+		})
+	}
+}
+
+// TestReadMoverJobWithoutResult: a Job whose result is not needed (the
+// artifact deletion) succeeds on completing.
+func TestReadMoverJobWithoutResult(t *testing.T) {
+	j := &batchv1.Job{Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}}}
+	c := fake.NewClientBuilder().Build()
+	if out, err := readMoverJob(context.Background(), c, j, time.Now(), nil); err != nil || out.outcome != moverSucceeded {
+		t.Fatalf("readMoverJob = %+v, %v; want success", out, err)
+	}
+}
