@@ -14,6 +14,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/echo-operator/echo-operator/internal/chart"
 )
 
 const (
@@ -23,8 +25,6 @@ const (
 	// reconcilePollPeriod is how often the reconcile counter is read during
 	// the startup; a scrape costs the operator some CPU.
 	reconcilePollPeriod = 200 * time.Millisecond
-	// releaseSelector selects Helm's release Secrets.
-	releaseSelector = "owner=helm"
 )
 
 // startup restarts echo-operator on N converged Echos and checks that it
@@ -113,7 +113,7 @@ type releaseSecret struct {
 
 // releases lists the release Secrets of the bench namespace, by name.
 func (r *run) releases(ctx context.Context) (map[string]releaseSecret, error) {
-	list, err := r.cluster.clientset.CoreV1().Secrets(benchNamespace).List(ctx, metav1.ListOptions{LabelSelector: releaseSelector})
+	list, err := r.cluster.clientset.CoreV1().Secrets(benchNamespace).List(ctx, metav1.ListOptions{LabelSelector: chart.ReleaseRecordSelector().String()})
 	if err != nil {
 		return nil, fmt.Errorf("listing the release Secrets: %w", err)
 	}
