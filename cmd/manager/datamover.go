@@ -66,6 +66,7 @@ type moverOptions struct {
 	compression string
 	configFile  string
 	source      datamover.Source
+	backupID    string
 	// restore
 	existingData string
 	// storage
@@ -105,7 +106,7 @@ func dataMover(ctx context.Context, command moverprotocol.Command, args []string
 	}
 	if err != nil {
 		msg := truncate(redact(err.Error()), maxErrorLen)
-		reason, retryable := datamover.Reason(err), datamover.Retryable(err)
+		reason, retryable := datamover.Reason(err), retryableFailure(ctx, err)
 		log.Error(string(command)+" failed", "error", msg, "reason", string(reason), "retryable", retryable)
 		res = moverprotocol.Failure{Error: msg, Reason: reason, Retryable: retryable}
 	}
@@ -115,9 +116,16 @@ func dataMover(ctx context.Context, command moverprotocol.Command, args []string
 		}
 	}
 	if err != nil {
-		return moverprotocol.ExitCode(datamover.Retryable(err))
+		return moverprotocol.ExitCode(retryableFailure(ctx, err))
 	}
 	return moverprotocol.ExitSucceeded
+}
+
+// retryableFailure reports whether another attempt may succeed where err
+// failed: when datamover says so, and when a signal stopped the mover (ctx
+// is then done), which says nothing about the data or the store.
+func retryableFailure(ctx context.Context, err error) bool {
+	return datamover.Retryable(err) || ctx.Err() != nil
 }
 
 func parseMoverFlags(command moverprotocol.Command, args []string, output io.Writer) (moverOptions, error) {
@@ -140,6 +148,8 @@ func parseMoverFlags(command moverprotocol.Command, args []string, output io.Wri
 		fs.StringVar(&o.source.Name, moverprotocol.FlagSourceName, "", "name of the Echo, recorded in the manifest")
 		fs.StringVar(&o.source.UID, moverprotocol.FlagSourceUID, "", "UID of the Echo, recorded in the manifest")
 		fs.Int64Var(&o.source.Generation, moverprotocol.FlagSourceGeneration, 0, "generation of the Echo, recorded in the manifest")
+		fs.StringVar(&o.backupID, moverprotocol.FlagBackupID, "",
+			"identity of the backup across retries, recorded in the manifest: a retry finding its own complete artifact reports it")
 	case moverprotocol.Restore:
 		fs.StringVar(&o.existingData, moverprotocol.FlagExistingData, string(datamover.ExistingDataFail),
 			"when the data directory holds data: Fail, or Replace (the old data is kept in .echo-pre-restore-<timestamp>/)")
@@ -260,6 +270,7 @@ func (o moverOptions) backup(ctx context.Context, store datamover.Store, log *sl
 		Compression: compression,
 		Config:      config,
 		Source:      o.source,
+		BackupID:    o.backupID,
 		Logger:      log,
 	})
 }

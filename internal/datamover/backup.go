@@ -48,6 +48,12 @@ type BackupOptions struct {
 	Config json.RawMessage
 	// Source identifies the Echo in the manifest.
 	Source Source
+	// BackupID identifies this backup across retries (the EchoBackup's
+	// UID). A retry that finds the complete artifact of the same BackupID
+	// under Key returns its manifest instead of failing with
+	// ErrAlreadyExists: the earlier attempt stored it and was stopped
+	// before it could say so.
+	BackupID string
 	// Logger receives progress; nil discards it.
 	Logger *slog.Logger
 	// Now stamps the manifest; nil uses time.Now.
@@ -56,7 +62,9 @@ type BackupOptions struct {
 
 // Backup archives o.DataDir and o.Config into o.Store under o.Key and returns
 // the manifest, written last. It refuses to overwrite a complete backup
-// (ErrAlreadyExists).
+// (ErrAlreadyExists), unless that backup is its own (o.BackupID), which it
+// returns as it is. Parts of an upload an earlier attempt left unfinished
+// (a mover killed mid-upload) are removed before the upload starts.
 //
 // The archive is streamed: the data directory is walked in lexical order,
 // each file is read once while its SHA-256 is computed, and the tar stream
@@ -155,12 +163,15 @@ func (b *backup) run(ctx context.Context) (*Manifest, error) {
 	// bucket before any data is read.
 	switch _, err := b.Store.Stat(ctx, manifestKey); {
 	case err == nil:
-		return nil, fmt.Errorf("%w: %s", ErrAlreadyExists, b.Store.Location(manifestKey))
+		return b.earlierAttempt(ctx)
 	case !errors.Is(err, ErrNotFound):
 		return nil, err
 	}
 	start := time.Now()
 	archiveKey := ArchiveKey(b.Key, b.Compression)
+	if err := abortIncompleteUpload(ctx, b.Store, archiveKey); err != nil {
+		return nil, err
+	}
 	b.log.Info("backup started", "dataDir", b.root, "location", b.Store.Location(archiveKey), "compression", string(b.Compression))
 
 	m, err := b.upload(ctx, archiveKey)
@@ -178,6 +189,28 @@ func (b *backup) run(ctx context.Context) (*Manifest, error) {
 	b.log.Info("backup complete", "location", b.Store.Location(b.Key), "files", m.DataFiles(), "dataBytes", m.DataSize(),
 		"archiveBytes", m.Archive.Size, "sha256", m.Archive.SHA256, "skipped", b.skipped,
 		"seconds", elapsed.Seconds(), "mbPerSecond", rate(m.DataSize(), elapsed))
+	return m, nil
+}
+
+// earlierAttempt returns the manifest already stored under the key when an
+// earlier attempt of this very backup wrote it, and its archive is there
+// whole; otherwise the key belongs to another backup: ErrAlreadyExists.
+func (b *backup) earlierAttempt(ctx context.Context) (*Manifest, error) {
+	exists := fmt.Errorf("%w: %s", ErrAlreadyExists, b.Store.Location(ManifestKey(b.Key)))
+	if b.BackupID == "" {
+		return nil, exists
+	}
+	m, err := Inspect(ctx, InspectOptions{Store: b.Store, Key: b.Key})
+	if err != nil {
+		if errors.Is(err, ErrUnavailable) || errors.Is(err, ErrAccessDenied) {
+			return nil, err
+		}
+		return nil, exists
+	}
+	if m.BackupID != b.BackupID {
+		return nil, exists
+	}
+	b.log.Info("backup already stored by an earlier attempt", "location", b.Store.Location(b.Key), "sha256", m.Archive.SHA256)
 	return m, nil
 }
 
@@ -250,6 +283,7 @@ func (b *backup) produce(ctx context.Context, w io.Writer) (*Manifest, error) {
 		FormatVersion: FormatVersion,
 		CreatedAt:     created,
 		Source:        b.Source,
+		BackupID:      b.BackupID,
 		Config:        b.config,
 		Compression:   b.Compression,
 		Files:         aw.files,

@@ -141,6 +141,56 @@ func TestBackupRefusesToOverwrite(t *testing.T) {
 	}
 }
 
+// TestBackupRetryFindsItsOwnArtifact: a retry of a backup whose earlier
+// attempt stored the artifact but was stopped before it could report it
+// returns that artifact; any other backup under the key is still refused.
+func TestBackupRetryFindsItsOwnArtifact(t *testing.T) {
+	ctx := context.Background()
+	src, _ := sampleData(t)
+	store := newFSStore(t)
+	first, err := Backup(ctx, BackupOptions{DataDir: src, Store: store, Key: "k", BackupID: "uid-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := getBytes(t, store, ManifestKey("k"))
+	writeTree(t, src, map[string]string{"added-after-the-first-attempt": "x"})
+
+	retry, err := Backup(ctx, BackupOptions{DataDir: src, Store: store, Key: "k", BackupID: "uid-1"})
+	if err != nil {
+		t.Fatalf("retry of the same backup = %v, want its stored artifact", err)
+	}
+	if retry.BackupID != "uid-1" || retry.Archive != first.Archive || retry.DataFiles() != first.DataFiles() {
+		t.Errorf("retry returned %+v, want the first attempt's artifact %+v", retry.Archive, first.Archive)
+	}
+	for _, other := range []string{"uid-2", ""} {
+		_, err := Backup(ctx, BackupOptions{DataDir: src, Store: store, Key: "k", BackupID: other})
+		if !errors.Is(err, ErrAlreadyExists) {
+			t.Errorf("backup %q under another backup's key = %v, want ErrAlreadyExists", other, err)
+		}
+	}
+	if !bytes.Equal(before, getBytes(t, store, ManifestKey("k"))) {
+		t.Error("the stored manifest changed")
+	}
+}
+
+// TestBackupRetryRefusesAnArtifactWithoutArchive: an artifact of the same
+// backup whose archive is gone is no success to report.
+func TestBackupRetryRefusesAnArtifactWithoutArchive(t *testing.T) {
+	ctx := context.Background()
+	src, _ := sampleData(t)
+	store := newFSStore(t)
+	m, err := Backup(ctx, BackupOptions{DataDir: src, Store: store, Key: "k", BackupID: "uid-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Delete(ctx, ArchiveKey("k", m.Compression)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Backup(ctx, BackupOptions{DataDir: src, Store: store, Key: "k", BackupID: "uid-1"}); !errors.Is(err, ErrAlreadyExists) {
+		t.Fatalf("retry over a damaged artifact = %v, want ErrAlreadyExists", err)
+	}
+}
+
 func TestBackupRejectsBadOptions(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()

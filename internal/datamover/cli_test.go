@@ -50,26 +50,53 @@ type moverResult struct {
 	deletion   moverprotocol.Deletion
 }
 
+// moverProcess is one run of the manager binary under way.
+type moverProcess struct {
+	cmd    *exec.Cmd
+	term   string // the termination log
+	stderr *bytes.Buffer
+	cancel context.CancelFunc
+}
+
+// startMover starts "manager <args>" with only env (and PATH) in its
+// environment.
+func startMover(t *testing.T, env []string, args ...string) *moverProcess {
+	t.Helper()
+	needManager(t)
+	p := &moverProcess{term: filepath.Join(t.TempDir(), "termination-log"), stderr: &bytes.Buffer{}}
+	var ctx context.Context
+	ctx, p.cancel = context.WithTimeout(context.Background(), moverTimeout)
+	p.cmd = exec.CommandContext(ctx, managerBin, append(args, "--termination-log", p.term)...)
+	p.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
+	p.cmd.Stderr = p.stderr
+	if err := p.cmd.Start(); err != nil {
+		p.cancel()
+		t.Fatalf("starting manager %s: %v", args[0], err)
+	}
+	t.Cleanup(p.cancel)
+	return p
+}
+
 // runMover runs "manager <args>" with only env (and PATH) in its
 // environment and decodes its termination log.
 func runMover(t *testing.T, env []string, args ...string) moverResult {
 	t.Helper()
-	needManager(t)
-	term := filepath.Join(t.TempDir(), "termination-log")
-	ctx, cancel := context.WithTimeout(context.Background(), moverTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, managerBin, append(args, "--termination-log", term)...)
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	err := cmd.Run()
-	res := moverResult{code: cmd.ProcessState.ExitCode(), stderr: stderr.String()}
+	return startMover(t, env, args...).result(t, args[0])
+}
+
+// result waits for the run to end and decodes its termination log.
+func (p *moverProcess) result(t *testing.T, command string) moverResult {
+	t.Helper()
+	err := p.cmd.Wait()
+	p.cancel()
+	term := p.term
+	res := moverResult{code: p.cmd.ProcessState.ExitCode(), stderr: p.stderr.String()}
 	if err != nil && res.code <= 0 {
-		t.Fatalf("manager %s: %v\n%s", args[0], err, res.stderr)
+		t.Fatalf("manager %s: %v\n%s", command, err, res.stderr)
 	}
 	b, err := os.ReadFile(term)
 	if err != nil {
-		t.Fatalf("manager %s wrote no termination log: %v\n%s", args[0], err, res.stderr)
+		t.Fatalf("manager %s wrote no termination log: %v\n%s", command, err, res.stderr)
 	}
 	res.term = string(b)
 	if len(b) > 4096 {
@@ -79,9 +106,9 @@ func runMover(t *testing.T, env []string, args ...string) moverResult {
 	switch {
 	case res.code != 0:
 		target = &res.failure
-	case args[0] == string(moverprotocol.Inspect):
+	case command == string(moverprotocol.Inspect):
 		target = &res.inspection
-	case args[0] == string(moverprotocol.Delete):
+	case command == string(moverprotocol.Delete):
 		target = &res.deletion
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))

@@ -82,6 +82,10 @@ type Manifest struct {
 	FormatVersion int       `json:"formatVersion"`
 	CreatedAt     time.Time `json:"createdAt"`
 	Source        Source    `json:"source"`
+	// BackupID identifies the backup that wrote the artifact (the
+	// EchoBackup's UID), so that a retry of that backup recognises its own
+	// artifact; empty in artifacts written without one.
+	BackupID string `json:"backupID,omitempty"`
 	// Config is the caller's configuration (the Echo's spec and metadata,
 	// the Helm release's chart version and values), stored verbatim
 	// (compacted); the archive's config.json holds the same document.

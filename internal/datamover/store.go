@@ -38,6 +38,23 @@ type Store interface {
 	Location(key string) string
 }
 
+// incompleteUploadAborter is a Store whose Put may leave parts behind when
+// the process is killed mid-upload (S3 multipart uploads).
+type incompleteUploadAborter interface {
+	// AbortIncompleteUpload removes the parts of every unfinished upload
+	// of key.
+	AbortIncompleteUpload(ctx context.Context, key string) error
+}
+
+// abortIncompleteUpload removes what an earlier, killed upload of key left
+// behind, in the stores that can leave anything.
+func abortIncompleteUpload(ctx context.Context, s Store, key string) error {
+	if a, ok := s.(incompleteUploadAborter); ok {
+		return a.AbortIncompleteUpload(ctx, key)
+	}
+	return nil
+}
+
 // CheckKey validates a store key: non-empty, relative, slash-separated,
 // without empty, "." or ".." elements. Backup keys are checked by Backup and
 // Restore before any I/O, so that no key can leave a store's root.

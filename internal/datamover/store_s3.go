@@ -236,6 +236,19 @@ func (s *S3Store) abortUpload(key string) {
 	_ = s.client.RemoveIncompleteUpload(ctx, s.bucket, s.object(key))
 }
 
+// AbortIncompleteUpload removes the parts of every unfinished multipart
+// upload of key: those of a mover killed mid-upload, which no error path
+// could abort.
+func (s *S3Store) AbortIncompleteUpload(ctx context.Context, key string) error {
+	if err := CheckKey(key); err != nil {
+		return err
+	}
+	if err := s.client.RemoveIncompleteUpload(ctx, s.bucket, s.object(key)); err != nil {
+		return s.classify("abort incomplete upload", key, err)
+	}
+	return nil
+}
+
 // trackingReader remembers the first read error of its source.
 type trackingReader struct {
 	r   io.Reader

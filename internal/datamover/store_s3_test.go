@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -135,6 +136,30 @@ func TestS3StoreFailedPutLeavesNothing(t *testing.T) {
 	}
 	for u := range srv.Client(t).ListIncompleteUploads(ctx, testBucket, "", true) {
 		t.Errorf("incomplete upload left behind: %+v", u)
+	}
+}
+
+// TestS3StoreAbortIncompleteUpload: the parts a killed mover left behind
+// are removed, those of other keys kept.
+func TestS3StoreAbortIncompleteUpload(t *testing.T) {
+	srv := s3server.Start(t, testBucket)
+	ctx := context.Background()
+	s := newTestS3Store(t, srv, S3Config{Prefix: "p"})
+	core := minio.Core{Client: srv.Client(t)}
+	for _, object := range []string{"p/k/data.tar.gz", "p/other/data.tar.gz"} {
+		if _, err := core.NewMultipartUpload(ctx, testBucket, object, minio.PutObjectOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.AbortIncompleteUpload(ctx, "k/data.tar.gz"); err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for u := range srv.Client(t).ListIncompleteUploads(ctx, testBucket, "", true) {
+		left = append(left, u.Key)
+	}
+	if !slices.Equal(left, []string{"p/other/data.tar.gz"}) {
+		t.Errorf("incomplete uploads left: %v, want only the other key's", left)
 	}
 }
 

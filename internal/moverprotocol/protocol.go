@@ -66,6 +66,10 @@ const (
 	FlagSourceName       = "source-name"
 	FlagSourceUID        = "source-uid"
 	FlagSourceGeneration = "source-generation"
+	// FlagBackupID identifies the backup across the Job's retries (the
+	// EchoBackup's UID): a retry that finds the artifact its own earlier
+	// attempt completed reports it instead of failing.
+	FlagBackupID = "backup-id"
 
 	// FlagExistingData says what a restore does to a data directory
 	// holding data: Fail, or Replace.
@@ -111,7 +115,9 @@ const ContainerName = "mover"
 
 // Exit codes of the subcommands. The Jobs' pod failure policy fails a Job
 // at once on ExitPermanent: retrying cannot fix wrong credentials, a
-// missing bucket or a corrupted artifact.
+// missing bucket or a corrupted artifact. A mover stopped by a signal (a
+// drained node, an eviction) exits with ExitRetryable: the next attempt
+// may well succeed.
 const (
 	ExitSucceeded = 0
 	ExitRetryable = 1
