@@ -82,16 +82,25 @@ func moverJob(namespace, name string, labels map[string]string, deadline int64, 
 }
 
 // moverFailurePolicy fails a data mover Job at once on a permanent failure,
-// and leaves the others to the Job's retries.
+// and leaves the others to the Job's retries. A pod the cluster took away
+// (a drained node, an eviction, a preemption: the DisruptionTarget
+// condition) does not count against them: the data mover's attempt was
+// not at fault, and the next one starts afresh.
 func moverFailurePolicy() *batchv1.PodFailurePolicy {
-	return &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
-		Action: batchv1.PodFailurePolicyActionFailJob,
-		OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
-			ContainerName: ptr.To(moverprotocol.ContainerName),
-			Operator:      batchv1.PodFailurePolicyOnExitCodesOpIn,
-			Values:        []int32{moverprotocol.ExitPermanent},
+	return &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
+		{
+			Action:          batchv1.PodFailurePolicyActionIgnore,
+			OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}},
 		},
-	}}}
+		{
+			Action: batchv1.PodFailurePolicyActionFailJob,
+			OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
+				ContainerName: ptr.To(moverprotocol.ContainerName),
+				Operator:      batchv1.PodFailurePolicyOnExitCodesOpIn,
+				Values:        []int32{moverprotocol.ExitPermanent},
+			},
+		},
+	}}
 }
 
 // moverPod is the pod of a data mover Job running command with args and

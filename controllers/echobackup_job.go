@@ -61,6 +61,7 @@ func backupJob(b *echov1alpha1.EchoBackup, echo *echov1alpha1.Echo, image string
 		moverprotocol.Arg(moverprotocol.FlagSourceNamespace, echo.Namespace),
 		moverprotocol.Arg(moverprotocol.FlagSourceName, echo.Name),
 		moverprotocol.Arg(moverprotocol.FlagSourceUID, string(echo.UID)),
+		moverprotocol.Arg(moverprotocol.FlagBackupID, string(b.UID)),
 	}
 	volumes := []corev1.Volume{
 		{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{

@@ -13,7 +13,6 @@ import (
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	"github.com/echo-operator/echo-operator/internal/chart"
-	"github.com/echo-operator/echo-operator/internal/moverprotocol"
 )
 
 func TestBackupJob(t *testing.T) {
@@ -24,7 +23,7 @@ func TestBackupJob(t *testing.T) {
 	}}
 	pvc := echov1alpha1.BackupStorage{PersistentVolumeClaim: &echov1alpha1.PVCStorage{ClaimName: "backups", SubPath: "echo"}}
 	backup := func(storage echov1alpha1.BackupStorage, compression echov1alpha1.Compression) *echov1alpha1.EchoBackup {
-		return &echov1alpha1.EchoBackup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b1"},
+		return &echov1alpha1.EchoBackup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b1", UID: "b-uid"},
 			Spec: echov1alpha1.EchoBackupSpec{EchoName: "web", Storage: storage, Compression: compression}}
 	}
 	echo := func(persistence *echov1alpha1.PersistenceSpec, ready int32) *echov1alpha1.Echo {
@@ -57,7 +56,7 @@ func TestBackupJob(t *testing.T) {
 			job := backupJob(tc.backup, tc.echo, "img")
 			pod := job.Spec.Template.Spec
 			c := pod.Containers[0]
-			for _, want := range append(tc.wantArgs, "backup", "--key=ns/web/b1") {
+			for _, want := range append(tc.wantArgs, "backup", "--key=ns/web/b1", "--backup-id=b-uid") {
 				if !slices.Contains(c.Args, want) {
 					t.Errorf("args %v lack %q", c.Args, want)
 				}
@@ -70,9 +69,7 @@ func TestBackupJob(t *testing.T) {
 			if pod.SecurityContext.RunAsNonRoot == nil || !*pod.SecurityContext.RunAsNonRoot || !*c.SecurityContext.ReadOnlyRootFilesystem {
 				t.Error("the Job's pod does not meet the restricted profile")
 			}
-			if r := job.Spec.PodFailurePolicy; r == nil || len(r.Rules) != 1 || r.Rules[0].OnExitCodes.Values[0] != moverprotocol.ExitPermanent || *r.Rules[0].OnExitCodes.ContainerName != c.Name {
-				t.Errorf("pod failure policy = %+v: a permanent failure must fail the Job at once", r)
-			}
+			checkMoverFailurePolicy(t, job)
 			if job.Labels[echov1alpha1.BackupLabel] != "b1" || job.Spec.Template.Labels[echov1alpha1.BackupLabel] != "b1" {
 				t.Error("the Job and its pods are not labelled with their backup")
 			}
@@ -148,6 +145,7 @@ func TestDeleteJob(t *testing.T) {
 			b := &echov1alpha1.EchoBackup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: tc.backupName, UID: "uid-1"},
 				Spec: echov1alpha1.EchoBackupSpec{EchoName: "web", Storage: tc.storage, DeletionPolicy: echov1alpha1.DeletionPolicyDelete}}
 			job := deleteJob(b, "img")
+			checkMoverFailurePolicy(t, job)
 			if tc.wantName != "" && job.Name != tc.wantName {
 				t.Errorf("name = %s, want %s", job.Name, tc.wantName)
 			}
