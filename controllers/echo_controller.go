@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -136,7 +135,7 @@ func getOptional[T client.Object](ctx context.Context, c client.Reader, key clie
 func (r *EchoReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("echo-status").
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
+		WithOptions(controllerOptions(r.MaxConcurrentReconciles)).
 		For(&echov1alpha1.Echo{}).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).

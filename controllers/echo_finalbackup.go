@@ -124,6 +124,7 @@ func finalBackupName(echo *echov1alpha1.Echo) string {
 func (r *EchoFinalBackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("echo-finalbackup").
+		WithOptions(controllerOptions(1)).
 		For(&echov1alpha1.Echo{}).
 		Watches(&echov1alpha1.EchoBackup{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			name, ok := o.GetLabels()[echov1alpha1.FinalBackupOfLabel]

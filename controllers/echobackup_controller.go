@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -178,7 +177,7 @@ func (r *EchoBackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&echov1alpha1.EchoBackup{}).
 		Owns(&batchv1.Job{}).
 		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(deleteJobBackup)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
+		WithOptions(controllerOptions(2)).
 		Complete(r)
 }
 

@@ -157,6 +157,7 @@ func (r *EchoBackupScheduleReconciler) pruneBackups(ctx context.Context, s *echo
 func (r *EchoBackupScheduleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("echobackupschedule").
+		WithOptions(controllerOptions(1)).
 		For(&echov1alpha1.EchoBackupSchedule{}).
 		Watches(&echov1alpha1.EchoBackup{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			name, ok := o.GetLabels()[echov1alpha1.ScheduleLabel]
