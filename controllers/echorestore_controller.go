@@ -87,6 +87,11 @@ func (r *EchoRestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 }
 
 func (r *EchoRestoreReconciler) reconcileRestore(ctx context.Context, rs *echov1alpha1.EchoRestore) (ctrl.Result, error) {
+	// Once the data is in place the source is no longer read: its
+	// EchoBackup may be pruned or deleted meanwhile.
+	if meta.IsStatusConditionTrue(rs.Status.Conditions, echov1alpha1.RestoreConditionDataRestored) {
+		return r.completeWhenReady(ctx, rs)
+	}
 	src, err := r.resolveSource(ctx, rs)
 	if err != nil || src == nil {
 		return ctrl.Result{}, err
@@ -100,9 +105,6 @@ func (r *EchoRestoreReconciler) reconcileRestore(ctx context.Context, rs *echov1
 		rs.Status.StartTime = ptrTime(r.Clock.Now())
 		rs.Status.EchoName = src.echoName
 		r.Recorder.Eventf(rs, corev1.EventTypeNormal, echov1alpha1.EventReasonRestoreStarted, "Restoring Echo %s from %s", src.echoName, src.key)
-	}
-	if meta.IsStatusConditionTrue(rs.Status.Conditions, echov1alpha1.RestoreConditionDataRestored) {
-		return r.completeWhenReady(ctx, rs)
 	}
 	inspected, result, err := r.inspectArtifact(ctx, rs, src)
 	if err != nil || inspected == nil {
@@ -326,6 +328,7 @@ func (r *EchoRestoreReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("echorestore").
+		WithOptions(controllerOptions(1)).
 		For(&echov1alpha1.EchoRestore{}).
 		Owns(&batchv1.Job{}).
 		Watches(&echov1alpha1.EchoBackup{}, r.restoresBy(restoreBackupField, func(o client.Object) string { return o.GetName() })).

@@ -238,6 +238,10 @@ func TestEchoRestoreInPlace(t *testing.T) {
 	finishMoverJob(t, restore, restoredData, true)
 
 	Eventually(func(g Gomega) string { return holder(g, echoKey) }, timeout, interval).Should(BeEmpty())
+	// Once the data is in place the backup is no longer needed: a schedule
+	// pruning it then does not fail the restore.
+	Expect(k8sClient.Delete(ctx, &echov1alpha1.EchoBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-1"}})).To(Succeed())
+	expectGone(t, &echov1alpha1.EchoBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-1"}})
 	resume(t, echoKey)
 	got := waitRestoreReason(t, key, echov1alpha1.RestoreReasonCompleted)
 	Expect(got.Status.EchoCreated).To(BeFalse())
