@@ -12,10 +12,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
@@ -91,6 +93,9 @@ func (r *EchoBackupReconciler) reconcileBackup(ctx context.Context, b *echov1alp
 		return ctrl.Result{}, fmt.Errorf("reading Echo %s: %w", b.Spec.EchoName, err)
 	}
 
+	if held, err := r.heldByRestore(ctx, b, echo); err != nil || held {
+		return ctrl.Result{}, err
+	}
 	if b.Status.StartTime == nil {
 		b.Status.StartTime = ptrTime(r.Clock.Now())
 		b.Status.EchoGeneration = echo.Generation
@@ -103,6 +108,27 @@ func (r *EchoBackupReconciler) reconcileBackup(ctx context.Context, b *echov1alp
 		return ctrl.Result{}, err
 	}
 	return r.observeJob(ctx, b, job)
+}
+
+// heldByRestore reports whether the backup must wait because an
+// EchoRestore holds the Echo (RestoreAnnotation) and is writing its data,
+// and says so in the Complete condition. A backup whose Job already runs
+// is not held: it started before the restore, which waits for the Echo's
+// pods, not for its backups. The Echo's annotations are watched, so its
+// release brings the next reconcile.
+func (r *EchoBackupReconciler) heldByRestore(ctx context.Context, b *echov1alpha1.EchoBackup, echo *echov1alpha1.Echo) (bool, error) {
+	restore := echo.Annotations[echov1alpha1.RestoreAnnotation]
+	if restore == "" {
+		return false, nil
+	}
+	err := r.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: backupJobName(b)}, &batchv1.Job{})
+	if err == nil || !apierrors.IsNotFound(err) {
+		return false, client.IgnoreNotFound(err)
+	}
+	setCondition(&b.Status.Conditions, b.Generation, echov1alpha1.BackupConditionComplete, metav1.ConditionFalse,
+		echov1alpha1.BackupReasonWaitingForRestore,
+		fmt.Sprintf("EchoRestore %s is restoring the data of Echo %s: the backup starts once the restore gives the Echo back", restore, echo.Name))
+	return true, nil
 }
 
 // ensureConfigMap creates the ConfigMap carrying the configuration to back
@@ -168,17 +194,45 @@ func (r *EchoBackupReconciler) removeFinishedJob(ctx context.Context, b *echov1a
 	return removeJobNamed(ctx, r.Client, b.Namespace, backupJobName(b))
 }
 
+// backupEchoField indexes EchoBackups by the Echo they back up.
+const backupEchoField = ".spec.echoName"
+
 // SetupWithManager registers the controller; backup Jobs map to their
 // backup through their owner reference, delete Jobs, which have none,
-// through their label.
+// through their label; an Echo whose restore hold changes maps to its
+// unfinished backups through a cache index.
 func (r *EchoBackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &echov1alpha1.EchoBackup{}, backupEchoField, func(o client.Object) []string {
+		return nonEmpty(o.(*echov1alpha1.EchoBackup).Spec.EchoName)
+	}); err != nil {
+		return fmt.Errorf("indexing EchoBackups by Echo: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("echobackup").
 		For(&echov1alpha1.EchoBackup{}).
 		Owns(&batchv1.Job{}).
 		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(deleteJobBackup)).
+		Watches(&echov1alpha1.Echo{}, handler.EnqueueRequestsFromMapFunc(r.heldBackups),
+			builder.WithPredicates(predicate.AnnotationChangedPredicate{})).
 		WithOptions(controllerOptions(2)).
 		Complete(r)
+}
+
+// heldBackups maps an Echo to its unfinished backups, which may wait for
+// its restore hold to go.
+func (r *EchoBackupReconciler) heldBackups(ctx context.Context, echo client.Object) []reconcile.Request {
+	list := &echov1alpha1.EchoBackupList{}
+	if err := r.List(ctx, list, client.InNamespace(echo.GetNamespace()), client.MatchingFields{backupEchoField: echo.GetName()}); err != nil {
+		log.FromContext(ctx).Error(err, "Listing the backups of an Echo", "echo", echo.GetName())
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		if !backupFinished(&list.Items[i]) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return reqs
 }
 
 // deleteJobBackup maps a delete Job to the EchoBackup it deletes the

@@ -215,3 +215,31 @@ func TestEchoBackupFailuresSayWhatToFix(t *testing.T) {
 		}, timeout, interval).Should(Succeed())
 	})
 }
+
+// TestEchoBackupWaitsForARestore: a backup of an Echo an EchoRestore is
+// writing waits, saying why, and starts once the Echo is given back.
+func TestEchoBackupWaitsForARestore(t *testing.T) {
+	RegisterTestingT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	echoKey := types.NamespacedName{Namespace: ns, Name: "held"}
+	createEcho(t, newEcho(ns, echoKey.Name, func(e *echov1alpha1.Echo) {
+		e.Annotations = map[string]string{echov1alpha1.RestoreAnnotation: "back"}
+	}))
+
+	b := newBackup(ns, "held-1", echoKey.Name)
+	Expect(k8sClient.Create(ctx, b)).To(Succeed())
+	key := client.ObjectKeyFromObject(b)
+	Eventually(func(g Gomega) string {
+		c := meta.FindStatusCondition(getBackup(g, key).Status.Conditions, echov1alpha1.BackupConditionComplete)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Message).To(ContainSubstring("EchoRestore back"))
+		return c.Reason
+	}, timeout, interval).Should(Equal(echov1alpha1.BackupReasonWaitingForRestore))
+	Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "held-1-backup"}, &batchv1.Job{})).NotTo(Succeed(),
+		"no backup Job runs while the data is being restored")
+
+	updateEcho(t, echoKey, func(e *echov1alpha1.Echo) { delete(e.Annotations, echov1alpha1.RestoreAnnotation) })
+	waitJob(t, ns, "held-1-backup")
+}

@@ -23,6 +23,10 @@ const (
 	BackupReasonDeadlineExceeded  = "DeadlineExceeded"
 	BackupReasonArtifactMissing   = "ArtifactMissing"
 	BackupReasonArtifactDeleteErr = "ArtifactDeleteFailed"
+	// BackupReasonWaitingForRestore (Complete=False): an EchoRestore is
+	// writing the Echo's data; the backup starts once it gives the Echo
+	// back, so that it never captures half-restored data.
+	BackupReasonWaitingForRestore = "WaitingForRestore"
 )
 
 // Event reasons emitted for an EchoBackup.
