@@ -303,6 +303,36 @@ func (s *FSStore) List(ctx context.Context, prefix string) (out []ObjectInfo, er
 	return out, nil
 }
 
+// AbortIncompleteUpload removes the temporary files of unfinished Puts of
+// key, which a process killed mid-Put leaves behind.
+func (s *FSStore) AbortIncompleteUpload(_ context.Context, key string) (err error) {
+	if err := CheckKey(key); err != nil {
+		return err
+	}
+	root, err := s.open()
+	if err != nil {
+		return err
+	}
+	defer closeInto(&err, root, "close filesystem store")
+	dir, base := path.Split(key)
+	entries, err := fs.ReadDir(root.FS(), path.Clean(dir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return classifyFS(fmt.Errorf("read %s: %w", s.Location(dir), err))
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !isTempOf(e.Name(), []string{base}) {
+			continue
+		}
+		if err := root.Remove(path.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return classifyFS(fmt.Errorf("delete %s: %w", s.Location(path.Join(dir, e.Name())), err))
+		}
+	}
+	return nil
+}
+
 func isTempName(name string) bool {
 	return strings.HasPrefix(name, ".") && strings.Contains(name, tmpMarker)
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -114,6 +115,37 @@ func TestFSStoreFailedPutLeavesNothing(t *testing.T) {
 	cancel()
 	if err := s.Put(cancelled, "k/other", strings.NewReader("x")); !errors.Is(err, context.Canceled) {
 		t.Errorf("Put with a cancelled context = %v", err)
+	}
+}
+
+// TestFSStoreAbortIncompleteUpload: the temporary files a Put killed
+// mid-way left behind go, those of other objects and the objects stay.
+func TestFSStoreAbortIncompleteUpload(t *testing.T) {
+	ctx := context.Background()
+	s := newFSStore(t)
+	putBytes(t, s, "k/data.tar.gz", []byte("kept"))
+	dir := filepath.Join(s.dir, "k")
+	for _, name := range []string{".data.tar.gz" + tmpMarker + "1a2b", ".data.tar.gz" + tmpMarker + "3c4d", ".manifest.json" + tmpMarker + "5e6f"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("partial"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.AbortIncompleteUpload(ctx, "k/data.tar.gz"); err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		left = append(left, e.Name())
+	}
+	if want := []string{".manifest.json" + tmpMarker + "5e6f", "data.tar.gz"}; !slices.Equal(left, want) {
+		t.Errorf("left %v, want %v", left, want)
+	}
+	if err := s.AbortIncompleteUpload(ctx, "absent/data.tar.gz"); err != nil {
+		t.Errorf("nothing to abort under a missing directory: %v", err)
 	}
 }
 
