@@ -223,6 +223,10 @@ func TestEchoBackupWaitsForARestore(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
 	echoKey := types.NamespacedName{Namespace: ns, Name: "held"}
+	// The hold names an EchoRestore that exists (an orphaned hold would be
+	// released) and never touches this Echo.
+	Expect(k8sClient.Create(ctx, &echov1alpha1.EchoRestore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "back"},
+		Spec: echov1alpha1.EchoRestoreSpec{Source: echov1alpha1.RestoreSource{BackupName: "never"}}})).To(Succeed())
 	createEcho(t, newEcho(ns, echoKey.Name, func(e *echov1alpha1.Echo) {
 		e.Annotations = map[string]string{echov1alpha1.RestoreAnnotation: "back"}
 	}))

@@ -24,10 +24,12 @@ import (
 	"github.com/echo-operator/echo-operator/internal/moverprotocol"
 )
 
-// Cache index fields of EchoRestores.
+// Cache index fields of the restore controller.
 const (
 	restoreBackupField = ".spec.source.backupName"
 	restoreEchoField   = ".status.echoName"
+	// echoHolderField indexes Echoes by the restore holding them.
+	echoHolderField = "metadata.annotations.restore-in-progress"
 )
 
 // EchoRestoreReconciler restores an Echo from a backup in steps, each
@@ -73,7 +75,10 @@ type EchoRestoreReconciler struct {
 func (r *EchoRestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	rs := &echov1alpha1.EchoRestore{}
 	if err := r.Get(ctx, req.NamespacedName, rs); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, r.releaseOrphanedHolds(ctx, req.NamespacedName)
+		}
+		return ctrl.Result{}, err
 	}
 	if !rs.DeletionTimestamp.IsZero() || restoreFinished(rs) {
 		return ctrl.Result{}, r.reconcileRelease(ctx, rs)
@@ -326,6 +331,11 @@ func (r *EchoRestoreReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}); err != nil {
 		return fmt.Errorf("indexing EchoRestores by Echo: %w", err)
 	}
+	if err := indexer.IndexField(ctx, &echov1alpha1.Echo{}, echoHolderField, func(o client.Object) []string {
+		return nonEmpty(o.GetAnnotations()[echov1alpha1.RestoreAnnotation])
+	}); err != nil {
+		return fmt.Errorf("indexing Echoes by the restore holding them: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("echorestore").
 		WithOptions(controllerOptions(1)).
@@ -333,6 +343,7 @@ func (r *EchoRestoreReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&batchv1.Job{}).
 		Watches(&echov1alpha1.EchoBackup{}, r.restoresBy(restoreBackupField, func(o client.Object) string { return o.GetName() })).
 		Watches(&echov1alpha1.Echo{}, r.restoresBy(restoreEchoField, func(o client.Object) string { return o.GetName() })).
+		Watches(&echov1alpha1.Echo{}, handler.EnqueueRequestsFromMapFunc(holdingRestore)).
 		Watches(&appsv1.Deployment{}, r.restoresBy(restoreEchoField, func(o client.Object) string {
 			return o.GetLabels()[chart.InstanceLabel]
 		})).
@@ -358,6 +369,16 @@ func (r *EchoRestoreReconciler) restoresBy(field string, key func(client.Object)
 		}
 		return reqs
 	})
+}
+
+// holdingRestore maps a held Echo to the restore its hold names, which
+// may be gone.
+func holdingRestore(_ context.Context, echo client.Object) []reconcile.Request {
+	name := echo.GetAnnotations()[echov1alpha1.RestoreAnnotation]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: echo.GetNamespace(), Name: name}}}
 }
 
 func nonEmpty(s string) []string {

@@ -349,3 +349,29 @@ func TestEchoRestoreFailuresGiveTheEchoBack(t *testing.T) {
 		Expect(err.Error()).To(ContainSubstring("immutable"))
 	})
 }
+
+// TestOrphanedRestoreHoldIsReleased: an Echo held by an EchoRestore that
+// does not exist (its finalizer removed by hand, or the annotation set by
+// hand) is given back, with a Warning Event; a hold by an existing restore
+// stays.
+func TestOrphanedRestoreHoldIsReleased(t *testing.T) {
+	RegisterTestingT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	Expect(k8sClient.Create(ctx, &echov1alpha1.EchoRestore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alive"},
+		Spec: echov1alpha1.EchoRestoreSpec{Source: echov1alpha1.RestoreSource{BackupName: "never"}}})).To(Succeed())
+	orphan := types.NamespacedName{Namespace: ns, Name: "orphan"}
+	kept := types.NamespacedName{Namespace: ns, Name: "kept"}
+	createEcho(t, newEcho(ns, kept.Name, func(e *echov1alpha1.Echo) {
+		e.Annotations = map[string]string{echov1alpha1.RestoreAnnotation: "alive"}
+	}))
+	createEcho(t, newEcho(ns, orphan.Name, func(e *echov1alpha1.Echo) {
+		e.Annotations = map[string]string{echov1alpha1.RestoreAnnotation: "gone"}
+	}))
+
+	Eventually(func(g Gomega) string { return holder(g, orphan) }, timeout, interval).Should(BeEmpty())
+	Eventually(func(g Gomega) []string { return eventReasons(g, ns, orphan.Name) }, timeout, interval).
+		Should(ContainElement(echov1alpha1.EventReasonRestoreHoldReleased))
+	Consistently(func(g Gomega) string { return holder(g, kept) }, "500ms", interval).Should(Equal("alive"),
+		"the hold of an existing restore is not touched")
+}

@@ -119,13 +119,50 @@ func (r *EchoRestoreReconciler) releaseHold(ctx context.Context, rs *echov1alpha
 	if echo.Annotations[echov1alpha1.RestoreAnnotation] != rs.Name {
 		return echo, nil
 	}
+	if err := r.giveBack(ctx, echo); err != nil {
+		return nil, err
+	}
+	return echo, nil
+}
+
+// giveBack removes the restore hold from an Echo. The patch carries the
+// Echo's resource version: it never removes a hold taken since.
+func (r *EchoRestoreReconciler) giveBack(ctx context.Context, echo *echov1alpha1.Echo) error {
 	patch := client.MergeFromWithOptions(echo.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	delete(echo.Annotations, echov1alpha1.RestoreAnnotation)
 	if err := r.Patch(ctx, echo, patch); err != nil {
-		return nil, fmt.Errorf("giving back Echo %s: %w", echo.Name, err)
+		return fmt.Errorf("giving back Echo %s: %w", echo.Name, err)
 	}
 	log.FromContext(ctx).Info("Gave back the Echo", "echo", echo.Name)
-	return echo, nil
+	return nil
+}
+
+// releaseOrphanedHolds gives back the Echoes held by a restore that no
+// longer exists (its finalizer removed by hand, or the annotation set by
+// hand): nothing else would ever let them serve again. The restore's
+// absence is read from the API server, not the cache, which may not have
+// seen a restore that has just been created.
+func (r *EchoRestoreReconciler) releaseOrphanedHolds(ctx context.Context, restore client.ObjectKey) error {
+	held := &echov1alpha1.EchoList{}
+	if err := r.List(ctx, held, client.InNamespace(restore.Namespace), client.MatchingFields{echoHolderField: restore.Name}); err != nil {
+		return fmt.Errorf("listing the Echoes held by EchoRestore %s: %w", restore.Name, err)
+	}
+	if len(held.Items) == 0 {
+		return nil
+	}
+	err := r.APIReader.Get(ctx, restore, &echov1alpha1.EchoRestore{})
+	if !apierrors.IsNotFound(err) {
+		return client.IgnoreNotFound(err)
+	}
+	for i := range held.Items {
+		echo := &held.Items[i]
+		if err := r.giveBack(ctx, echo); err != nil {
+			return err
+		}
+		r.Recorder.Eventf(echo, corev1.EventTypeWarning, echov1alpha1.EventReasonRestoreHoldReleased,
+			"EchoRestore %s, which held this Echo, does not exist: the Echo serves again", restore.Name)
+	}
+	return nil
 }
 
 func readyReason(echo *echov1alpha1.Echo) string {

@@ -55,6 +55,9 @@ const (
 	EventReasonDataRestored     = "DataRestored"
 	EventReasonRestoreCompleted = "RestoreCompleted"
 	EventReasonRestoreFailed    = "RestoreFailed"
+	// EventReasonRestoreHoldReleased (on the Echo): the EchoRestore that
+	// held the Echo no longer exists, so the operator gave the Echo back.
+	EventReasonRestoreHoldReleased = "RestoreHoldReleased"
 )
 
 // RestoreLabel marks the Jobs of an EchoRestore with its name.
