@@ -238,17 +238,8 @@ func (s *FSStore) removeKeyDir(key string, names []string) (err error) {
 	if err != nil {
 		return classifyFS(fmt.Errorf("stat %s: %w", s.Location(key), err))
 	}
-	entries, err := fs.ReadDir(root.FS(), key)
-	if err != nil {
-		return classifyFS(fmt.Errorf("read %s: %w", s.Location(key), err))
-	}
-	for _, e := range entries {
-		if !e.Type().IsRegular() || !isTempOf(e.Name(), names) {
-			continue
-		}
-		if err := root.Remove(path.Join(key, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return classifyFS(fmt.Errorf("delete %s: %w", s.Location(path.Join(key, e.Name())), err))
-		}
+	if err := s.removeTemps(root, key, names); err != nil {
+		return err
 	}
 	if err := root.Remove(key); err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
@@ -315,15 +306,22 @@ func (s *FSStore) AbortIncompleteUpload(_ context.Context, key string) (err erro
 	}
 	defer closeInto(&err, root, "close filesystem store")
 	dir, base := path.Split(key)
-	entries, err := fs.ReadDir(root.FS(), path.Clean(dir))
+	err = s.removeTemps(root, path.Clean(dir), []string{base})
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
+	return err
+}
+
+// removeTemps removes, in directory dir of root, the temporary files of
+// unfinished Puts of the named objects.
+func (s *FSStore) removeTemps(root *os.Root, dir string, names []string) error {
+	entries, err := fs.ReadDir(root.FS(), dir)
 	if err != nil {
 		return classifyFS(fmt.Errorf("read %s: %w", s.Location(dir), err))
 	}
 	for _, e := range entries {
-		if !e.Type().IsRegular() || !isTempOf(e.Name(), []string{base}) {
+		if !e.Type().IsRegular() || !isTempOf(e.Name(), names) {
 			continue
 		}
 		if err := root.Remove(path.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
