@@ -241,8 +241,14 @@ func TestEchoSteadyStateWritesNothing(t *testing.T) {
 	rollOut(t, key)
 	ctx := context.Background()
 
-	// Let both controllers settle on the Ready status, then poke them both
-	// with an event that changes nothing they own.
+	// Let both controllers settle: the status controller on Ready (rollOut),
+	// the Helm reconciler on its release status, which it may write after
+	// Ready. Then poke them both with an event that changes nothing they own.
+	Eventually(func(g Gomega) {
+		e := getEcho(g, key)
+		g.Expect(conditionStatus(e, echov1alpha1.EchoConditionDeployed)).To(Equal(metav1.ConditionTrue))
+		g.Expect(e.Status.DeployedRelease).NotTo(BeNil())
+	}, timeout, interval).Should(Succeed(), "the release status is written")
 	before := getEcho(Default, key)
 	dep := getDeployment(t, key, 0)
 	helmRuns, statusRuns := reconcileCount("echo-controller"), reconcileCount("echo-status")
