@@ -136,6 +136,13 @@ func TestBackupKindsValidateAtAdmission(t *testing.T) {
 			"echoName is required when restoring from a storage location"},
 		{"storage without a key", "EchoRestore", map[string]any{"source": map[string]any{"storage": s3Storage()}}, "source.key goes with source.storage"},
 		{"unknown existing-data policy", "EchoRestore", map[string]any{"source": map[string]any{"backupName": "web-1"}, "existingData": "Merge"}, "spec.existingData"},
+		{"a restore timeout of hours", "EchoRestore", map[string]any{"source": map[string]any{"backupName": "web-1"}, "timeout": "6h30m"}, ""},
+		{"a restore timeout under a minute", "EchoRestore", map[string]any{"source": map[string]any{"backupName": "web-1"}, "timeout": "30s"},
+			"timeout must be a Go duration from 1m to 720h"},
+		{"a restore timeout over 30 days", "EchoRestore", map[string]any{"source": map[string]any{"backupName": "web-1"}, "timeout": "721h"},
+			"timeout must be a Go duration from 1m to 720h"},
+		{"a restore timeout in days", "EchoRestore", map[string]any{"source": map[string]any{"backupName": "web-1"}, "timeout": "2d"},
+			"spec.timeout"},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -176,6 +183,13 @@ func TestBackupKindsValidateAtAdmission(t *testing.T) {
 		Expect(b.Spec.DeletionPolicy).To(Equal(echov1alpha1.DeletionPolicyRetain))
 		Expect(b.Spec.Storage.S3.Region).To(Equal("us-east-1"))
 		Expect(b.Spec.Storage.S3.CredentialsSecretRef.AccessKeyIDKey).To(Equal("AWS_ACCESS_KEY_ID"))
+
+		rs := &echov1alpha1.EchoRestore{}
+		rs.Namespace, rs.Name = ns, "defaulted"
+		rs.Spec.Source.BackupName = "web-1"
+		Expect(k8sClient.Create(ctx, rs, client.DryRunAll)).To(Succeed())
+		Expect(rs.Spec.Timeout).To(HaveValue(HaveField("Duration", echov1alpha1.DefaultRestoreTimeout)),
+			"the schema's default is the operator's")
 
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			latest := &echov1alpha1.EchoBackup{}

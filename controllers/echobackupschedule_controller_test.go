@@ -22,24 +22,6 @@ func getSchedule(g Gomega, key types.NamespacedName) *echov1alpha1.EchoBackupSch
 	return s
 }
 
-// advanceAndPoke moves the schedules' clock forward and makes the schedule
-// reconcile now rather than when its (real-time) requeue comes.
-func advanceAndPoke(t *testing.T, key types.NamespacedName, d time.Duration) {
-	t.Helper()
-	clock.Advance(d)
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		s := &echov1alpha1.EchoBackupSchedule{}
-		if err := k8sClient.Get(context.Background(), key, s); err != nil {
-			return err
-		}
-		s.Annotations = map[string]string{"example.test/poke": clock.Now().String()}
-		return k8sClient.Update(context.Background(), s)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 func scheduledBackups(g Gomega, key types.NamespacedName) []echov1alpha1.EchoBackup {
 	list := &echov1alpha1.EchoBackupList{}
 	g.Expect(k8sClient.List(context.Background(), list, client.InNamespace(key.Namespace),
@@ -90,7 +72,7 @@ func TestEchoBackupScheduleRunsOnItsClock(t *testing.T) {
 
 	t.Run("a run time starts one backup", func(t *testing.T) {
 		RegisterTestingT(t)
-		advanceAndPoke(t, key, time.Hour+time.Second)
+		advanceAndPoke(t, &echov1alpha1.EchoBackupSchedule{}, key, time.Hour+time.Second)
 		Eventually(func(g Gomega) {
 			g.Expect(scheduledBackups(g, key)).To(HaveLen(1))
 			s := getSchedule(g, key)
@@ -103,7 +85,7 @@ func TestEchoBackupScheduleRunsOnItsClock(t *testing.T) {
 
 	t.Run("missed run times collapse into one backup", func(t *testing.T) {
 		RegisterTestingT(t)
-		advanceAndPoke(t, key, 5*time.Hour)
+		advanceAndPoke(t, &echov1alpha1.EchoBackupSchedule{}, key, 5*time.Hour)
 		Eventually(func(g Gomega) []echov1alpha1.EchoBackup { return scheduledBackups(g, key) }, timeout, interval).Should(HaveLen(2))
 		Consistently(func(g Gomega) []echov1alpha1.EchoBackup { return scheduledBackups(g, key) }, "500ms", interval).Should(HaveLen(2))
 	})
@@ -113,7 +95,7 @@ func TestEchoBackupScheduleRunsOnItsClock(t *testing.T) {
 		for _, b := range scheduledBackups(Default, key) {
 			markBackupComplete(t, b)
 		}
-		advanceAndPoke(t, key, time.Hour)
+		advanceAndPoke(t, &echov1alpha1.EchoBackupSchedule{}, key, time.Hour)
 		Eventually(func(g Gomega) []echov1alpha1.EchoBackup { return scheduledBackups(g, key) }, timeout, interval).
 			Should(HaveLen(3), "a running backup is not counted, nor pruned")
 		for _, b := range scheduledBackups(Default, key) {
@@ -138,7 +120,7 @@ func TestEchoBackupScheduleRunsOnItsClock(t *testing.T) {
 			return k8sClient.Update(ctx, s)
 		})).To(Succeed())
 		before := len(scheduledBackups(Default, key))
-		advanceAndPoke(t, key, 3*time.Hour)
+		advanceAndPoke(t, &echov1alpha1.EchoBackupSchedule{}, key, 3*time.Hour)
 		Eventually(func(g Gomega) string {
 			c := meta.FindStatusCondition(getSchedule(g, key).Status.Conditions, echov1alpha1.ScheduleConditionReady)
 			g.Expect(c).NotTo(BeNil())

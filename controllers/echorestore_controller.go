@@ -81,17 +81,20 @@ func (r *EchoRestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, err
 	}
 	if !rs.DeletionTimestamp.IsZero() || restoreFinished(rs) {
-		return ctrl.Result{}, r.reconcileRelease(ctx, rs)
+		return r.reconcileRelease(ctx, rs)
 	}
 	orig := rs.DeepCopy()
 	result, err := r.reconcileRestore(ctx, rs)
 	if patchErr := r.patchStatus(ctx, orig, rs); patchErr != nil {
 		return ctrl.Result{}, patchErr
 	}
-	return result, err
+	return requeueByDeadline(result, rs, r.Clock.Now()), err
 }
 
 func (r *EchoRestoreReconciler) reconcileRestore(ctx context.Context, rs *echov1alpha1.EchoRestore) (ctrl.Result, error) {
+	if r.failIfPastDeadline(rs) {
+		return ctrl.Result{}, nil
+	}
 	// Once the data is in place the source is no longer read: its
 	// EchoBackup may be pruned or deleted meanwhile.
 	if meta.IsStatusConditionTrue(rs.Status.Conditions, echov1alpha1.RestoreConditionDataRestored) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
@@ -374,4 +375,87 @@ func TestOrphanedRestoreHoldIsReleased(t *testing.T) {
 		Should(ContainElement(echov1alpha1.EventReasonRestoreHoldReleased))
 	Consistently(func(g Gomega) string { return holder(g, kept) }, "500ms", interval).Should(Equal("alive"),
 		"the hold of an existing restore is not touched")
+}
+
+// restoreWritingData starts a restore of the persistent Echo echoKey and
+// brings it to the step where its restore Job writes the data.
+func restoreWritingData(t *testing.T, echoKey types.NamespacedName, name string, deadline *metav1.Duration) (types.NamespacedName, *batchv1.Job) {
+	t.Helper()
+	rs := &echov1alpha1.EchoRestore{
+		ObjectMeta: metav1.ObjectMeta{Namespace: echoKey.Namespace, Name: name},
+		Spec: echov1alpha1.EchoRestoreSpec{Source: echov1alpha1.RestoreSource{BackupName: "web-1"},
+			ExistingData: echov1alpha1.ExistingDataReplace, Timeout: deadline},
+	}
+	Expect(k8sClient.Create(context.Background(), rs)).To(Succeed())
+	key := client.ObjectKeyFromObject(rs)
+	finishMoverJob(t, waitJob(t, key.Namespace, name+"-inspect"), inspectResult(`{"persistence":{"enabled":true}}`, 1), true)
+	Eventually(func(g Gomega) string { return holder(g, echoKey) }, timeout, interval).Should(Equal(name))
+	quiesce(t, echoKey)
+	job := waitJob(t, key.Namespace, name+"-restore")
+	waitRestoreReason(t, key, echov1alpha1.RestoreReasonRestoringData)
+	return key, job
+}
+
+// playGarbageCollector finishes the foreground deletion of a Job whose
+// pods are gone, as the garbage collector would (envtest runs none), once
+// it has been asked for.
+func playGarbageCollector(t *testing.T, job *batchv1.Job) {
+	t.Helper()
+	ctx := context.Background()
+	Eventually(func(g Gomega) {
+		got := &batchv1.Job{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(job), got)).To(Succeed())
+		g.Expect(got.DeletionTimestamp).NotTo(BeNil(), "the restore Job is being deleted")
+		g.Expect(got.Finalizers).To(ContainElement(metav1.FinalizerDeleteDependents), "its pods go first")
+		got.Finalizers = nil
+		g.Expect(k8sClient.Update(ctx, got)).To(Succeed())
+	}, timeout, interval).Should(Succeed())
+	expectGone(t, job)
+}
+
+// A restore that ends while its restore Job may still write (past its
+// deadline, or deleted) gives the Echo back only once that Job and its
+// pods are gone: an Echo serving while the old pod still writes its data
+// could lose writes or serve half-restored data.
+func TestEchoRestoreStopsItsJobBeforeGivingTheEchoBack(t *testing.T) {
+	RegisterTestingT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	echoKey := types.NamespacedName{Namespace: ns, Name: "web"}
+	createEcho(t, newEcho(ns, "web", persistentEcho))
+	rollOut(t, echoKey)
+	completedBackup(t, ns, "web-1", "web")
+
+	t.Run("past spec.timeout", func(t *testing.T) {
+		RegisterTestingT(t)
+		key, job := restoreWritingData(t, echoKey, "slow", &metav1.Duration{Duration: 5 * time.Minute})
+		Expect(*job.Spec.ActiveDeadlineSeconds).To(BeEquivalentTo(300), "the Job never outlives its restore")
+		Expect(getRestore(Default, key).Status.Conditions).NotTo(ContainElement(
+			HaveField("Type", echov1alpha1.RestoreConditionFailed)), "not failed before its deadline")
+
+		advanceAndPoke(t, &echov1alpha1.EchoRestore{}, key, 6*time.Minute)
+		c := waitRestoreFailed(t, key)
+		Expect(c.Reason).To(Equal(echov1alpha1.RestoreReasonDeadlineExceeded))
+		Expect(c.Message).To(And(ContainSubstring("spec.timeout (5m0s)"), ContainSubstring("RestoringData")))
+		Consistently(func(g Gomega) string { return holder(g, echoKey) }, "500ms", interval).Should(Equal("slow"),
+			"the Echo is held while the restore pod may still write")
+
+		playGarbageCollector(t, job)
+		Eventually(func(g Gomega) string { return holder(g, echoKey) }, timeout, interval).Should(BeEmpty())
+		Eventually(func(g Gomega) []string { return getRestore(g, key).Finalizers }, timeout, interval).Should(BeEmpty())
+		resume(t, echoKey)
+	})
+
+	t.Run("deleted while writing", func(t *testing.T) {
+		RegisterTestingT(t)
+		key, job := restoreWritingData(t, echoKey, "dropped", nil)
+		Expect(*job.Spec.ActiveDeadlineSeconds).To(BeEquivalentTo(echov1alpha1.DefaultRestoreTimeout.Seconds()))
+		Expect(k8sClient.Delete(ctx, &echov1alpha1.EchoRestore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name}})).To(Succeed())
+		Consistently(func(g Gomega) string { return holder(g, echoKey) }, "500ms", interval).Should(Equal("dropped"),
+			"the Echo is held while the restore pod may still write")
+
+		playGarbageCollector(t, job)
+		expectGone(t, &echov1alpha1.EchoRestore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name}})
+		Expect(holder(Default, echoKey)).To(BeEmpty())
+	})
 }

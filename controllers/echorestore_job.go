@@ -1,6 +1,8 @@
 package controllers
 
 import (
+	"time"
+
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
@@ -11,9 +13,12 @@ import (
 // The Jobs of an EchoRestore: inspect, which checks the backup and hands
 // back the backed-up Echo, and restore, which writes the data.
 
+// Limits of the restore's Jobs, besides the restore's own spec.timeout.
 const (
-	inspectDeadline = int64(600)
-	restoreDeadline = int64(3600)
+	inspectJobLimit = 10 * time.Minute
+	// restoreJobLimit is the longest spec.timeout: the restore Job may
+	// take all of it.
+	restoreJobLimit = 720 * time.Hour
 )
 
 // restoreSource is where a restore reads its artifact, resolved from an
@@ -40,7 +45,7 @@ func restoreLabels(rs *echov1alpha1.EchoRestore, echoName string) map[string]str
 func inspectJob(rs *echov1alpha1.EchoRestore, src restoreSource, image string) *batchv1.Job {
 	args := []string{moverprotocol.Arg(moverprotocol.FlagKey, src.key)}
 	pod := moverPod(image, moverprotocol.Inspect, args, src.storage, nil, nil, storeClientResources)
-	return moverJob(rs.Namespace, inspectJobName(rs), restoreLabels(rs, src.echoName), inspectDeadline, pod)
+	return moverJob(rs.Namespace, inspectJobName(rs), restoreLabels(rs, src.echoName), jobDeadline(rs, inspectJobLimit), pod)
 }
 
 // restoreJob is the Job that puts a backup's data into the Echo's claim,
@@ -56,7 +61,7 @@ func restoreJob(rs *echov1alpha1.EchoRestore, src restoreSource, echo *echov1alp
 		[]corev1.Volume{dataVolume(echo, false)}, []corev1.VolumeMount{dataMount(false)}, dataMoverResources)
 	pod.NodeSelector = echo.Spec.NodeSelector
 	pod.Tolerations = echo.Spec.Tolerations
-	return moverJob(rs.Namespace, restoreJobName(rs), restoreLabels(rs, echo.Name), restoreDeadline, pod)
+	return moverJob(rs.Namespace, restoreJobName(rs), restoreLabels(rs, echo.Name), jobDeadline(rs, restoreJobLimit), pod)
 }
 
 func existingDataPolicy(rs *echov1alpha1.EchoRestore) echov1alpha1.ExistingDataPolicy {

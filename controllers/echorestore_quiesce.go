@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -89,21 +90,52 @@ func (r *EchoRestoreReconciler) completeWhenReady(ctx context.Context, rs *echov
 	return ctrl.Result{}, nil
 }
 
-// reconcileRelease ends a finished or deleted restore: it gives back the
-// Echo it holds, removes its finished Jobs (their pods would keep the
-// Echo's claim from being deleted) and lets the restore go.
-func (r *EchoRestoreReconciler) reconcileRelease(ctx context.Context, rs *echov1alpha1.EchoRestore) error {
+// reconcileRelease ends a finished or deleted restore: once no pod of its
+// restore Job can still write the Echo's data, it gives back the Echo it
+// holds, removes its finished Jobs (their pods would keep the Echo's claim
+// from being deleted) and lets the restore go.
+func (r *EchoRestoreReconciler) reconcileRelease(ctx context.Context, rs *echov1alpha1.EchoRestore) (ctrl.Result, error) {
+	if stopped, err := r.stopRestoreJob(ctx, rs); err != nil || !stopped {
+		return ctrl.Result{}, err
+	}
 	if _, err := r.releaseHold(ctx, rs); err != nil {
-		return err
+		return ctrl.Result{}, err
 	}
 	if restoreFinished(rs) {
 		for _, name := range []string{inspectJobName(rs), restoreJobName(rs)} {
 			if err := removeJobNamed(ctx, r.Client, rs.Namespace, name); err != nil {
-				return err
+				return ctrl.Result{}, err
 			}
 		}
 	}
-	return ensureFinalizer(ctx, r.Client, rs, echov1alpha1.RestoreFinalizer, false)
+	return ctrl.Result{}, ensureFinalizer(ctx, r.Client, rs, echov1alpha1.RestoreFinalizer, false)
+}
+
+// stopRestoreJob reports whether no pod of the restore's restore Job can
+// still write the Echo's data: there is no such Job, or it has finished
+// (the Job controller sets Complete or Failed only once its pods are
+// terminal). A Job still running, as when the restore timed out or was
+// deleted mid-way, is deleted with its pods in the foreground: it is gone
+// only once they are, and its deletion brings the restore back here.
+func (r *EchoRestoreReconciler) stopRestoreJob(ctx context.Context, rs *echov1alpha1.EchoRestore) (bool, error) {
+	job := &batchv1.Job{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: rs.Namespace, Name: restoreJobName(rs)}, job); err != nil {
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, fmt.Errorf("reading Job %s: %w", restoreJobName(rs), err)
+	}
+	if complete, failed := jobFinished(job); complete || failed {
+		return true, nil
+	}
+	if job.DeletionTimestamp.IsZero() {
+		err := r.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationForeground), client.Preconditions{UID: &job.UID})
+		if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+			return false, fmt.Errorf("stopping Job %s: %w", job.Name, err)
+		}
+		log.FromContext(ctx).Info("Stopping the restore Job before giving the Echo back", "job", job.Name)
+	}
+	return false, nil
 }
 
 // releaseHold removes this restore's hold from its Echo, if it has one,

@@ -283,3 +283,21 @@ func (c *requestCounter) since(before map[string]int, namespace string) map[stri
 type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// advanceAndPoke moves the reconcilers' clock forward and makes the object
+// (an empty one of its kind, filled from key) reconcile now rather than
+// when its real-time requeue comes.
+func advanceAndPoke(t *testing.T, obj client.Object, key types.NamespacedName, d time.Duration) {
+	t.Helper()
+	clock.Advance(d)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := k8sClient.Get(context.Background(), key, obj); err != nil {
+			return err
+		}
+		obj.SetAnnotations(map[string]string{"example.test/poke": clock.Now().String()})
+		return k8sClient.Update(context.Background(), obj)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -41,7 +43,13 @@ const (
 	RestoreReasonInvalidConfig    = "InvalidConfiguration"
 	RestoreReasonEchoDeleted      = "EchoDeleted"
 	RestoreReasonJobFailed        = "JobFailed"
+	// RestoreReasonDeadlineExceeded: the restore did not complete within
+	// spec.timeout.
+	RestoreReasonDeadlineExceeded = "DeadlineExceeded"
 )
+
+// DefaultRestoreTimeout is the spec.timeout of a restore that sets none.
+const DefaultRestoreTimeout = time.Hour
 
 // RestoreFinalizer lets an EchoRestore being deleted give back the Echo it
 // quiesced (the RestoreAnnotation on it) before it goes.
@@ -124,6 +132,17 @@ type EchoRestoreSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Existing Data"
 	ExistingData ExistingDataPolicy `json:"existingData,omitempty"`
+
+	// Timeout bounds the restore, counted from status.startTime (once its
+	// EchoBackup is complete): past it the restore fails with reason
+	// DeadlineExceeded, its Jobs are stopped and, once their pods are gone,
+	// the Echo is given back. It also bounds each data mover Job. A Go
+	// duration of 1m to 720h, such as 90m or 6h.
+	// +kubebuilder:default="1h"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) >= duration('1m') && duration(self) <= duration('720h')",message="timeout must be a Go duration from 1m to 720h, such as 90m or 6h; units are h, m and s"
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Timeout"
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
 }
 
 // EchoRestoreStatus is the observed state of an EchoRestore.
