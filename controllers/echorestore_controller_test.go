@@ -172,7 +172,7 @@ func restoreFinishedNow(g Gomega, key types.NamespacedName) bool {
 }
 
 // completedBackup creates an EchoBackup and plays its Job to completion.
-func completedBackup(t *testing.T, ns, name, echo string) *echov1alpha1.EchoBackup {
+func completedBackup(t *testing.T, ns, name, echo string) {
 	t.Helper()
 	b := newBackup(ns, name, echo)
 	Expect(k8sClient.Create(context.Background(), b)).To(Succeed())
@@ -181,7 +181,6 @@ func completedBackup(t *testing.T, ns, name, echo string) *echov1alpha1.EchoBack
 	Eventually(func(g Gomega) bool {
 		return meta.IsStatusConditionTrue(getBackup(g, client.ObjectKeyFromObject(b)).Status.Conditions, echov1alpha1.BackupConditionComplete)
 	}, timeout, interval).Should(BeTrue())
-	return b
 }
 
 func persistentEcho(e *echov1alpha1.Echo) {
