@@ -25,7 +25,12 @@
 //   - pod-complete: a Running pod that has an owner reference of kind Job
 //     becomes Succeeded (exit code 0) at once. Nothing else needs to be set
 //     on a Job's pod; pods not owned by a Job (bare pods, Deployments,
-//     StatefulSets, DaemonSets) stay Running forever, and no pod ever fails;
+//     StatefulSets, DaemonSets) stay Running forever, and no pod ever fails
+//     on its own. The Job pods of Options.HeldJobPodNamespaces are the
+//     exception: they stay Running until a test annotates each with the
+//     exit code (JobPodExitCodeAnnotation), termination message and
+//     DisruptionTarget reason it is to end with, as a kubelet reports a
+//     container's success, failure or eviction;
 //   - pod-delete: a pod marked for deletion is removed at once (finalizers
 //     dropped), so there is no graceful termination period.
 //

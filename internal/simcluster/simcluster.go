@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -82,6 +83,13 @@ type Options struct {
 
 	// StartTimeout bounds Start after the binaries are found; 0 means 3m.
 	StartTimeout time.Duration
+
+	// HeldJobPodNamespaces lists namespaces whose Job pods KWOK does not
+	// complete: they stay Running until a test ends each one by annotating
+	// it with JobPodExitCodeAnnotation (and optionally
+	// JobPodMessageAnnotation and JobPodDisruptionAnnotation), as a
+	// kubelet would report the container's end, a failure or an eviction.
+	HeldJobPodNamespaces []string
 
 	// AdvertiseAddress is kube-apiserver's --advertise-address, the
 	// endpoint of the "kubernetes" Service. Empty lets kube-apiserver take
@@ -157,6 +165,11 @@ func (o *Options) check() error {
 	}
 	if o.Nodes < 0 {
 		return fmt.Errorf("invalid node count %d", o.Nodes)
+	}
+	for _, ns := range o.HeldJobPodNamespaces {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return fmt.Errorf("held Job pod namespace %q: %s", ns, strings.Join(errs, "; "))
+		}
 	}
 	return nil
 }
@@ -567,7 +580,8 @@ func (c *Cluster) startChild(name, binary string, env []string, args ...string) 
 }
 
 // kwokStages returns the KWOK stage files to load; the volume stages are
-// rewritten from KWOK's "kwok-volume" class to StorageClassName.
+// rewritten from KWOK's "kwok-volume" class to StorageClassName, and the
+// pod-complete stage to skip the held Job pods' namespaces.
 func (c *Cluster) kwokStages() ([]string, error) {
 	var files []string
 	for _, rel := range []string{
@@ -583,12 +597,19 @@ func (c *Cluster) kwokStages() ([]string, error) {
 		}
 		files = append(files, p)
 	}
-	if !c.opts.DefaultStorageClass {
-		return files, nil
-	}
 	dir := filepath.Join(c.stateDir, "kwok-stages")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
+	}
+	if len(c.opts.HeldJobPodNamespaces) > 0 {
+		held, err := heldJobPodStages(dir, files[3], c.opts.HeldJobPodNamespaces)
+		if err != nil {
+			return nil, err
+		}
+		files = append(append(files[:3], files[4:]...), held...)
+	}
+	if !c.opts.DefaultStorageClass {
+		return files, nil
 	}
 	for _, name := range []string{"pvc-provision.yaml", "pv-bind.yaml", "pvc-delete.yaml", "pv-delete.yaml"} {
 		b, err := os.ReadFile(filepath.Join(c.opts.KwokStagesDir, "volume", "fast", name))
