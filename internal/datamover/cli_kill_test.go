@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -43,42 +44,65 @@ func largeDataDir(t *testing.T) string {
 	return dir
 }
 
-// incompleteUploads lists the unfinished multipart uploads under prefix.
-func (f *faultEnv) incompleteUploads(t *testing.T, prefix string) []string {
+// incompleteUploads lists the unfinished multipart uploads of the backup
+// under key, by upload ID.
+func (f *faultEnv) incompleteUploads(t *testing.T, key string) []string {
 	t.Helper()
-	var keys []string
-	// MinIO matches a listing's prefix against whole object names only.
-	for u := range f.client.ListIncompleteUploads(context.Background(), testBucket, "", true) {
-		if u.Err != nil {
-			t.Fatal(u.Err)
-		}
-		if strings.HasPrefix(u.Key, prefix) {
-			keys = append(keys, u.Key)
+	prefix := "echo-backups/" + key + "/"
+	// MinIO matches a listing's prefix against whole object names only,
+	// and lists with an empty prefix only the uploads it has seen since it
+	// started: ask for each of the backup's objects by name, and for all
+	// the uploads it knows of.
+	listings := []string{""}
+	for _, c := range []Compression{CompressionGzip, CompressionNone} {
+		listings = append(listings, prefix+c.ArchiveName())
+	}
+	listings = append(listings, prefix+ManifestName)
+	var ids []string
+	for _, name := range listings {
+		for u := range f.client.ListIncompleteUploads(context.Background(), testBucket, name, true) {
+			if u.Err != nil {
+				t.Fatal(u.Err)
+			}
+			if strings.HasPrefix(u.Key, prefix) && !slices.Contains(ids, u.UploadID) {
+				ids = append(ids, u.UploadID)
+			}
 		}
 	}
-	return keys
+	return ids
 }
 
-// gatedProxy forwards TCP connections to the store and, once clients have
-// sent more than limit bytes in all, stops forwarding on the connection
-// that crossed it: an upload through it stalls mid-way, for as long as the
-// test needs, so the mover can be stopped at a known point.
+// gate says which way a gatedProxy counts bytes and stalls.
+type gate int
+
+const (
+	gateUpload   gate = iota // what clients send to the store
+	gateDownload             // what the store sends to clients
+)
+
+// gatedProxy forwards TCP connections to the store and, once more than
+// limit bytes have gone the gated way in all, stops forwarding them on
+// the connection that crossed it: a transfer through it stalls mid-way,
+// for as long as the test needs, so the mover can be stopped at a known
+// point. A connection the store ends (or that ends with the store) ends
+// for the client too, as it would without the proxy.
 type gatedProxy struct {
 	addr    string
+	gate    gate
 	limit   int64
-	sent    atomic.Int64
+	passed  atomic.Int64
 	stalled chan struct{} // closed once the limit is reached
 	once    sync.Once
 }
 
-func startGatedProxy(t *testing.T, target string, limit int64) *gatedProxy {
+func startGatedProxy(t *testing.T, target string, g gate, limit int64) *gatedProxy {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ln.Close() })
-	p := &gatedProxy{addr: ln.Addr().String(), limit: limit, stalled: make(chan struct{})}
+	p := &gatedProxy{addr: ln.Addr().String(), gate: g, limit: limit, stalled: make(chan struct{})}
 	go func() {
 		for {
 			client, err := ln.Accept()
@@ -94,24 +118,44 @@ func startGatedProxy(t *testing.T, target string, limit int64) *gatedProxy {
 func (p *gatedProxy) forward(t *testing.T, client net.Conn, target string) {
 	server, err := net.Dial("tcp", target)
 	if err != nil {
+		// Nothing listens there (the store is down): the client's
+		// connection ends at once.
 		_ = client.Close()
 		return
 	}
 	t.Cleanup(func() { _ = client.Close(); _ = server.Close() })
-	go func() { _, _ = io.Copy(client, server) }()
+	go func() {
+		if !p.pump(server, client, p.gate == gateUpload) {
+			_ = server.Close() // the client went away
+		}
+	}()
+	p.pump(client, server, p.gate == gateDownload)
+	// The store closed the connection, or went away.
+	_ = client.Close()
+}
+
+// pump copies src to dst until src ends, and reports whether it stalled.
+// A gated pump stalls on crossing the limit: an upload's stops reading
+// from the client, whose connection stays open; a download's stops
+// forwarding but goes on reading (and dropping) what the store sends, so
+// that the store ending the connection is still seen.
+func (p *gatedProxy) pump(dst, src net.Conn, gated bool) (stalled bool) {
 	buf := make([]byte, 32<<10)
 	for {
-		n, err := client.Read(buf)
-		if n > 0 {
-			if p.sent.Add(int64(n)) > p.limit && p.stall() {
-				return // stop forwarding; the connection stays open
+		n, err := src.Read(buf)
+		if n > 0 && gated && !stalled && p.passed.Add(int64(n)) > p.limit && p.stall() {
+			stalled = true
+			if p.gate == gateUpload {
+				return true
 			}
-			if _, werr := server.Write(buf[:n]); werr != nil {
-				return
+		}
+		if n > 0 && !stalled {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return stalled
 			}
 		}
 		if err != nil {
-			return
+			return stalled
 		}
 	}
 }
@@ -125,25 +169,49 @@ func (p *gatedProxy) stall() bool {
 	return first
 }
 
-// stopMidUpload starts a backup of dir under key through a proxy that
-// stalls it in the middle of its archive's second part, and sends sig
-// once the multipart upload is open in the store.
-func (f *faultEnv) stopMidUpload(t *testing.T, dir, key, backupID string, sig syscall.Signal) *moverProcess {
+// waitStalled waits until a transfer through the proxy stalls, or fails
+// the test with the mover's output.
+func (p *gatedProxy) waitStalled(t *testing.T, mover *moverProcess) {
 	t.Helper()
-	proxy := startGatedProxy(t, strings.TrimPrefix(strings.TrimPrefix(f.srv.Endpoint, "http://"), "https://"), DefaultS3PartSize*3/2)
-	endpoint := strings.Replace(f.srv.Endpoint, strings.TrimPrefix(strings.TrimPrefix(f.srv.Endpoint, "http://"), "https://"), proxy.addr, 1)
-	flags := s3Flags(f.srv, testBucket)
-	flags[1] = endpoint // after --s3-endpoint
-	p := startMover(t, f.srv.Env(), append([]string{"backup", "--data-dir", dir, "--key", key,
-		"--" + moverprotocol.FlagBackupID, backupID}, flags...)...)
 	select {
-	case <-proxy.stalled:
+	case <-p.stalled:
 	case <-time.After(moverTimeout):
-		t.Fatalf("the backup never reached its second part\n%s", p.stderr)
+		t.Fatalf("the transfer never reached the point where it stalls\n%s", mover.stderr)
 	}
-	if left := f.incompleteUploads(t, "echo-backups/"+key); len(left) != 1 {
+}
+
+// hostPort is the host:port of an endpoint URL.
+func hostPort(endpoint string) string {
+	return strings.TrimPrefix(strings.TrimPrefix(endpoint, "http://"), "https://")
+}
+
+// proxiedFlags are the storage flags of a Job reaching the store through
+// proxy.
+func (f *faultEnv) proxiedFlags(proxy *gatedProxy) []string {
+	flags := s3Flags(f.srv, testBucket)
+	flags[1] = strings.Replace(f.srv.Endpoint, hostPort(f.srv.Endpoint), proxy.addr, 1) // after --s3-endpoint
+	return flags
+}
+
+// stallUpload starts a backup of dir under key through a proxy that
+// stalls it in the middle of its archive's second part, and returns once
+// it has stalled with its multipart upload open in the store.
+func (f *faultEnv) stallUpload(t *testing.T, dir, key, backupID string) *moverProcess {
+	t.Helper()
+	proxy := startGatedProxy(t, hostPort(f.srv.Endpoint), gateUpload, DefaultS3PartSize*3/2)
+	p := startMover(t, f.srv.Env(), append([]string{"backup", "--data-dir", dir, "--key", key,
+		"--" + moverprotocol.FlagBackupID, backupID}, f.proxiedFlags(proxy)...)...)
+	proxy.waitStalled(t, p)
+	if left := f.incompleteUploads(t, key); len(left) != 1 {
 		t.Fatalf("uploads open while the backup is stalled: %v, want its archive's", left)
 	}
+	return p
+}
+
+// stopMidUpload is stallUpload, then sig to the mover.
+func (f *faultEnv) stopMidUpload(t *testing.T, dir, key, backupID string, sig syscall.Signal) *moverProcess {
+	t.Helper()
+	p := f.stallUpload(t, dir, key, backupID)
 	if err := p.cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +228,7 @@ func TestCLIStoppedMidUpload(t *testing.T) {
 	t.Run("SIGTERM", func(t *testing.T) {
 		res := f.stopMidUpload(t, dir, "stopped/term", "uid-term", syscall.SIGTERM).result(t, "backup")
 		expectFailure(t, res, string(moverprotocol.ReasonCanceled), true)
-		if left := f.incompleteUploads(t, "echo-backups/stopped/term"); len(left) > 0 {
+		if left := f.incompleteUploads(t, "stopped/term"); len(left) > 0 {
 			t.Errorf("multipart uploads left open: %v", left)
 		}
 		if got := storedKeys(t, f.store, "stopped/term"); len(got) != 0 {
@@ -181,7 +249,7 @@ func TestCLIStoppedMidUpload(t *testing.T) {
 		if retry.code != 0 {
 			t.Fatalf("the retry failed: %s\n%s", retry.term, retry.stderr)
 		}
-		if left := f.incompleteUploads(t, "echo-backups/stopped/kill"); len(left) > 0 {
+		if left := f.incompleteUploads(t, "stopped/kill"); len(left) > 0 {
 			t.Errorf("multipart uploads left open after the retry: %v", left)
 		}
 		if _, err := Restore(context.Background(), RestoreOptions{DataDir: t.TempDir(), Store: f.store, Key: "stopped/kill"}); err != nil {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -92,8 +93,10 @@ type RestoreOptions struct {
 // Restored files belong to the user running the mover and get the modes
 // recorded in the manifest (permission bits only) and their modification
 // times. Staging directories left by a mover that was killed are removed
-// first, so two restores must not run against the same data directory at
-// once, and nothing else (the Echo's pods) may write to it meanwhile.
+// first, after undoing the swap of one killed midway through it (see
+// swapPlanName), so two restores must not run against the same data
+// directory at once, and nothing else (the Echo's pods) may write to it
+// meanwhile.
 func Restore(ctx context.Context, o RestoreOptions) (*Manifest, error) {
 	r, err := newRestore(o)
 	if err != nil {
@@ -107,6 +110,9 @@ type restore struct {
 	root    string
 	log     *slog.Logger
 	created bool // root did not exist before this restore
+	// keepStaging is set when a failed swap could not be undone: the
+	// staging directory keeps its plan for the next run.
+	keepStaging bool
 }
 
 func newRestore(o RestoreOptions) (*restore, error) {
@@ -170,6 +176,9 @@ func (r *restore) run(ctx context.Context) (m *Manifest, err error) {
 		return nil, classifyLocal(fmt.Errorf("create staging directory: %w", err))
 	}
 	defer func() {
+		if r.keepStaging {
+			return
+		}
 		if rerr := os.RemoveAll(staging); rerr != nil {
 			r.log.Warn("could not remove the staging directory", "path", staging, "error", rerr.Error())
 		}
@@ -193,8 +202,9 @@ func (r *restore) run(ctx context.Context) (m *Manifest, err error) {
 }
 
 // checkTarget creates the data directory when missing, removes staging
-// directories left by a killed restore, and fails early on data in the way
-// (policy Fail) or too little room.
+// directories left by a killed restore (after undoing its swap, if it was
+// killed midway through one), and fails early on data in the way (policy
+// Fail) or too little room.
 func (r *restore) checkTarget(m *Manifest) error {
 	if _, err := os.Lstat(r.root); errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(r.root, dataDirPerm); err != nil {
@@ -208,9 +218,8 @@ func (r *restore) checkTarget(m *Manifest) error {
 	}
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), stagingPrefix) {
-			r.log.Warn("removing a staging directory left by an earlier restore", "path", filepath.Join(r.root, e.Name()))
-			if err := os.RemoveAll(filepath.Join(r.root, e.Name())); err != nil {
-				return classifyLocal(fmt.Errorf("remove stale staging directory: %w", err))
+			if err := r.removeStaleStaging(filepath.Join(r.root, e.Name())); err != nil {
+				return err
 			}
 		}
 	}
@@ -223,6 +232,28 @@ func (r *restore) checkTarget(m *Manifest) error {
 			ErrTargetNotEmpty, r.root, describeEntries(existing))
 	}
 	return checkSpace(r.root, m)
+}
+
+// removeStaleStaging removes a staging directory left by an earlier
+// restore. When that restore was stopped in the middle of its swap, the
+// data directory holds a mix of old and restored entries: the swap is
+// undone first, so that this restore starts from the data as it was.
+func (r *restore) removeStaleStaging(staging string) error {
+	p, err := readSwapPlan(staging)
+	if err != nil {
+		return err
+	}
+	if p != nil {
+		r.log.Warn("undoing the swap of an earlier restore that was stopped midway", "path", staging)
+		if err := r.undoSwap(staging, *p); err != nil {
+			return err
+		}
+	}
+	r.log.Warn("removing a staging directory left by an earlier restore", "path", staging)
+	if err := os.RemoveAll(staging); err != nil {
+		return classifyLocal(fmt.Errorf("remove stale staging directory: %w", err))
+	}
+	return nil
 }
 
 // existingData lists the top-level entries of the data directory that are
@@ -296,80 +327,276 @@ func (r *restore) download(ctx context.Context, m *Manifest, archiveKey, staging
 	return x.syncDirs()
 }
 
+// swapPlanName is the file in the staging directory that records a swap
+// under way. A swap renames entries one at a time, so a mover killed
+// midway leaves the data directory holding part of the old data and part
+// of the restored data; the plan is what lets the next run put it back
+// (see undoSwap). It exists from before the first rename until the swap is
+// complete or undone.
+const swapPlanName = "swap-plan.json"
+
+// swapPlan is what a swap moves: the entries of Existing into the
+// pre-restore directory Aside (when there are any), then the entries of
+// Staged from the staging directory into the data directory. Every name is
+// a single path element.
+type swapPlan struct {
+	Aside    string   `json:"aside,omitempty"`
+	Existing []string `json:"existing,omitempty"`
+	Staged   []string `json:"staged"`
+}
+
 // swap moves existing data aside (policy Replace) and the staged entries of
 // stagedData into the data directory. It returns the directory holding the
-// previous data, if any. On failure it moves everything back.
+// previous data, if any. On failure it moves everything back; should that
+// fail too, it leaves the staging directory and its plan for the next run
+// to finish the undo.
 func (r *restore) swap(stagedData string) (aside string, err error) {
-	existing, err := r.existingData()
+	staging := filepath.Dir(stagedData)
+	p, err := r.planSwap(stagedData)
 	if err != nil {
 		return "", err
 	}
-	if len(existing) > 0 && r.ExistingData == ExistingDataFail {
-		return "", fmt.Errorf("%w: %s appeared in %s during the restore", ErrTargetNotEmpty, describeEntries(existing), r.root)
-	}
-	staged, err := readDirNames(stagedData)
-	if err != nil {
+	if err := writeSwapPlan(staging, p); err != nil {
 		return "", err
 	}
-	var undo []func() error
-	defer func() {
-		if err != nil {
-			for _, u := range slices.Backward(undo) {
-				if uerr := u(); uerr != nil {
-					r.log.Error("could not undo a step of a failed restore", "error", uerr.Error())
-				}
-			}
-		}
-	}()
-	if len(existing) > 0 {
-		dir, err := r.makeAsideDir()
-		if err != nil {
+	if err := r.moveEntries(stagedData, p); err != nil {
+		if uerr := r.undoSwap(staging, p); uerr != nil {
+			r.keepStaging = true
+			r.log.Error("could not undo a failed swap; the next restore will finish undoing it", "staging", staging, "error", uerr.Error())
 			return "", err
 		}
-		undo = append(undo, func() error { return os.Remove(dir) })
-		for _, name := range existing {
-			from, to := filepath.Join(r.root, name), filepath.Join(dir, name)
-			if err := renameNoReplace(from, to); err != nil {
-				return "", classifyLocal(fmt.Errorf("move existing %s aside: %w", name, err))
-			}
-			undo = append(undo, func() error { return renameNoReplace(to, from) })
+		if rerr := removeSwapPlan(staging); rerr != nil {
+			r.log.Warn("could not remove the plan of an undone swap", "path", staging, "error", rerr.Error())
 		}
-		if err := syncDir(dir); err != nil {
-			return "", classifyLocal(err)
-		}
-		r.log.Info("moved existing data aside", "path", dir, "entries", len(existing))
-		aside = dir
+		return "", err
 	}
-	for _, name := range staged {
-		from, to := filepath.Join(stagedData, name), filepath.Join(r.root, name)
-		if err := renameNoReplace(from, to); err != nil {
-			return "", classifyLocal(fmt.Errorf("move restored %s into place: %w", name, err))
-		}
-		undo = append(undo, func() error { return renameNoReplace(to, from) })
+	// Without its plan the swap is complete: from here on a killed mover
+	// leaves the restored data in place.
+	if err := removeSwapPlan(staging); err != nil {
+		return "", err
 	}
-	if err := syncDir(r.root); err != nil {
-		return "", classifyLocal(err)
+	if p.Aside == "" {
+		return "", nil
 	}
+	aside = filepath.Join(r.root, p.Aside)
+	r.log.Info("moved existing data aside", "path", aside, "entries", len(p.Existing))
 	return aside, nil
 }
 
-// makeAsideDir creates .echo-pre-restore-<UTC timestamp>, with a numeric
-// suffix if that name is taken.
-func (r *restore) makeAsideDir() (string, error) {
-	base := filepath.Join(r.root, preRestorePrefix+r.Now().UTC().Format("20060102T150405Z"))
-	for i := 0; ; i++ {
-		p := base
-		if i > 0 {
-			p = fmt.Sprintf("%s-%d", base, i)
-		}
-		err := os.Mkdir(p, preRestorePerm)
-		if err == nil {
-			return p, nil
-		}
-		if !errors.Is(err, fs.ErrExist) || i >= 100 {
-			return "", classifyLocal(fmt.Errorf("create pre-restore directory: %w", err))
+// planSwap lists what a swap of stagedData moves, checking once more that
+// the policy allows the existing data to be moved aside.
+func (r *restore) planSwap(stagedData string) (swapPlan, error) {
+	existing, err := r.existingData()
+	if err != nil {
+		return swapPlan{}, err
+	}
+	if len(existing) > 0 && r.ExistingData == ExistingDataFail {
+		return swapPlan{}, fmt.Errorf("%w: %s appeared in %s during the restore", ErrTargetNotEmpty, describeEntries(existing), r.root)
+	}
+	staged, err := readDirNames(stagedData)
+	if err != nil {
+		return swapPlan{}, err
+	}
+	p := swapPlan{Existing: existing, Staged: staged}
+	if len(existing) > 0 {
+		if p.Aside, err = r.asideName(); err != nil {
+			return swapPlan{}, err
 		}
 	}
+	return p, nil
+}
+
+// moveEntries performs the steps of the swap of p.
+func (r *restore) moveEntries(stagedData string, p swapPlan) error {
+	for _, step := range r.swapSteps(stagedData, p) {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// swapSteps lists what the swap of p does, in order: create the
+// pre-restore directory, move every existing entry into it, move every
+// staged entry into the data directory, and make the renames durable. A
+// mover killed between any two steps leaves a state undoSwap reverts; it
+// relies on that order.
+func (r *restore) swapSteps(stagedData string, p swapPlan) []func() error {
+	var steps []func() error
+	aside := filepath.Join(r.root, p.Aside)
+	if p.Aside != "" {
+		steps = append(steps, func() error {
+			if err := os.Mkdir(aside, preRestorePerm); err != nil {
+				return classifyLocal(fmt.Errorf("create pre-restore directory: %w", err))
+			}
+			return nil
+		})
+	}
+	for _, name := range p.Existing {
+		steps = append(steps, func() error {
+			if err := renameNoReplace(filepath.Join(r.root, name), filepath.Join(aside, name)); err != nil {
+				return classifyLocal(fmt.Errorf("move existing %s aside: %w", name, err))
+			}
+			return nil
+		})
+	}
+	for _, name := range p.Staged {
+		steps = append(steps, func() error {
+			if err := renameNoReplace(filepath.Join(stagedData, name), filepath.Join(r.root, name)); err != nil {
+				return classifyLocal(fmt.Errorf("move restored %s into place: %w", name, err))
+			}
+			return nil
+		})
+	}
+	if p.Aside != "" {
+		steps = append(steps, func() error { return classifyLocal(syncDir(aside)) })
+	}
+	return append(steps, func() error { return classifyLocal(syncDir(r.root)) })
+}
+
+// undoSwap puts back whatever a swap of p moved, whether it failed or its
+// mover was killed at any point: restored entries found in the data
+// directory return to staging, old entries found in the pre-restore
+// directory return to the data directory, and the pre-restore directory,
+// then empty, is removed. Each rename is atomic, so every entry is either
+// where the swap found it or where it put it; and no staged entry moves
+// before every existing one is aside, so a staged name missing from
+// staging is in the data directory, not an old entry of the same name.
+func (r *restore) undoSwap(staging string, p swapPlan) error {
+	stagedData := filepath.Join(staging, strings.TrimSuffix(DataPrefix, "/"))
+	for _, name := range slices.Backward(p.Staged) {
+		back := filepath.Join(stagedData, name)
+		inStaging, err := exists(back)
+		if err != nil {
+			return classifyLocal(fmt.Errorf("undo the restore of %s: %w", name, err))
+		}
+		if inStaging {
+			continue // never moved
+		}
+		if err := renameNoReplace(filepath.Join(r.root, name), back); err != nil {
+			return classifyLocal(fmt.Errorf("undo the restore of %s: %w", name, err))
+		}
+	}
+	if p.Aside != "" {
+		dir := filepath.Join(r.root, p.Aside)
+		for _, name := range slices.Backward(p.Existing) {
+			aside := filepath.Join(dir, name)
+			isAside, err := exists(aside)
+			if err != nil {
+				return classifyLocal(fmt.Errorf("move existing %s back: %w", name, err))
+			}
+			if !isAside {
+				continue // never moved
+			}
+			if err := renameNoReplace(aside, filepath.Join(r.root, name)); err != nil {
+				return classifyLocal(fmt.Errorf("move existing %s back: %w", name, err))
+			}
+		}
+		if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return classifyLocal(fmt.Errorf("remove pre-restore directory: %w", err))
+		}
+	}
+	return classifyLocal(syncDir(r.root))
+}
+
+// writeSwapPlan stores p in staging, durably and whole (written under
+// another name, then renamed), before the swap moves anything.
+func writeSwapPlan(staging string, p swapPlan) error {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("encode swap plan: %w", err)
+	}
+	tmp := filepath.Join(staging, swapPlanName+".tmp")
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return classifyLocal(fmt.Errorf("write swap plan: %w", err))
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(staging, swapPlanName))
+	}
+	if err == nil {
+		err = syncDir(staging)
+	}
+	if err != nil {
+		return classifyLocal(fmt.Errorf("write swap plan: %w", err))
+	}
+	return nil
+}
+
+// readSwapPlan returns the plan of a swap left unfinished in staging, or
+// nil when there is none (the mover stopped before its swap or after it).
+// A plan naming anything but plain entries of the data directory is
+// refused: the data directory is the Echo's, and so is what it holds.
+func readSwapPlan(staging string) (*swapPlan, error) {
+	b, err := os.ReadFile(filepath.Join(staging, swapPlanName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, classifyLocal(fmt.Errorf("read swap plan: %w", err))
+	}
+	var p swapPlan
+	if err := json.Unmarshal(b, &p); err != nil {
+		return nil, fmt.Errorf("read swap plan %s: %w", filepath.Join(staging, swapPlanName), err)
+	}
+	names := append(slices.Clone(p.Existing), p.Staged...)
+	if p.Aside != "" {
+		names = append(names, p.Aside)
+	}
+	for _, n := range names {
+		if n == "" || n == "." || n == ".." || strings.ContainsRune(n, filepath.Separator) {
+			return nil, fmt.Errorf("%w: swap plan %s names %q", ErrUnsafePath, filepath.Join(staging, swapPlanName), n)
+		}
+	}
+	if p.Aside != "" && !strings.HasPrefix(p.Aside, preRestorePrefix) {
+		return nil, fmt.Errorf("%w: swap plan %s names %q as the pre-restore directory", ErrUnsafePath, filepath.Join(staging, swapPlanName), p.Aside)
+	}
+	return &p, nil
+}
+
+// removeSwapPlan marks the swap in staging as finished, durably.
+func removeSwapPlan(staging string) error {
+	if err := os.Remove(filepath.Join(staging, swapPlanName)); err != nil {
+		return classifyLocal(fmt.Errorf("remove swap plan: %w", err))
+	}
+	return classifyLocal(syncDir(staging))
+}
+
+// exists reports whether name exists, without following a final symlink.
+func exists(name string) (bool, error) {
+	_, err := os.Lstat(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// asideName returns .echo-pre-restore-<UTC timestamp>, with a numeric
+// suffix if that name is taken. Restores of one data directory do not run
+// at once, so the name is still free when the swap creates it.
+func (r *restore) asideName() (string, error) {
+	base := preRestorePrefix + r.Now().UTC().Format("20060102T150405Z")
+	for i := 0; i <= 100; i++ {
+		name := base
+		if i > 0 {
+			name = fmt.Sprintf("%s-%d", base, i)
+		}
+		taken, err := exists(filepath.Join(r.root, name))
+		if err != nil {
+			return "", classifyLocal(fmt.Errorf("name the pre-restore directory: %w", err))
+		}
+		if !taken {
+			return name, nil
+		}
+	}
+	return "", fmt.Errorf("name the pre-restore directory: %s and 100 more are taken", base)
 }
 
 // applyDirModes gives restored directories their recorded modes, deepest

@@ -1,6 +1,8 @@
 // Package s3server runs a real S3 service for tests: the MinIO server named
 // by the MINIO environment variable (built by `make minio`), as a separate
 // process on 127.0.0.1 with a fresh data directory and random credentials.
+// A test can stop the server and start it again on the same address and
+// data (Stop, Restart), to see how its clients ride out an outage.
 package s3server
 
 import (
@@ -54,8 +56,11 @@ type Server struct {
 	CAFile string
 
 	logFile string
+	bin     string   // the server binary
+	args    []string // its arguments, the same on every start
+	env     []string // its environment
 	cmd     *exec.Cmd
-	exited  chan struct{}
+	exited  chan struct{} // closed once cmd has exited
 }
 
 // Start runs a server on plain HTTP and creates the given buckets. It skips
@@ -114,43 +119,97 @@ func start(tb testing.TB, bin string, useTLS bool) (*Server, error) {
 		SecretKey: randomHex(20),
 		DataDir:   filepath.Join(dir, "data"),
 		logFile:   filepath.Join(dir, "minio.log"),
-		exited:    make(chan struct{}),
+		bin:       bin,
 	}
 	apiPort, consolePort := freePort(tb), freePort(tb)
 	s.Endpoint = "http://127.0.0.1:" + strconv.Itoa(apiPort)
-	args := []string{"server", "--quiet",
+	s.args = []string{"server", "--quiet",
 		"--address", "127.0.0.1:" + strconv.Itoa(apiPort),
 		"--console-address", "127.0.0.1:" + strconv.Itoa(consolePort)}
 	if useTLS {
 		certs := filepath.Join(dir, "certs")
 		s.CAFile = writeCertificates(tb, certs)
 		s.Endpoint = "https://127.0.0.1:" + strconv.Itoa(apiPort)
-		args = append(args, "--certs-dir", certs)
+		s.args = append(s.args, "--certs-dir", certs)
 	}
-	logOut, err := os.Create(s.logFile)
-	if err != nil {
-		tb.Fatalf("create server log: %v", err)
-	}
-	s.cmd = exec.Command(bin, append(args, s.DataDir)...)
-	s.cmd.Env = append(os.Environ(),
+	s.args = append(s.args, s.DataDir)
+	s.env = append(os.Environ(),
 		"MINIO_ROOT_USER="+s.AccessKey,
 		"MINIO_ROOT_PASSWORD="+s.SecretKey,
 		"MINIO_BROWSER=off",
 		"MINIO_UPDATE=off",
 		"HOME="+dir,
 	)
+	s.launch(tb)
+	tb.Cleanup(func() { s.stop(tb) })
+	return s, s.waitReady()
+}
+
+// launch starts the server process; its output goes to the end of the log.
+func (s *Server) launch(tb testing.TB) {
+	tb.Helper()
+	logOut, err := os.OpenFile(s.logFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		tb.Fatalf("open server log: %v", err)
+	}
+	s.cmd = exec.Command(s.bin, s.args...)
+	s.cmd.Env = s.env
 	s.cmd.Stdout, s.cmd.Stderr = logOut, logOut
 	if err := s.cmd.Start(); err != nil {
 		_ = logOut.Close()
-		tb.Fatalf("start %s: %v", bin, err)
+		tb.Fatalf("start %s: %v", s.bin, err)
 	}
+	cmd, exited := s.cmd, make(chan struct{})
+	s.exited = exited
 	go func() {
-		_ = s.cmd.Wait()
+		_ = cmd.Wait()
 		_ = logOut.Close()
-		close(s.exited)
+		close(exited)
 	}()
-	tb.Cleanup(func() { s.stop(tb) })
-	return s, s.waitReady()
+}
+
+// Stop ends the server process at once (SIGKILL), as a crash or the loss of
+// its node would: requests in flight are cut off and clients find nothing
+// listening until Restart. What the server had stored stays in DataDir.
+func (s *Server) Stop(tb testing.TB) {
+	tb.Helper()
+	if !s.running() {
+		tb.Fatal("stop: the S3 server is not running")
+	}
+	if err := s.cmd.Process.Kill(); err != nil {
+		tb.Fatalf("stop the S3 server: %v", err)
+	}
+	<-s.exited
+}
+
+// Restart starts a stopped server again on the same address, with the same
+// credentials and data directory, and waits until it serves requests: its
+// buckets, objects and unfinished multipart uploads are those the stopped
+// server left.
+func (s *Server) Restart(tb testing.TB) {
+	tb.Helper()
+	if s.running() {
+		tb.Fatal("restart: the S3 server is still running; Stop it first")
+	}
+	s.launch(tb)
+	if err := s.waitReady(); err != nil {
+		tb.Fatalf("S3 server did not become ready again: %v\n%s", err, s.LogTail())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	if err := s.waitIAM(ctx, tb); err != nil {
+		tb.Fatalf("S3 server did not finish starting again: %v\n%s", err, s.LogTail())
+	}
+}
+
+// running reports whether the server process has not exited.
+func (s *Server) running() bool {
+	select {
+	case <-s.exited:
+		return false
+	default:
+		return true
+	}
 }
 
 // Env returns the environment entries that give a mover the server's
@@ -267,13 +326,11 @@ func (s *Server) waitIAM(ctx context.Context, tb testing.TB) error {
 
 // stop sends SIGTERM and, if the server lingers, SIGKILL.
 func (s *Server) stop(tb testing.TB) {
-	select {
-	case <-s.exited:
+	if !s.running() {
 		if tb.Failed() {
 			tb.Logf("S3 server log:\n%s", s.LogTail())
 		}
 		return
-	default:
 	}
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
 	timer := time.NewTimer(stopTimeout)
