@@ -50,12 +50,15 @@ func inspectJob(rs *echov1alpha1.EchoRestore, src restoreSource, image string) *
 
 // restoreJob is the Job that puts a backup's data into the Echo's claim,
 // mounted read-write while the Echo runs no pod. The data mover verifies
-// the whole archive in a staging directory before it swaps it in.
+// the whole archive in a staging directory before it swaps it in. The
+// restore's UID lets a retry recognise the data its earlier attempt
+// swapped in (and was stopped before reporting) as its own.
 func restoreJob(rs *echov1alpha1.EchoRestore, src restoreSource, echo *echov1alpha1.Echo, image string) *batchv1.Job {
 	args := []string{
 		moverprotocol.Arg(moverprotocol.FlagDataDir, dataMountPath),
 		moverprotocol.Arg(moverprotocol.FlagKey, src.key),
 		moverprotocol.Arg(moverprotocol.FlagExistingData, string(existingDataPolicy(rs))),
+		moverprotocol.Arg(moverprotocol.FlagRestoreID, string(rs.UID)),
 	}
 	pod := moverPod(image, moverprotocol.Restore, args, src.storage,
 		[]corev1.Volume{dataVolume(echo, false)}, []corev1.VolumeMount{dataMount(false)}, dataMoverResources)

@@ -19,7 +19,7 @@ func TestRestoreJobs(t *testing.T) {
 		CredentialsSecretRef: echov1alpha1.S3CredentialsSecretRef{Name: "creds"}}}
 	pvc := echov1alpha1.BackupStorage{PersistentVolumeClaim: &echov1alpha1.PVCStorage{ClaimName: "backups", SubPath: "echo"}}
 	rs := func(policy echov1alpha1.ExistingDataPolicy) *echov1alpha1.EchoRestore {
-		return &echov1alpha1.EchoRestore{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "r1"},
+		return &echov1alpha1.EchoRestore{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "r1", UID: "uid-r1"},
 			Spec: echov1alpha1.EchoRestoreSpec{ExistingData: policy}}
 	}
 	echo := &echov1alpha1.Echo{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"},
@@ -55,7 +55,7 @@ func TestRestoreJobs(t *testing.T) {
 				j := restoreJob(rs(""), restoreSource{storage: s3, key: "a/web/w1"}, echo, "img")
 				return j.Spec.Template.Spec.Containers[0].Args, j.Spec.Template.Spec, j.Name
 			},
-			wantArgs:    []string{"restore", "--data-dir=/data", "--key=a/web/w1", "--existing-data=Fail"},
+			wantArgs:    []string{"restore", "--data-dir=/data", "--key=a/web/w1", "--existing-data=Fail", "--restore-id=uid-r1"},
 			wantClaims:  []string{"web-data:rw"},
 			wantNodeSel: true,
 		},
@@ -65,7 +65,7 @@ func TestRestoreJobs(t *testing.T) {
 				j := restoreJob(rs(echov1alpha1.ExistingDataReplace), restoreSource{storage: pvc, key: "k"}, echo, "img")
 				return j.Spec.Template.Spec.Containers[0].Args, j.Spec.Template.Spec, j.Name
 			},
-			wantArgs:    []string{"restore", "--existing-data=Replace", "--fs-root=/backup/echo"},
+			wantArgs:    []string{"restore", "--existing-data=Replace", "--restore-id=uid-r1", "--fs-root=/backup/echo"},
 			wantClaims:  []string{"backups:rw", "web-data:rw"},
 			wantNodeSel: true,
 		},

@@ -69,6 +69,7 @@ type moverOptions struct {
 	backupID    string
 	// restore
 	existingData string
+	restoreID    string
 	// storage
 	s3     datamover.S3Config
 	fsRoot string
@@ -153,6 +154,8 @@ func parseMoverFlags(command moverprotocol.Command, args []string, output io.Wri
 	case moverprotocol.Restore:
 		fs.StringVar(&o.existingData, moverprotocol.FlagExistingData, string(datamover.ExistingDataFail),
 			"when the data directory holds data: Fail, or Replace (the old data is kept in .echo-pre-restore-<timestamp>/)")
+		fs.StringVar(&o.restoreID, moverprotocol.FlagRestoreID, "",
+			"identity of the restore across retries, recorded with the restored data: a retry finding the data its earlier attempt restored reports it")
 	}
 	fs.StringVar(&o.s3.Endpoint, moverprotocol.FlagS3Endpoint, "", "S3 endpoint URL, http(s)://host[:port]; credentials come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN")
 	fs.StringVar(&o.s3.Region, moverprotocol.FlagS3Region, datamover.DefaultS3Region, "S3 region")
@@ -285,6 +288,7 @@ func (o moverOptions) restore(ctx context.Context, store datamover.Store, log *s
 		Store:        store,
 		Key:          o.key,
 		ExistingData: policy,
+		RestoreID:    o.restoreID,
 		Logger:       log,
 	})
 }

@@ -65,6 +65,13 @@ type RestoreOptions struct {
 	Key   string
 	// ExistingData defaults to ExistingDataFail.
 	ExistingData ExistingDataPolicy
+	// RestoreID identifies this restore across retries (the EchoRestore's
+	// UID). The swap leaves it in the data directory (restoreMarkerName),
+	// so that a retry whose earlier attempt completed the swap, and was
+	// stopped before it could say so, returns the manifest instead of
+	// finding the restored data in its way. Empty: no marker is written or
+	// read.
+	RestoreID string
 	// Logger receives progress; nil discards it.
 	Logger *slog.Logger
 	// Now names the pre-restore directory; nil uses time.Now.
@@ -97,6 +104,13 @@ type RestoreOptions struct {
 // swapPlanName), so two restores must not run against the same data
 // directory at once, and nothing else (the Echo's pods) may write to it
 // meanwhile.
+//
+// With o.RestoreID, the swap also moves in a marker naming the restore and
+// the backup. A later run of the same restore that finds it, once any
+// unfinished swap is undone, returns the manifest at once: its earlier
+// attempt restored the data and was stopped before it could report it. It
+// only gives the restored directories their modes again (the earlier
+// attempt may have been stopped before it did) and downloads nothing.
 func Restore(ctx context.Context, o RestoreOptions) (*Manifest, error) {
 	r, err := newRestore(o)
 	if err != nil {
@@ -110,6 +124,9 @@ type restore struct {
 	root    string
 	log     *slog.Logger
 	created bool // root did not exist before this restore
+	// swapped is set when an earlier attempt of this restore completed
+	// its swap (see swappedEarlier): there is nothing left to restore.
+	swapped bool
 	// keepStaging is set when a failed swap could not be undone: the
 	// staging directory keeps its plan for the next run.
 	keepStaging bool
@@ -157,6 +174,9 @@ func (r *restore) run(ctx context.Context) (m *Manifest, err error) {
 	if err := r.checkTarget(m); err != nil {
 		return nil, err
 	}
+	if r.swapped {
+		return r.reportEarlierSwap(m), nil
+	}
 	archiveKey := ArchiveKey(r.Key, m.Compression)
 	info, err := r.Store.Stat(ctx, archiveKey)
 	if errors.Is(err, ErrNotFound) {
@@ -186,7 +206,11 @@ func (r *restore) run(ctx context.Context) (m *Manifest, err error) {
 	if err := r.download(ctx, m, archiveKey, staging); err != nil {
 		return nil, err
 	}
-	aside, err := r.swap(filepath.Join(staging, strings.TrimSuffix(DataPrefix, "/")))
+	stagedData := filepath.Join(staging, strings.TrimSuffix(DataPrefix, "/"))
+	if err := r.stageRestoreMarker(stagedData, m); err != nil {
+		return nil, err
+	}
+	aside, err := r.swap(stagedData)
 	if err != nil {
 		return nil, err
 	}
@@ -201,10 +225,21 @@ func (r *restore) run(ctx context.Context) (m *Manifest, err error) {
 	return m, nil
 }
 
+// reportEarlierSwap finishes a restore whose earlier attempt completed
+// the swap: it gives the restored directories their modes, which that
+// attempt may not have done, and returns m as that attempt would have.
+func (r *restore) reportEarlierSwap(m *Manifest) *Manifest {
+	r.applyDirModes(m)
+	r.log.Info("restore already completed by an earlier attempt", "dataDir", r.root, "restoreID", r.RestoreID,
+		"files", m.DataFiles(), "dataBytes", m.DataSize(), "sha256", m.Archive.SHA256)
+	return m
+}
+
 // checkTarget creates the data directory when missing, removes staging
 // directories left by a killed restore (after undoing its swap, if it was
 // killed midway through one), and fails early on data in the way (policy
-// Fail) or too little room.
+// Fail) or too little room. When the data in the way is this very
+// restore's, swapped in by an earlier attempt, it sets r.swapped instead.
 func (r *restore) checkTarget(m *Manifest) error {
 	if _, err := os.Lstat(r.root); errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(r.root, dataDirPerm); err != nil {
@@ -222,6 +257,10 @@ func (r *restore) checkTarget(m *Manifest) error {
 				return err
 			}
 		}
+	}
+	if r.swappedEarlier(m) {
+		r.swapped = true
+		return nil
 	}
 	existing, err := r.existingData()
 	if err != nil {
@@ -346,14 +385,18 @@ type swapPlan struct {
 }
 
 // swap moves existing data aside (policy Replace) and the staged entries of
-// stagedData into the data directory. It returns the directory holding the
-// previous data, if any. On failure it moves everything back; should that
-// fail too, it leaves the staging directory and its plan for the next run
-// to finish the undo.
+// stagedData, this restore's marker among them, into the data directory,
+// after removing the marker of another restore. It returns the directory
+// holding the previous data, if any. On failure it moves everything back;
+// should that fail too, it leaves the staging directory and its plan for
+// the next run to finish the undo.
 func (r *restore) swap(stagedData string) (aside string, err error) {
 	staging := filepath.Dir(stagedData)
 	p, err := r.planSwap(stagedData)
 	if err != nil {
+		return "", err
+	}
+	if err := r.removeOtherMarker(); err != nil {
 		return "", err
 	}
 	if err := writeSwapPlan(staging, p); err != nil {

@@ -74,6 +74,11 @@ const (
 	// FlagExistingData says what a restore does to a data directory
 	// holding data: Fail, or Replace.
 	FlagExistingData = "existing-data"
+	// FlagRestoreID identifies the restore across the Job's retries (the
+	// EchoRestore's UID), recorded in the data directory with the
+	// restored data: a retry that finds the data its own earlier attempt
+	// swapped in reports it instead of finding it in its way.
+	FlagRestoreID = "restore-id"
 
 	// FlagFSRoot selects a filesystem store rooted at a directory (a
 	// mounted claim).
