@@ -56,7 +56,10 @@ type EchoBackupReconciler struct {
 func (r *EchoBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	b := &echov1alpha1.EchoBackup{}
 	if err := r.Get(ctx, req.NamespacedName, b); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, r.removeOrphanedDeleteJob(ctx, req.NamespacedName)
 	}
 	if !b.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, b)

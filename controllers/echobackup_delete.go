@@ -9,12 +9,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/internal/chart"
 )
 
 // artifactDeleteBackoff is how long after a failed delete Job the next one
@@ -153,4 +155,27 @@ func (r *EchoBackupReconciler) retryDeleteJob(ctx context.Context, b *echov1alph
 // at now.
 func retryWait(failedAt, now time.Time) time.Duration {
 	return max(0, artifactDeleteBackoff-now.Sub(failedAt))
+}
+
+// removeOrphanedDeleteJob removes the finished delete Job of an EchoBackup
+// that is gone. An operator stopped between letting the EchoBackup go and
+// removing the Job (which nothing owns) leaves it: it goes now, not at its
+// TTL an hour later. A Job still running is left to finish (its end is
+// watched), and the API server, not the cache, says the EchoBackup is gone.
+func (r *EchoBackupReconciler) removeOrphanedDeleteJob(ctx context.Context, backup client.ObjectKey) error {
+	job := &batchv1.Job{}
+	name := deleteJobName(&echov1alpha1.EchoBackup{ObjectMeta: metav1.ObjectMeta{Name: backup.Name}})
+	if err := r.Get(ctx, client.ObjectKey{Namespace: backup.Namespace, Name: name}, job); err != nil || !job.DeletionTimestamp.IsZero() {
+		return client.IgnoreNotFound(err)
+	}
+	if job.Labels[chart.ManagedByLabel] != echov1alpha1.ManagedBy {
+		return nil
+	}
+	if complete, failed := jobFinished(job); !complete && !failed {
+		return nil
+	}
+	if err := r.APIReader.Get(ctx, backup, &echov1alpha1.EchoBackup{}); !apierrors.IsNotFound(err) {
+		return err
+	}
+	return removeJob(ctx, r.Client, job)
 }
