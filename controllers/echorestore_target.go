@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -38,6 +39,10 @@ func (r *EchoRestoreReconciler) ensureTargetEcho(ctx context.Context, rs *echov1
 		return nil, r.createEcho(ctx, rs, inspected)
 	case err != nil:
 		return nil, fmt.Errorf("reading Echo %s: %w", rs.Status.EchoName, err)
+	}
+	if !rs.Status.EchoCreated && createdByRestore(rs, echo) {
+		// Created by this restore, which stopped before it could record it.
+		r.echoCreated(ctx, rs, echo.Name)
 	}
 	holder := echo.Annotations[echov1alpha1.RestoreAnnotation]
 	switch {
@@ -89,10 +94,26 @@ func (r *EchoRestoreReconciler) createEcho(ctx context.Context, rs *echov1alpha1
 		}
 		return fmt.Errorf("creating Echo %s: %w", echo.Name, err)
 	}
-	rs.Status.EchoCreated = true
-	log.FromContext(ctx).Info("Created Echo from its backup", "echo", echo.Name)
-	r.Recorder.Eventf(rs, corev1.EventTypeNormal, echov1alpha1.EventReasonEchoCreated, "Created Echo %s from the backed-up configuration", echo.Name)
+	r.echoCreated(ctx, rs, echo.Name)
 	return nil
+}
+
+// echoCreated records that the restore created its Echo.
+func (r *EchoRestoreReconciler) echoCreated(ctx context.Context, rs *echov1alpha1.EchoRestore, name string) {
+	rs.Status.EchoCreated = true
+	log.FromContext(ctx).Info("Created Echo from its backup", "echo", name)
+	r.Recorder.Eventf(rs, corev1.EventTypeNormal, echov1alpha1.EventReasonEchoCreated, "Created Echo %s from the backed-up configuration", name)
+}
+
+// createdByRestore reports whether an Echo is the one this restore created
+// from its artifact: it names that artifact, and was created once the
+// restore had started (an Echo an earlier restore of the same artifact
+// created is older). The API server keeps times to the second, hence the
+// comparison at that precision.
+func createdByRestore(rs *echov1alpha1.EchoRestore, echo *echov1alpha1.Echo) bool {
+	from := echo.Annotations[echov1alpha1.RestoredFromAnnotation]
+	return from != "" && from == rs.Status.RestoredFrom && rs.Status.StartTime != nil &&
+		echo.CreationTimestamp.Compare(rs.Status.StartTime.Truncate(time.Second)) >= 0
 }
 
 // backedUpEchoDoc is the backed-up Echo the inspect Job hands back.
