@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -27,64 +26,30 @@ import (
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	"github.com/echo-operator/echo-operator/internal/echoserver"
+	"github.com/echo-operator/echo-operator/internal/testutil/moverrunner"
 	"github.com/echo-operator/echo-operator/internal/testutil/s3server"
 )
 
 // KWOK completes the pods of the data mover Jobs without running them.
-// These tests run the data mover for real where the Job would: the manager
-// binary, with the Job's own arguments and the Echo's data in a local
-// directory, against a real S3 server; its result then becomes the pod's
-// termination message, as the kubelet would report it.
+// These tests run the data mover for real where the Job would
+// (internal/testutil/moverrunner): the manager binary, with the Job's own
+// arguments and the Echo's data in a local directory, against a real S3
+// server; its result then becomes the pod's termination message, as the
+// kubelet would report it.
 
-// runMoverForJob runs the manager binary as a Job's container would and
-// reports its result as the Job pod's termination message.
+// runMoverForJob runs the manager binary as a Job's container would, with
+// the Echo's claim at dataDir, and reports its result as the Job pod's
+// termination message.
 func runMoverForJob(t *testing.T, job *batchv1.Job, dataDir string, s3 *s3server.Server) string {
 	t.Helper()
-	ctx := context.Background()
-	work := t.TempDir()
-
-	// A backup Job's configuration comes from a ConfigMap volume.
-	configFile := filepath.Join(work, "config.json")
-	if i := slicesIndex(job.Spec.Template.Spec.Volumes, "config"); i >= 0 {
-		cm := &corev1.ConfigMap{}
-		cmName := job.Spec.Template.Spec.Volumes[i].ConfigMap.Name
-		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: cmName}, cm)).To(Succeed())
-		Expect(os.WriteFile(configFile, []byte(cm.Data["config.json"]), 0o600)).To(Succeed())
-	}
-
-	// The Job's arguments, with its mount points mapped to local paths.
-	termination := filepath.Join(work, "termination-log")
-	var args []string
-	for _, a := range job.Spec.Template.Spec.Containers[0].Args {
-		a = strings.Replace(a, "--data-dir=/data", "--data-dir="+dataDir, 1)
-		a = strings.Replace(a, "--config-file=/config/config.json", "--config-file="+configFile, 1)
-		args = append(args, a)
-	}
-	args = append(args, "--termination-log="+termination)
-	cmd := exec.Command(op.binary, args...)
-	cmd.Env = append(os.Environ(), s3.Env()...)
-	out, err := cmd.CombinedOutput()
-	Expect(err).NotTo(HaveOccurred(), "the data mover failed: %s", out)
-	result, err := os.ReadFile(termination)
-	Expect(err).NotTo(HaveOccurred())
-	Expect(string(out)).NotTo(ContainSubstring(s3.SecretKey), "credentials never reach the logs")
-
-	// KWOK has completed the Job's pod; report the result as the kubelet would.
-	Eventually(func(g Gomega) {
-		pods := &corev1.PodList{}
-		g.Expect(k8sClient.List(ctx, pods, client.InNamespace(job.Namespace),
-			client.MatchingLabels{batchv1.ControllerUidLabel: string(job.UID)})).To(Succeed())
-		g.Expect(pods.Items).NotTo(BeEmpty())
-		pod := pods.Items[0]
-		g.Expect(pod.Status.Phase).To(Equal(corev1.PodSucceeded))
-		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{
-			Name: "mover", Image: pod.Spec.Containers[0].Image, Ready: false,
-			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
-				ExitCode: 0, Reason: "Completed", Message: string(result), FinishedAt: metav1.Now()}},
-		}}
-		g.Expect(k8sClient.Status().Update(ctx, &pod)).To(Succeed())
-	}, timeout, interval).Should(Succeed())
-	return string(result)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	runner := &moverrunner.Runner{Binary: op.binary, Client: k8sClient, ClaimDir: moverrunner.OneDir(dataDir), WorkDir: t.TempDir()}
+	res, err := runner.RunJob(ctx, job)
+	Expect(err).NotTo(HaveOccurred(), "the data mover did not run or its result was not reported: %s", res.Output)
+	Expect(res.Succeeded()).To(BeTrue(), "the data mover failed: %s", res.Output)
+	Expect(string(res.Output)).NotTo(ContainSubstring(s3.SecretKey), "credentials never reach the logs")
+	return res.Message
 }
 
 func waitJobNamed(t *testing.T, ns, name string) *batchv1.Job {
@@ -94,15 +59,6 @@ func waitJobNamed(t *testing.T, ns, name string) *batchv1.Job {
 		return k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, job)
 	}, timeout, interval).Should(Succeed())
 	return job
-}
-
-func slicesIndex(volumes []corev1.Volume, name string) int {
-	for i, v := range volumes {
-		if v.Name == name {
-			return i
-		}
-	}
-	return -1
 }
 
 // writeJournal runs a real echo server on dataDir and has it journal n requests.
