@@ -77,6 +77,8 @@ func runSuite(m *testing.M) int {
 		Nodes:               3,
 		WorkDir:             filepath.Join(work, "cluster"),
 		DefaultStorageClass: true,
+		// TestMoverJobPodFailures ends the Job pods of this namespace itself.
+		HeldJobPodNamespaces: []string{heldJobPodNamespace},
 	})
 	if err != nil {
 		return fail(fmt.Errorf("starting the simulated cluster: %w", err))
