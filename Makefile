@@ -139,6 +139,14 @@ test-unit: ## Run the tests that need no control plane.
 test-e2e: control-plane minio ## Run only the end-to-end tests against the simulated cluster.
 	$(CONTROL_PLANE_ENV) go test ./test/e2e/... -timeout $(GO_TEST_TIMEOUT) -count=1 -v $(TEST_FLAGS)
 
+# The full fault-injection run: every kill point of every operation, 30
+# random kills, control-plane restarts during a 300-Echo rollout and leader
+# failover. `make test` runs a subset of each. CHAOS_SEED=<n> replays the
+# random kills of a logged seed.
+.PHONY: test-chaos
+test-chaos: control-plane minio ## Run the full fault-injection suites (test/chaos, test/failover; see docs/reliability.md).
+	CHAOS_FULL=1 $(CONTROL_PLANE_ENV) go test ./test/chaos/... ./test/failover/... -timeout 150m -count=1 -v $(TEST_FLAGS)
+
 .PHONY: bench
 bench: bench-datamover bench-scale ## Run the benchmarks: the data mover's and the scale comparison (not part of make test; see docs/benchmarks.md).
 

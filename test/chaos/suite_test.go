@@ -1,0 +1,200 @@
+//go:build linux
+
+// Package chaos kills the operator at chosen and at random points and
+// checks that it converges after a restart. It runs the real manager
+// binary, built from this tree, against a simulated cluster
+// (internal/simcluster) and a real S3 service (internal/testutil/s3server),
+// with the data mover Jobs run for real by internal/testutil/moverrunner.
+//
+// # Crash points
+//
+// Each scenario (install, upgrade, rollback, uninstall, final backup on
+// delete, backup, scheduled backup with pruning, restore in place, restore
+// into a new Echo) runs in a namespace of its own, watched by a manager of
+// its own that reaches the API server through a counting proxy on
+// 127.0.0.1 (killProxy). The proxy counts the manager's successful writes
+// (POST, PUT, PATCH, DELETE answered 2xx) to the scenario's namespace,
+// leaving out Events (recorded asynchronously and aggregated, so their
+// number varies from run to run, and no converged state depends on them)
+// and Leases (leader election). A recording run counts the W writes the
+// scenario takes to converge. Then, for every k in 1..W, a fresh namespace
+// runs the scenario again with the proxy armed at k: right after the API
+// server has answered the k-th write, and before the answer is passed on,
+// the proxy SIGKILLs the manager and waits for it to be gone. The write is
+// stored but the manager never learns it was (the hardest case for a
+// retry: the operation happened, its author does not know), and nothing
+// the dying manager sends after it reaches the API server. A new manager
+// is started at once, and the scenario must converge within two minutes:
+// see the checks in checks_test.go. Failed writes (a conflict, a refusal)
+// change nothing and are not kill points.
+//
+// # Random kills
+//
+// A mixed workload (Echoes created, updated and deleted, backups and
+// restores, all at once) runs under one manager that is SIGKILLed at
+// seeded random times and restarted at once; the same checks hold at the
+// end. The seed is logged; CHAOS_SEED=<n> replays it.
+//
+// # Fast and full runs
+//
+// By default (go test ./test/chaos) every kill point of install and
+// upgrade runs, with a sample of the others and three random kills.
+// CHAOS_FULL=1 runs every kill point of every scenario and thirty random
+// kills. Scenario runs proceed in parallel up to -parallel (default
+// GOMAXPROCS), each with its own manager. A summary line per scenario is
+// printed at the end (with -v).
+package chaos
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/echo-operator/echo-operator/internal/operator"
+	"github.com/echo-operator/echo-operator/internal/simcluster"
+	"github.com/echo-operator/echo-operator/internal/testutil/managerbin"
+	"github.com/echo-operator/echo-operator/internal/testutil/moverrunner"
+)
+
+const (
+	echoImage         = "registry.example.test/echo-server:chaos"
+	operatorNamespace = "echo-operator-system"
+	// namespacePrefix starts the name of every namespace of the suite;
+	// the mover runner handles the Jobs of those only.
+	namespacePrefix = "chaos-"
+)
+
+var (
+	repoRoot      string
+	managerBinary string
+	workDir       string
+	cluster       *simcluster.Cluster
+	cfg           *rest.Config
+	k8sClient     client.Client
+	clientset     *kubernetes.Clientset
+	movers        = &moverLog{failures: map[string][]string{}}
+	claimsRoot    string
+	fullRun       = os.Getenv("CHAOS_FULL") == "1"
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		fmt.Println("skipping the chaos tests in -short mode")
+		os.Exit(0)
+	}
+	ctrllog.SetLogger(logr.Discard())
+	os.Exit(runSuite(m))
+}
+
+func runSuite(m *testing.M) int {
+	var err error
+	if repoRoot, err = filepath.Abs(filepath.Join("..", "..")); err != nil {
+		return fail(err)
+	}
+	bins, err := simcluster.LocateBinaries(repoRoot)
+	if err != nil {
+		return fail(err)
+	}
+	if workDir, err = os.MkdirTemp("", "echo-chaos-"); err != nil {
+		return fail(err)
+	}
+	defer func() { _ = os.RemoveAll(workDir) }()
+	if managerBinary, err = managerbin.Build(context.Background(), repoRoot, workDir); err != nil {
+		return fail(err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cluster, err = simcluster.Start(ctx, simcluster.Options{
+		Binaries:            bins,
+		CRDDirectoryPaths:   []string{filepath.Join(repoRoot, "config", "crd", "bases")},
+		Nodes:               3,
+		WorkDir:             filepath.Join(workDir, "cluster"),
+		DefaultStorageClass: true,
+	})
+	if err != nil {
+		return fail(fmt.Errorf("starting the simulated cluster: %w", err))
+	}
+	defer func() {
+		if err := cluster.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the simulated cluster:", err)
+		}
+	}()
+	cfg = cluster.Config()
+	if k8sClient, err = client.New(cfg, client.Options{Scheme: operator.NewScheme()}); err != nil {
+		return fail(err)
+	}
+	clientset = kubernetes.NewForConfigOrDie(cfg)
+	if err := createNamespace(context.Background(), operatorNamespace); err != nil {
+		return fail(err)
+	}
+	if err := startMoverRunner(); err != nil {
+		return fail(err)
+	}
+	code := m.Run()
+	printSummary()
+	return code
+}
+
+// startMoverRunner plays the kubelet for the mover Jobs of the suite's
+// namespaces until the process ends. Each claim is a directory of its
+// namespace under claimsRoot.
+func startMoverRunner() error {
+	claimsRoot = filepath.Join(workDir, "claims")
+	runner := &moverrunner.Runner{
+		Binary:   managerBinary,
+		Client:   k8sClient,
+		ClaimDir: claimDir,
+		WorkDir:  filepath.Join(workDir, "movers"),
+	}
+	inScope := func(ns string) bool { return strings.HasPrefix(ns, namespacePrefix) }
+	return runner.Watch(context.Background(), clientset, inScope, movers.record)
+}
+
+// claimDir is the local directory of a claim.
+func claimDir(namespace, claim string) string { return filepath.Join(claimsRoot, namespace, claim) }
+
+// moverLog keeps the mover runs that failed, by namespace.
+type moverLog struct {
+	mu       sync.Mutex
+	failures map[string][]string
+	runs     int
+}
+
+func (l *moverLog) record(run moverrunner.Run) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.runs++
+	switch {
+	case run.Err != nil:
+		l.failures[run.Pod.Namespace] = append(l.failures[run.Pod.Namespace], fmt.Sprintf("%s: %v", run.Pod.Name, run.Err))
+	case !run.Result.Succeeded():
+		l.failures[run.Pod.Namespace] = append(l.failures[run.Pod.Namespace],
+			fmt.Sprintf("%s: exit %d: %s: %s", run.Pod.Name, run.Result.ExitCode, run.Result.Message, run.Result.Output))
+	}
+}
+
+// failuresIn lists the failed mover runs of a namespace.
+func (l *moverLog) failuresIn(namespace string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.failures[namespace]...)
+}
+
+func fail(err error) int {
+	fmt.Fprintln(os.Stderr, err)
+	return 1
+}
