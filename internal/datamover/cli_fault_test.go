@@ -216,26 +216,8 @@ func TestCLIStoppedMidDownload(t *testing.T) {
 // finds exactly what those calls did, whether it reached the disk or not.
 func stopSwapAfter(t *testing.T, store Store, key, target string, policy ExistingDataPolicy, k int) int {
 	t.Helper()
-	ctx := context.Background()
-	r, err := newRestore(RestoreOptions{DataDir: target, Store: store, Key: key, ExistingData: policy})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := fetchManifest(ctx, store, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.checkTarget(m); err != nil {
-		t.Fatal(err)
-	}
-	staging, err := os.MkdirTemp(r.root, stagingPrefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.download(ctx, m, ArchiveKey(key, m.Compression), staging); err != nil {
-		t.Fatal(err)
-	}
-	stagedData := filepath.Join(staging, strings.TrimSuffix(DataPrefix, "/"))
+	r, stagedData := stageRestore(t, store, key, target, policy, "")
+	staging := filepath.Dir(stagedData)
 	plan, err := r.planSwap(stagedData)
 	if err != nil {
 		t.Fatal(err)

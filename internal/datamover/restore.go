@@ -550,17 +550,7 @@ func writeSwapPlan(staging string, p swapPlan) error {
 		return fmt.Errorf("encode swap plan: %w", err)
 	}
 	tmp := filepath.Join(staging, swapPlanName+".tmp")
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return classifyLocal(fmt.Errorf("write swap plan: %w", err))
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	err = createSynced(tmp, 0o600, b)
 	if err == nil {
 		err = os.Rename(tmp, filepath.Join(staging, swapPlanName))
 	}
@@ -571,6 +561,23 @@ func writeSwapPlan(staging string, p swapPlan) error {
 		return classifyLocal(fmt.Errorf("write swap plan: %w", err))
 	}
 	return nil
+}
+
+// createSynced creates the file name, which must not exist, with b as its
+// content, and syncs it to disk before it returns.
+func createSynced(name string, perm os.FileMode, b []byte) error {
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // readSwapPlan returns the plan of a swap left unfinished in staging, or

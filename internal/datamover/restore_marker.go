@@ -58,20 +58,9 @@ func writeRestoreMarker(dir string, mk restoreMarker) (err error) {
 	if err != nil {
 		return fmt.Errorf("encode restore marker: %w", err)
 	}
-	name := filepath.Join(dir, restoreMarkerName)
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, restoreMarkerPerm)
+	err = createSynced(filepath.Join(dir, restoreMarkerName), restoreMarkerPerm, b)
 	if errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("%w: the archive holds %s, a name the data mover keeps for itself", ErrUnsafePath, DataPrefix+restoreMarkerName)
-	}
-	if err != nil {
-		return classifyLocal(fmt.Errorf("write restore marker: %w", err))
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
 	}
 	if err == nil {
 		err = syncDir(dir)
