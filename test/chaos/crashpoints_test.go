@@ -87,16 +87,7 @@ func runScenario(t *testing.T, env *s3Env, sc scenario, killAt int) outcome {
 			book.add(sc.name, outcome{killed: true, failed: true})
 		}
 	}()
-	ns := newNamespace(t, env, sc.name)
-	proxy, err := newKillProxy(cfg, ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(proxy.Close)
-	mgr, err := startManager(t, proxy, ns)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ns, proxy, mgr := startInNamespace(t, env, sc.name)
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout+convergeTimeout)
 	defer cancel()
 
@@ -127,6 +118,24 @@ func runScenario(t *testing.T, env *s3Env, sc scenario, killAt int) outcome {
 		}
 	}
 	return o
+}
+
+// startInNamespace creates a fresh namespace for what, a kill proxy that
+// counts the writes to it, and a manager of that namespace behind the
+// proxy; all go when the test ends.
+func startInNamespace(t *testing.T, env *s3Env, what string) (string, *killProxy, *managerProcess) {
+	t.Helper()
+	ns := newNamespace(t, env, what)
+	proxy, err := newKillProxy(cfg, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proxy.Close)
+	mgr, err := startManager(t, proxy, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns, proxy, mgr
 }
 
 // startManager starts a manager of namespace ns that reaches the API

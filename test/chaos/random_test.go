@@ -54,16 +54,7 @@ func randomKills(t *testing.T, env *s3Env) {
 	if fullRun {
 		kills = randomKillsFull
 	}
-	ns := newNamespace(t, env, "random")
-	proxy, err := newKillProxy(cfg, ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(proxy.Close)
-	mgr, err := startManager(t, proxy, ns)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ns, _, mgr := startInNamespace(t, env, "random")
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout+convergeTimeout)
 	defer cancel()
 
