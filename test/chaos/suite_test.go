@@ -47,6 +47,7 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -179,6 +180,9 @@ func (l *moverLog) record(run moverrunner.Run) {
 	defer l.mu.Unlock()
 	l.runs++
 	switch {
+	case errors.Is(run.Err, moverrunner.ErrPodGone) && run.Result.Succeeded():
+		// Its Job was deleted while the mover ran: the operator no longer
+		// needed the result (the convergence checks say whether it did).
 	case run.Err != nil:
 		l.failures[run.Pod.Namespace] = append(l.failures[run.Pod.Namespace], fmt.Sprintf("%s: %v", run.Pod.Name, run.Err))
 	case !run.Result.Succeeded():

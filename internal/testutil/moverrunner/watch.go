@@ -29,7 +29,8 @@ const moverComponent = "data-mover"
 const parallelMovers = 4
 
 // Run is one mover run of a Watch: the pod, and what its mover came to or
-// why it could not run or be reported.
+// why it could not run or be reported (ErrPodGone when the pod was deleted
+// before its result could be written).
 type Run struct {
 	Pod    types.NamespacedName
 	Result Result
@@ -115,12 +116,17 @@ func (w *watcher) handle(pod *corev1.Pod) {
 	}
 }
 
+// ErrPodGone is the report of a run whose pod was deleted (with its Job)
+// before the result could be written: as for a kubelet, there is no one
+// left to tell.
+var ErrPodGone = errors.New("the pod was deleted before its result was reported")
+
 func (w *watcher) report(run Run) error {
 	var last error
 	err := wait.PollUntilContextTimeout(w.ctx, reportPollInterval, time.Minute, true, func(ctx context.Context) (bool, error) {
 		last = w.runner.Report(ctx, run.Pod, run.Result)
 		if apierrors.IsNotFound(last) {
-			return true, last
+			return true, fmt.Errorf("%w: %w", ErrPodGone, last)
 		}
 		return last == nil, nil
 	})
