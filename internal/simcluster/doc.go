@@ -61,4 +61,29 @@
 // and KWOK's volume stages create a hostPath PersistentVolume for each of
 // its claims, bind both, and delete the volume when the claim is deleted.
 // Nothing is written to the host path.
+//
+// # Restarting components
+//
+// A test can take any component down and bring it back while the rest of
+// the cluster runs (restart.go): StopComponent stops one as Stop would
+// (SIGTERM, SIGKILL after 10s), KillComponent SIGKILLs it, StartComponent
+// starts it again and RestartComponent does both, gracefully. Components
+// are named by the Component constants (etcd, kube-apiserver,
+// kube-controller-manager, kube-scheduler, kwok). A component comes back
+// with the same command line: etcd on the same ports and data directory,
+// kube-apiserver on the same port with the same serving certificate, client
+// CA and service-account keys, so the admin kubeconfig, Config() and every
+// component's client keep working, and nothing stored is lost. Restarted
+// processes are tracked like the first ones: their pid files are rewritten
+// for the reaper, and the ones this package starts itself get the
+// parent-death signal.
+//
+// StartComponent returns once the component serves: for etcd and
+// kube-apiserver, once kube-apiserver's /readyz passes (etcd's /health if
+// kube-apiserver is down); the other three open no port and are only
+// started. On SIGTERM kube-apiserver drains the requests in flight, then
+// gives open watches 2 seconds (--shutdown-send-retry-after), so it stops
+// in about 2 seconds; etcd takes about 7 while kube-apiserver watches it,
+// against milliseconds for a kill. Calls of these methods take turns; none
+// may run concurrently with Stop.
 package simcluster

@@ -118,6 +118,8 @@ type Cluster struct {
 
 	stopOnce sync.Once
 	stopErr  error
+
+	compMu sync.Mutex // serialises the component stops and starts of restart.go
 }
 
 // Start runs etcd and kube-apiserver (through envtest), installs the CRDs,
@@ -419,6 +421,9 @@ func (c *Cluster) startControlPlane() error {
 	if c.opts.AdvertiseAddress != "" {
 		api.Configure().Set("advertise-address", c.opts.AdvertiseAddress)
 	}
+	// On SIGTERM, drain the requests in flight, then give open watches 2s
+	// instead of the 60s request timeout: StopComponent stays quick.
+	api.Configure().Set("shutdown-send-retry-after", "true")
 
 	c.cp = &envtest.ControlPlane{Etcd: etcd, APIServer: api, KubectlPath: c.opts.Kubectl}
 	if err := c.cp.Start(); err != nil {

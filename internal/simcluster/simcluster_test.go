@@ -61,10 +61,11 @@ func TestCluster(t *testing.T) {
 
 	begin := time.Now()
 	c, err := Start(ctx, Options{
-		Binaries:            bins,
-		WorkDir:             workDir,
-		Nodes:               2,
-		DefaultStorageClass: true,
+		Binaries:             bins,
+		WorkDir:              workDir,
+		Nodes:                2,
+		DefaultStorageClass:  true,
+		HeldJobPodNamespaces: []string{heldNamespace},
 	})
 	if err != nil {
 		dumpLogs()
@@ -170,6 +171,10 @@ func TestCluster(t *testing.T) {
 	}).WithTimeout(60 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
 	t.Logf("claim bound in %s", time.Since(phase).Round(time.Millisecond))
 
+	phase = time.Now()
+	checkHeldJobPods(ctx, g, cs)
+	t.Logf("held Job pods ended in %s", time.Since(phase).Round(time.Millisecond))
+
 	pids := c.pids()
 	g.Expect(pids).To(HaveLen(5))
 	for name, pid := range pids {
@@ -187,4 +192,145 @@ func TestCluster(t *testing.T) {
 	// Stop is idempotent.
 	g.Expect(c.Stop()).To(Succeed())
 
+}
+
+// TestComponentRestart stops, kills and restarts every component of a
+// running cluster: each comes back on the same port with the same data,
+// the kubeconfig written at start keeps working, and the cluster still
+// schedules and runs pods afterwards.
+func TestComponentRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a simulated cluster: not run in -short mode")
+	}
+	bins, err := LocateBinaries("")
+	if err != nil {
+		if os.Getenv("CI") == "" {
+			t.Skipf("control-plane binaries missing (run `make control-plane`): %v", err)
+		}
+		t.Fatalf("control-plane binaries missing in CI: %v", err)
+	}
+	g := NewWithT(t)
+	ctx := t.Context()
+	workDir := t.TempDir()
+	c, err := Start(ctx, Options{Binaries: bins, WorkDir: workDir})
+	if err != nil {
+		t.Fatalf("starting the cluster: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, comp := range Components() {
+				t.Logf("--- %s.log (tail)\n%s", comp, logTail(filepath.Join(workDir, string(comp)+".log"), 30))
+			}
+		}
+		_ = c.Stop()
+	})
+
+	// A client from the kubeconfig file, made before any restart.
+	fileCfg, err := clientcmd.BuildConfigFromFlags("", c.KubeconfigPath())
+	g.Expect(err).NotTo(HaveOccurred())
+	cs, err := kubernetes.NewForConfig(fileCfg)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "restart"}}
+	_, err = cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	kept := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "kept", Namespace: ns.Name},
+		Data:       map[string]string{"key": "value"},
+	}
+	_, err = cs.CoreV1().ConfigMaps(ns.Name).Create(ctx, kept, metav1.CreateOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	expectKept := func() {
+		t.Helper()
+		cm, err := cs.CoreV1().ConfigMaps(ns.Name).Get(ctx, kept.Name, metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(cm.Data).To(Equal(kept.Data))
+	}
+	// expectNewProcess checks that comp runs as a new process whose pid
+	// file (read by the reaper) names it.
+	expectNewProcess := func(comp Component, before map[string]int) {
+		t.Helper()
+		pid, ok := c.pids()[string(comp)]
+		g.Expect(ok).To(BeTrue(), "%s has no pid", comp)
+		g.Expect(pid).NotTo(Equal(before[string(comp)]), "%s should be a new process", comp)
+		g.Expect(processAlive(pid)).To(BeTrue(), "%s (pid %d) should be running", comp, pid)
+		filePid, ok := readPid(filepath.Join(c.pidDir, string(comp)+".pid"))
+		g.Expect(ok).To(BeTrue(), "%s has no pid file", comp)
+		g.Expect(filePid).To(Equal(pid))
+	}
+
+	// kube-apiserver, killed: clients fail while it is down, then work
+	// again through the same kubeconfig.
+	before := c.pids()
+	phase := time.Now()
+	g.Expect(c.KillComponent(ctx, ComponentAPIServer)).To(Succeed())
+	g.Expect(processAlive(before[string(ComponentAPIServer)])).To(BeFalse())
+	_, err = cs.CoreV1().ConfigMaps(ns.Name).Get(ctx, kept.Name, metav1.GetOptions{})
+	g.Expect(err).To(HaveOccurred(), "kube-apiserver should be down")
+	g.Expect(c.StartComponent(ctx, ComponentAPIServer)).To(Succeed())
+	t.Logf("kube-apiserver killed and started again in %s", time.Since(phase).Round(time.Millisecond))
+	expectNewProcess(ComponentAPIServer, before)
+	expectKept()
+
+	// etcd, stopped gracefully: its data is kept and writes work again.
+	phase = time.Now()
+	g.Expect(c.RestartComponent(ctx, ComponentEtcd)).To(Succeed())
+	t.Logf("etcd restarted in %s", time.Since(phase).Round(time.Millisecond))
+	expectNewProcess(ComponentEtcd, before)
+	expectKept()
+	_, err = cs.CoreV1().ConfigMaps(ns.Name).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "after-etcd-restart", Namespace: ns.Name},
+	}, metav1.CreateOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	// etcd, killed, then kube-apiserver restarted on top: a fresh
+	// kube-apiserver reads everything back from etcd's data directory.
+	g.Expect(c.KillComponent(ctx, ComponentEtcd)).To(Succeed())
+	g.Expect(c.StartComponent(ctx, ComponentEtcd)).To(Succeed())
+	g.Expect(c.RestartComponent(ctx, ComponentAPIServer)).To(Succeed())
+	expectKept()
+	_, err = cs.CoreV1().ConfigMaps(ns.Name).Get(ctx, "after-etcd-restart", metav1.GetOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	// The other components, one killed and two stopped.
+	g.Expect(c.KillComponent(ctx, ComponentKwok)).To(Succeed())
+	g.Expect(c.StartComponent(ctx, ComponentKwok)).To(Succeed())
+	for _, comp := range []Component{ComponentControllerManager, ComponentScheduler} {
+		g.Expect(c.RestartComponent(ctx, comp)).To(Succeed())
+	}
+	for _, comp := range Components() {
+		expectNewProcess(comp, before)
+		g.Expect(c.StartComponent(ctx, comp)).To(MatchError(ContainSubstring("is running")))
+	}
+	g.Expect(c.StartComponent(ctx, "kubelet")).To(MatchError(ContainSubstring("unknown component")))
+
+	// The restarted cluster still runs workloads: the Deployment, ReplicaSet
+	// and scheduler controllers and KWOK all take part.
+	labels := map[string]string{"app": "after-restart"}
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "after-restart", Namespace: ns.Name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](2),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       restrictedPodSpec(corev1.RestartPolicyAlways),
+			},
+		},
+	}
+	_, err = cs.AppsV1().Deployments(ns.Name).Create(ctx, dep, metav1.CreateOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func(g Gomega) {
+		d, err := cs.AppsV1().Deployments(ns.Name).Get(ctx, dep.Name, metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(d.Status.ReadyReplicas).To(Equal(int32(2)))
+	}).WithTimeout(60 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+
+	// Stop ends the restarted processes too.
+	pids := c.pids()
+	g.Expect(pids).To(HaveLen(5))
+	g.Expect(c.Stop()).To(Succeed())
+	for name, pid := range pids {
+		g.Expect(processAlive(pid)).To(BeFalse(), "%s (pid %d) should be gone", name, pid)
+	}
 }
