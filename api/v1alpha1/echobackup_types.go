@@ -182,7 +182,7 @@ type EchoBackupStatus struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=ecb,categories={echo}
+// +kubebuilder:resource:shortName=ecb,categories={echo-operator}
 // +kubebuilder:printcolumn:name="Echo",type=string,JSONPath=`.spec.echoName`
 // +kubebuilder:printcolumn:name="Complete",type=string,JSONPath=`.status.conditions[?(@.type=="Complete")].status`
 // +kubebuilder:printcolumn:name="Failed",type=string,JSONPath=`.status.conditions[?(@.type=="Failed")].status`

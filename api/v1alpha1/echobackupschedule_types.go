@@ -132,7 +132,7 @@ type EchoBackupScheduleStatus struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=ecbs,categories={echo}
+// +kubebuilder:resource:shortName=ecbs,categories={echo-operator}
 // +kubebuilder:printcolumn:name="Echo",type=string,JSONPath=`.spec.template.echoName`
 // +kubebuilder:printcolumn:name="Schedule",type=string,JSONPath=`.spec.schedule`
 // +kubebuilder:printcolumn:name="Suspend",type=boolean,JSONPath=`.spec.suspend`

@@ -205,7 +205,7 @@ type EchoRestoreStatus struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=ecr,categories={echo}
+// +kubebuilder:resource:shortName=ecr,categories={echo-operator}
 // +kubebuilder:printcolumn:name="Echo",type=string,JSONPath=`.status.echoName`
 // +kubebuilder:printcolumn:name="Complete",type=string,JSONPath=`.status.conditions[?(@.type=="Complete")].status`
 // +kubebuilder:printcolumn:name="Failed",type=string,JSONPath=`.status.conditions[?(@.type=="Failed")].status`

@@ -32,12 +32,13 @@ const (
 )
 
 var (
-	repoRoot  string
-	cluster   *simcluster.Cluster
-	cfg       *rest.Config
-	k8sClient client.Client
-	clientset *kubernetes.Clientset
-	op        *operatorProcess
+	repoRoot   string
+	kubectlBin string
+	cluster    *simcluster.Cluster
+	cfg        *rest.Config
+	k8sClient  client.Client
+	clientset  *kubernetes.Clientset
+	op         *operatorProcess
 )
 
 func TestMain(m *testing.M) {
@@ -58,6 +59,7 @@ func runSuite(m *testing.M) int {
 	if err != nil {
 		return fail(err)
 	}
+	kubectlBin = bins.Kubectl
 	work, err := os.MkdirTemp("", "echo-e2e-")
 	if err != nil {
 		return fail(err)
