@@ -16,7 +16,6 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -73,15 +72,6 @@ func (e *s3Env) store() (datamover.Store, error) {
 		return nil, fmt.Errorf("opening the bucket: %w", err)
 	}
 	return store, nil
-}
-
-// createNamespace creates a namespace unless it exists.
-func createNamespace(ctx context.Context, name string) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := k8sClient.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating namespace %s: %w", name, err)
-	}
-	return nil
 }
 
 // newNamespace creates a namespace of the suite that enforces the

@@ -55,7 +55,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/kubernetes"
@@ -63,10 +62,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/echo-operator/echo-operator/internal/operator"
 	"github.com/echo-operator/echo-operator/internal/simcluster"
-	"github.com/echo-operator/echo-operator/internal/testutil/managerbin"
 	"github.com/echo-operator/echo-operator/internal/testutil/moverrunner"
+	"github.com/echo-operator/echo-operator/internal/testutil/simsuite"
 )
 
 const (
@@ -101,47 +99,13 @@ func TestMain(m *testing.M) {
 }
 
 func runSuite(m *testing.M) int {
-	var err error
-	if repoRoot, err = filepath.Abs(filepath.Join("..", "..")); err != nil {
-		return fail(err)
-	}
-	bins, err := simcluster.LocateBinaries(repoRoot)
+	env, err := simsuite.Start("chaos", operatorNamespace, simcluster.Options{Nodes: 3, DefaultStorageClass: true})
 	if err != nil {
 		return fail(err)
 	}
-	if workDir, err = os.MkdirTemp("", "echo-chaos-"); err != nil {
-		return fail(err)
-	}
-	defer func() { _ = os.RemoveAll(workDir) }()
-	if managerBinary, err = managerbin.Build(context.Background(), repoRoot, workDir); err != nil {
-		return fail(err)
-	}
-
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cluster, err = simcluster.Start(ctx, simcluster.Options{
-		Binaries:            bins,
-		CRDDirectoryPaths:   []string{filepath.Join(repoRoot, "config", "crd", "bases")},
-		Nodes:               3,
-		WorkDir:             filepath.Join(workDir, "cluster"),
-		DefaultStorageClass: true,
-	})
-	if err != nil {
-		return fail(fmt.Errorf("starting the simulated cluster: %w", err))
-	}
-	defer func() {
-		if err := cluster.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping the simulated cluster:", err)
-		}
-	}()
-	cfg = cluster.Config()
-	if k8sClient, err = client.New(cfg, client.Options{Scheme: operator.NewScheme()}); err != nil {
-		return fail(err)
-	}
-	clientset = kubernetes.NewForConfigOrDie(cfg)
-	if err := createNamespace(context.Background(), operatorNamespace); err != nil {
-		return fail(err)
-	}
+	defer env.Stop()
+	repoRoot, managerBinary, workDir, cluster = env.RepoRoot, env.Manager, env.WorkDir, env.Cluster
+	cfg, k8sClient, clientset = env.Config, env.Client, env.Clientset
 	if err := startMoverRunner(); err != nil {
 		return fail(err)
 	}

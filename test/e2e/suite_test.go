@@ -7,7 +7,6 @@
 package e2e
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -21,9 +20,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/echo-operator/echo-operator/internal/operator"
 	"github.com/echo-operator/echo-operator/internal/simcluster"
-	"github.com/echo-operator/echo-operator/internal/testutil/managerbin"
+	"github.com/echo-operator/echo-operator/internal/testutil/simsuite"
 )
 
 const (
@@ -51,55 +49,20 @@ func TestMain(m *testing.M) {
 }
 
 func runSuite(m *testing.M) int {
-	var err error
-	if repoRoot, err = filepath.Abs(filepath.Join("..", "..")); err != nil {
-		return fail(err)
-	}
-	bins, err := simcluster.LocateBinaries(repoRoot)
-	if err != nil {
-		return fail(err)
-	}
-	kubectlBin = bins.Kubectl
-	work, err := os.MkdirTemp("", "echo-e2e-")
-	if err != nil {
-		return fail(err)
-	}
-	defer func() { _ = os.RemoveAll(work) }()
-
-	manager, err := managerbin.Build(context.Background(), repoRoot, work)
-	if err != nil {
-		return fail(err)
-	}
-
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cluster, err = simcluster.Start(ctx, simcluster.Options{
-		Binaries:            bins,
-		CRDDirectoryPaths:   []string{filepath.Join(repoRoot, "config", "crd", "bases")},
+	env, err := simsuite.Start("e2e", operatorNamespace, simcluster.Options{
 		Nodes:               3,
-		WorkDir:             filepath.Join(work, "cluster"),
 		DefaultStorageClass: true,
 		// TestMoverJobPodFailures ends the Job pods of this namespace itself.
 		HeldJobPodNamespaces: []string{heldJobPodNamespace},
 	})
 	if err != nil {
-		return fail(fmt.Errorf("starting the simulated cluster: %w", err))
-	}
-	defer func() {
-		if err := cluster.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping the simulated cluster:", err)
-		}
-	}()
-	cfg = cluster.Config()
-	if k8sClient, err = client.New(cfg, client.Options{Scheme: operator.NewScheme()}); err != nil {
 		return fail(err)
 	}
-	clientset = kubernetes.NewForConfigOrDie(cfg)
-	if err := createNamespace(context.Background(), operatorNamespace, nil); err != nil {
-		return fail(err)
-	}
+	defer env.Stop()
+	repoRoot, kubectlBin, cluster = env.RepoRoot, env.Binaries.Kubectl, env.Cluster
+	cfg, k8sClient, clientset = env.Config, env.Client, env.Clientset
 
-	op = &operatorProcess{binary: manager, kubeconfig: cluster.KubeconfigPath(), logPath: filepath.Join(work, "manager.log")}
+	op = &operatorProcess{binary: env.Manager, kubeconfig: cluster.KubeconfigPath(), logPath: filepath.Join(env.WorkDir, "manager.log")}
 	if err := op.start(); err != nil {
 		return fail(err)
 	}
@@ -109,8 +72,8 @@ func runSuite(m *testing.M) int {
 		code = 1
 	}
 	if code != 0 {
-		dumpLog(op.logPath)
-		dumpLog(filepath.Join(work, "cluster", "kube-controller-manager.log"))
+		simsuite.DumpLog(op.logPath, 20000)
+		simsuite.DumpLog(filepath.Join(env.WorkDir, "cluster", "kube-controller-manager.log"), 20000)
 	}
 	return code
 }
@@ -118,18 +81,6 @@ func runSuite(m *testing.M) int {
 func fail(err error) int {
 	fmt.Fprintln(os.Stderr, err)
 	return 1
-}
-
-func dumpLog(path string) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return
-	}
-	const tail = 20000
-	if len(raw) > tail {
-		raw = raw[len(raw)-tail:]
-	}
-	fmt.Fprintf(os.Stderr, "---- last lines of %s ----\n%s\n", path, raw)
 }
 
 // operatorProcess is the manager binary, run as a user would run it out of

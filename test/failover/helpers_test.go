@@ -26,15 +26,6 @@ import (
 	"github.com/echo-operator/echo-operator/internal/chart"
 )
 
-// createNamespace creates a namespace unless it exists.
-func createNamespace(ctx context.Context, name string) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := k8sClient.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating namespace %s: %w", name, err)
-	}
-	return nil
-}
-
 // newRestrictedNamespace creates a namespace that enforces the restricted
 // Pod Security Standard, so every pod the operator makes must comply.
 func newRestrictedNamespace(tb testing.TB) string {

@@ -18,6 +18,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/echo-operator/echo-operator/internal/testutil/simsuite"
 )
 
 const (
@@ -96,7 +98,7 @@ func startManager(tb testing.TB, name string) *manager {
 			tb.Errorf("stopping manager %s: %v", name, err)
 		}
 		if tb.Failed() {
-			dumpLog(m.logPath, 20000)
+			simsuite.DumpLog(m.logPath, 20000)
 		}
 	})
 	return m

@@ -11,7 +11,6 @@
 package failover
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -24,9 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/echo-operator/echo-operator/internal/operator"
 	"github.com/echo-operator/echo-operator/internal/simcluster"
-	"github.com/echo-operator/echo-operator/internal/testutil/managerbin"
+	"github.com/echo-operator/echo-operator/internal/testutil/simsuite"
 )
 
 const (
@@ -79,52 +77,18 @@ func TestMain(m *testing.M) {
 }
 
 func runSuite(m *testing.M) int {
-	var err error
-	if repoRoot, err = filepath.Abs(filepath.Join("..", "..")); err != nil {
-		return fail(err)
-	}
-	bins, err := simcluster.LocateBinaries(repoRoot)
+	env, err := simsuite.Start("failover", operatorNamespace, simcluster.Options{Nodes: 1})
 	if err != nil {
 		return fail(err)
 	}
-	if workDir, err = os.MkdirTemp("", "echo-failover-"); err != nil {
-		return fail(err)
-	}
-	defer func() { _ = os.RemoveAll(workDir) }()
-
-	if managerPath, err = managerbin.Build(context.Background(), repoRoot, workDir); err != nil {
-		return fail(err)
-	}
-
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cluster, err = simcluster.Start(ctx, simcluster.Options{
-		Binaries:          bins,
-		CRDDirectoryPaths: []string{filepath.Join(repoRoot, "config", "crd", "bases")},
-		Nodes:             1,
-		WorkDir:           filepath.Join(workDir, "cluster"),
-	})
-	if err != nil {
-		return fail(fmt.Errorf("starting the simulated cluster: %w", err))
-	}
-	defer func() {
-		if err := cluster.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping the simulated cluster:", err)
-		}
-	}()
-	cfg := cluster.Config()
-	if k8sClient, err = client.New(cfg, client.Options{Scheme: operator.NewScheme()}); err != nil {
-		return fail(err)
-	}
-	clientset = kubernetes.NewForConfigOrDie(cfg)
-	if err := createNamespace(context.Background(), operatorNamespace); err != nil {
-		return fail(err)
-	}
+	defer env.Stop()
+	repoRoot, workDir, managerPath, cluster = env.RepoRoot, env.WorkDir, env.Manager, env.Cluster
+	k8sClient, clientset = env.Client, env.Clientset
 
 	code := m.Run()
 	if code != 0 {
 		for _, comp := range []simcluster.Component{simcluster.ComponentAPIServer, simcluster.ComponentEtcd} {
-			dumpLog(filepath.Join(workDir, "cluster", string(comp)+".log"), 5000)
+			simsuite.DumpLog(filepath.Join(env.WorkDir, "cluster", string(comp)+".log"), 5000)
 		}
 	}
 	return code
@@ -133,16 +97,4 @@ func runSuite(m *testing.M) int {
 func fail(err error) int {
 	fmt.Fprintln(os.Stderr, err)
 	return 1
-}
-
-// dumpLog prints the last tail bytes of a log file to stderr.
-func dumpLog(path string, tail int) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return
-	}
-	if len(raw) > tail {
-		raw = raw[len(raw)-tail:]
-	}
-	fmt.Fprintf(os.Stderr, "---- last lines of %s ----\n%s\n", path, raw)
 }
