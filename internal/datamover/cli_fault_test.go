@@ -217,12 +217,18 @@ func TestCLIStoppedMidDownload(t *testing.T) {
 func stopSwapAfter(t *testing.T, store Store, key, target string, policy ExistingDataPolicy, k int) int {
 	t.Helper()
 	r, stagedData := stageRestore(t, store, key, target, policy, "")
-	staging := filepath.Dir(stagedData)
 	plan, err := r.planSwap(stagedData)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := writeSwapPlan(staging, plan); err != nil {
+	return swapUpTo(t, r, stagedData, plan, k)
+}
+
+// swapUpTo records the plan of a swap and performs its first k steps, as
+// a mover killed after step k did; it returns the number of steps.
+func swapUpTo(t *testing.T, r *restore, stagedData string, plan swapPlan, k int) int {
+	t.Helper()
+	if err := writeSwapPlan(filepath.Dir(stagedData), plan); err != nil {
 		t.Fatal(err)
 	}
 	steps := r.swapSteps(stagedData, plan)
@@ -244,15 +250,8 @@ func TestCLIRestoreKilledBetweenRenames(t *testing.T) {
 	needManager(t)
 	src := restoreSource(t, 64<<10)
 	want := readTree(t, src)
-	root := t.TempDir()
-	store, err := NewFSStore(root)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const key = "swap/b1"
-	if _, err := Backup(context.Background(), BackupOptions{DataDir: src, Store: store, Key: key}); err != nil {
-		t.Fatal(err)
-	}
+	store, root := swapBackup(t, src, key)
 	for _, c := range []struct {
 		name string
 		old  map[string]string // nil: a new volume
@@ -329,15 +328,8 @@ func TestCLIRestoreReallyKilledBetweenRenames(t *testing.T) {
 	needManager(t)
 	src := restoreSource(t, 64<<10)
 	want := readTree(t, src)
-	root := t.TempDir()
-	store, err := NewFSStore(root)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const key = "swap/b1"
-	if _, err := Backup(context.Background(), BackupOptions{DataDir: src, Store: store, Key: key}); err != nil {
-		t.Fatal(err)
-	}
+	_, root := swapBackup(t, src, key)
 	for _, c := range []struct {
 		name   string
 		old    map[string]string // nil: a new volume

@@ -449,16 +449,7 @@ func stopSwapWithMarkerAfter(t *testing.T, store Store, key, target string, k in
 	if plan.Staged[0] != restoreMarkerName {
 		t.Fatalf("the swap moves %v in, the marker not first", plan.Staged)
 	}
-	if err := writeSwapPlan(filepath.Dir(stagedData), plan); err != nil {
-		t.Fatal(err)
-	}
-	steps := r.swapSteps(stagedData, plan)
-	for i, step := range steps[:min(k, len(steps))] {
-		if err := step(); err != nil {
-			t.Fatalf("swap step %d: %v", i+1, err)
-		}
-	}
-	return len(steps)
+	return swapUpTo(t, r, stagedData, plan, k)
 }
 
 // TestRestoreRefusesArchiveHoldingMarker: an archive holding an entry by
