@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -30,6 +31,7 @@ import (
 	"github.com/echo-operator/echo-operator/internal/chart"
 	"github.com/echo-operator/echo-operator/internal/decodeguard"
 	"github.com/echo-operator/echo-operator/internal/helmreconciler"
+	opmetrics "github.com/echo-operator/echo-operator/internal/metrics"
 	"github.com/echo-operator/echo-operator/internal/releasetrust"
 )
 
@@ -158,6 +160,10 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Clock:      o.Now,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the EchoRestore controller: %w", err)
+	}
+
+	if err := opmetrics.Register(metrics.Registry, opmetrics.NewCollector(mgr.GetClient())); err != nil {
+		return nil, err
 	}
 
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
