@@ -126,7 +126,8 @@ func (w *watcher) report(run Run) error {
 	err := wait.PollUntilContextTimeout(w.ctx, reportPollInterval, time.Minute, true, func(ctx context.Context) (bool, error) {
 		last = w.runner.Report(ctx, run.Pod, run.Result)
 		if apierrors.IsNotFound(last) {
-			return true, fmt.Errorf("%w: %w", ErrPodGone, last)
+			last = fmt.Errorf("%w: %w", ErrPodGone, last)
+			return true, last
 		}
 		return last == nil, nil
 	})
