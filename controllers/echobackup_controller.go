@@ -169,7 +169,7 @@ func (r *EchoBackupReconciler) ensureJob(ctx context.Context, b *echov1alpha1.Ec
 // observeJob turns a finished Job into the backup's outcome.
 func (r *EchoBackupReconciler) observeJob(ctx context.Context, b *echov1alpha1.EchoBackup, job *batchv1.Job) (ctrl.Result, error) {
 	var archive moverprotocol.Archive
-	out, err := readMoverJob(ctx, r.Client, job, r.Clock.Now(), &archive)
+	out, err := readMoverJob(ctx, r.Client, r.APIReader, job, r.Clock.Now(), &archive)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

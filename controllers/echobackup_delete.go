@@ -91,7 +91,7 @@ func (r *EchoBackupReconciler) reconcileDelete(ctx context.Context, b *echov1alp
 		// nothing of this one's artifact.
 		return ctrl.Result{}, removeJob(ctx, r.Client, job)
 	}
-	out, err := readMoverJob(ctx, r.Client, job, r.Clock.Now(), nil)
+	out, err := readMoverJob(ctx, r.Client, r.APIReader, job, r.Clock.Now(), nil)
 	switch {
 	case err != nil:
 		return ctrl.Result{}, err

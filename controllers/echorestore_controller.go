@@ -222,7 +222,7 @@ func (r *EchoRestoreReconciler) ensureJob(ctx context.Context, rs *echov1alpha1.
 // Job fails the restore with what to fix.
 func (r *EchoRestoreReconciler) jobOutcome(ctx context.Context, rs *echov1alpha1.EchoRestore, job *batchv1.Job,
 	step moverprotocol.Command, result any) (done bool, _ ctrl.Result, _ error) {
-	out, err := readMoverJob(ctx, r.Client, job, r.Clock.Now(), result)
+	out, err := readMoverJob(ctx, r.Client, r.APIReader, job, r.Clock.Now(), result)
 	if err != nil {
 		return false, ctrl.Result{}, err
 	}

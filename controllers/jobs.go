@@ -148,7 +148,13 @@ const reasonUnreadable moverprotocol.Reason = "Unreadable"
 // readMoverJob reads what a data mover Job came to, at now. A completed
 // Job's result is decoded into result (a pointer to the subcommand's result
 // type); with a nil result, completing is success enough.
-func readMoverJob(ctx context.Context, c client.Reader, job *batchv1.Job, now time.Time, result any) (moverJobResult, error) {
+//
+// The pods are read from the cache, and from the API server (api) when the
+// cache shows no result: the Job controller marks a Job finished only once
+// it has seen its pods end, but the cache may see the Job's change before
+// the pod's, and a failure read without the mover's report would lose its
+// reason for good.
+func readMoverJob(ctx context.Context, cache, api client.Reader, job *batchv1.Job, now time.Time, result any) (moverJobResult, error) {
 	complete, failed := jobFinished(job)
 	if !complete && !failed {
 		return moverJobResult{outcome: moverRunning}, nil
@@ -156,7 +162,10 @@ func readMoverJob(ctx context.Context, c client.Reader, job *batchv1.Job, now ti
 	if complete && result == nil {
 		return moverJobResult{outcome: moverSucceeded}, nil
 	}
-	msg, ok, err := jobTerminationMessage(ctx, c, job)
+	msg, ok, err := jobTerminationMessage(ctx, cache, job)
+	if err == nil && !ok {
+		msg, ok, err = jobTerminationMessage(ctx, api, job)
+	}
 	if err != nil {
 		return moverJobResult{}, err
 	}

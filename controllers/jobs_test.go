@@ -68,7 +68,7 @@ func TestReadMoverJob(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.pods...).Build()
 			var archive moverprotocol.Archive
-			out, err := readMoverJob(context.Background(), c, tc.job, tc.now, &archive)
+			out, err := readMoverJob(context.Background(), c, c, tc.job, tc.now, &archive)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -97,7 +97,50 @@ func TestReadMoverJob(t *testing.T) {
 func TestReadMoverJobWithoutResult(t *testing.T) {
 	j := &batchv1.Job{Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}}}
 	c := fake.NewClientBuilder().Build()
-	if out, err := readMoverJob(context.Background(), c, j, time.Now(), nil); err != nil || out.outcome != moverSucceeded {
+	if out, err := readMoverJob(context.Background(), c, c, j, time.Now(), nil); err != nil || out.outcome != moverSucceeded {
 		t.Fatalf("readMoverJob = %+v, %v; want success", out, err)
+	}
+}
+
+// TestReadMoverJobWhenTheCacheIsBehind: the cache may see a Job finished
+// before it sees the pod's end; the mover's report is then read from the
+// API server, rather than waited for (a success) or lost (a failure).
+func TestReadMoverJobWhenTheCacheIsBehind(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	finished := time.Now()
+	for _, tc := range []struct {
+		condition batchv1.JobConditionType
+		message   string
+		want      moverOutcome
+	}{
+		{batchv1.JobFailed, `{"error":"access denied","reason":"AccessDenied","retryable":false}`, moverFailed},
+		{batchv1.JobComplete, `{"size":10,"checksum":"sha256:aa","location":"s3://b/k","files":1}`, moverSucceeded},
+	} {
+		t.Run(string(tc.condition), func(t *testing.T) {
+			job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b1-backup", UID: "job-uid"},
+				Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: tc.condition, Status: corev1.ConditionTrue,
+					LastTransitionTime: metav1.NewTime(finished)}}}}
+			pod := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p1", Labels: map[string]string{batchv1.ControllerUidLabel: "job-uid"}},
+				Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: moverprotocol.ContainerName,
+					State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Message: tc.message, FinishedAt: metav1.NewTime(finished)}}}}},
+			}
+			cache := fake.NewClientBuilder().WithScheme(scheme).Build()
+			api := fake.NewClientBuilder().WithScheme(scheme).WithObjects(pod).Build()
+			var archive moverprotocol.Archive
+			out, err := readMoverJob(context.Background(), cache, api, job, finished, &archive)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.outcome != tc.want {
+				t.Fatalf("outcome = %d, want %d", out.outcome, tc.want)
+			}
+			if tc.want == moverFailed && (out.failure == nil || out.failure.Reason != moverprotocol.ReasonAccessDenied) {
+				t.Errorf("failure = %+v, want the mover's AccessDenied", out.failure)
+			}
+		})
 	}
 }
