@@ -136,6 +136,7 @@ func TestControlPlaneRestartsDuringRollout(t *testing.T) {
 			longestGap(seen.ok, r.began, r.serving).Round(time.Millisecond),
 			longestGap(seen.renewals, r.began, r.serving).Round(time.Millisecond))
 	}
+	logNotReadyIfFailed(t, err, ns)
 	g.Expect(err).NotTo(HaveOccurred(), "the rollout did not converge: %d of %d restarts done", next, len(restarts))
 	last := restarts[len(restarts)-1]
 	t.Logf("rollout of %d Echos converged %s after the first create, %s after the last restart's /readyz; %d failed lease renewal attempts logged",

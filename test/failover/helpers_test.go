@@ -376,3 +376,28 @@ func countLines(path, substr string) int {
 	}
 	return n
 }
+
+// logNotReadyIfFailed logs, when a wait for convergence failed, the
+// conditions of every Echo of ns that is not Ready, to tell a stuck
+// release from a slow one.
+func logNotReadyIfFailed(t *testing.T, waitErr error, ns string) {
+	if waitErr == nil {
+		return
+	}
+	list := &echov1alpha1.EchoList{}
+	if err := k8sClient.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+		t.Logf("listing Echos: %v", err)
+		return
+	}
+	for i := range list.Items {
+		e := &list.Items[i]
+		if meta.IsStatusConditionTrue(e.Status.Conditions, echov1alpha1.EchoConditionReady) {
+			continue
+		}
+		var conds []string
+		for _, c := range e.Status.Conditions {
+			conds = append(conds, fmt.Sprintf("%s=%s (%s: %s)", c.Type, c.Status, c.Reason, c.Message))
+		}
+		t.Logf("Echo %s not Ready, generation %d, observed %d: %s", e.Name, e.Generation, e.Status.ObservedGeneration, strings.Join(conds, "; "))
+	}
+}

@@ -57,12 +57,15 @@ func rolloutSize() int {
 	return 30
 }
 
-// rolloutTimeout bounds a faulted rollout's convergence.
+// rolloutTimeout bounds a faulted rollout's convergence. The Helm
+// reconciler's work queue (the library's, which cannot be tuned) backs an
+// Echo off exponentially through an outage, up to minutes on a loaded
+// machine, so the bound is generous.
 func rolloutTimeout() time.Duration {
 	if fullRun {
 		return 10 * time.Minute
 	}
-	return 3 * time.Minute
+	return 6 * time.Minute
 }
 
 func TestMain(m *testing.M) {
