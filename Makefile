@@ -141,7 +141,7 @@ test-e2e: control-plane minio ## Run only the end-to-end tests against the simul
 
 # The full fault-injection run: every kill point of every operation, 30
 # random kills, control-plane restarts during a 300-Echo rollout and leader
-# failover. `make test` runs a subset of each. CHAOS_SEED=<n> replays the
+# failover. `make test` runs a subset of the kills and the failover. CHAOS_SEED=<n> replays the
 # random kills of a logged seed.
 .PHONY: test-chaos
 test-chaos: control-plane minio ## Run the full fault-injection suites (test/chaos, test/failover; see docs/reliability.md).
