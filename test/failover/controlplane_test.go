@@ -46,9 +46,7 @@ func TestControlPlaneRestartsDuringRollout(t *testing.T) {
 	// simulated cluster itself sometimes leaves a pod of a Deployment
 	// pending for good after etcd's SIGKILL (its Echo Deployed, the
 	// Deployment at 0 of 1 available), which no operator can repair.
-	if !fullRun {
-		t.Skip("the control-plane restarts run with CHAOS_FULL=1 (make test-chaos)")
-	}
+	skipUnlessFullRun(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	m := startManager(t, "restarts")

@@ -49,6 +49,14 @@ var (
 	fullRun = os.Getenv("CHAOS_FULL") == "1"
 )
 
+// skipUnlessFullRun skips a test that runs only with CHAOS_FULL=1.
+func skipUnlessFullRun(t *testing.T) {
+	t.Helper()
+	if !fullRun {
+		t.Skip("runs with CHAOS_FULL=1 (make test-chaos)")
+	}
+}
+
 // rolloutSize is the number of Echos of a faulted rollout.
 func rolloutSize() int {
 	if fullRun {
