@@ -92,21 +92,7 @@ func checkRestored(t *testing.T, target string, want, old map[string]treeEntry) 
 	if d := diffTrees(want, data); d != "" {
 		t.Errorf("the restored data differs from the backup's source:\n%s", d)
 	}
-	if left := withPrefix(mover, stagingPrefix); len(left) > 0 {
-		t.Errorf("staging directories left behind: %v", left)
-	}
-	asides := withPrefix(mover, preRestorePrefix)
-	switch {
-	case old == nil && len(asides) > 0:
-		t.Errorf("pre-restore directories %v, want none: there was no data to keep", asides)
-	case old == nil:
-	case len(asides) != 1:
-		t.Errorf("pre-restore directories %v, want one", asides)
-	default:
-		if d := diffTrees(old, mover[asides[0]]); d != "" {
-			t.Errorf("%s does not hold the old data as it was:\n%s", asides[0], d)
-		}
-	}
+	expectMoverDirsSettled(t, mover, old)
 }
 
 // policyFor is the policy of a restore: Replace over old data, the
@@ -465,5 +451,27 @@ func (f *faultEnv) retryBackup(t *testing.T, dir, key, backupID string) {
 	}
 	if d := diffTrees(readTree(t, dir), readTree(t, restored)); d != "" {
 		t.Errorf("the retried backup restores other data:\n%s", d)
+	}
+}
+
+// expectMoverDirsSettled checks the mover's own entries of a data
+// directory after a restore: no staging directory left, and the old data,
+// if there was any, kept once as it was.
+func expectMoverDirsSettled(t *testing.T, mover map[string]map[string]treeEntry, old map[string]treeEntry) {
+	t.Helper()
+	if left := withPrefix(mover, stagingPrefix); len(left) > 0 {
+		t.Errorf("staging directories left behind: %v", left)
+	}
+	asides := withPrefix(mover, preRestorePrefix)
+	switch {
+	case old == nil && len(asides) > 0:
+		t.Errorf("pre-restore directories %v, want none: there was no data to keep", asides)
+	case old == nil:
+	case len(asides) != 1:
+		t.Errorf("pre-restore directories %v, want one", asides)
+	default:
+		if d := diffTrees(old, mover[asides[0]]); d != "" {
+			t.Errorf("%s does not hold the old data as it was:\n%s", asides[0], d)
+		}
 	}
 }

@@ -123,21 +123,7 @@ func checkRestoredWithMarker(t *testing.T, target, id string, want, old map[stri
 		t.Errorf("the marker names restore %q, want %q", got, id)
 	}
 	delete(mover, restoreMarkerName)
-	if left := withPrefix(mover, stagingPrefix); len(left) > 0 {
-		t.Errorf("staging directories left behind: %v", left)
-	}
-	asides := withPrefix(mover, preRestorePrefix)
-	switch {
-	case old == nil && len(asides) > 0:
-		t.Errorf("pre-restore directories %v, want none: there was no data to keep", asides)
-	case old == nil:
-	case len(asides) != 1:
-		t.Errorf("pre-restore directories %v, want one", asides)
-	default:
-		if d := diffTrees(old, mover[asides[0]]); d != "" {
-			t.Errorf("%s does not hold the old data as it was:\n%s", asides[0], d)
-		}
-	}
+	expectMoverDirsSettled(t, mover, old)
 }
 
 // swapBackup backs src up under key into a filesystem store rooted at
