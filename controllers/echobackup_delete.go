@@ -17,6 +17,7 @@ import (
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	"github.com/echo-operator/echo-operator/internal/chart"
+	opmetrics "github.com/echo-operator/echo-operator/internal/metrics"
 )
 
 // artifactDeleteBackoff is how long after a failed delete Job the next one
@@ -148,7 +149,12 @@ func (r *EchoBackupReconciler) retryDeleteJob(ctx context.Context, b *echov1alph
 	if wait := retryWait(jobFinishTime(job), r.Clock.Now()); wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
-	return ctrl.Result{}, removeJob(ctx, r.Client, job)
+	if err := removeJob(ctx, r.Client, job); err != nil {
+		return ctrl.Result{}, err
+	}
+	// Counted once, as the failed Job goes.
+	opmetrics.MoverFailed(opmetrics.MoverDelete, backupFailureReason(out.moverReason()))
+	return ctrl.Result{}, nil
 }
 
 // retryWait is how long after a failure at failedAt the next attempt waits,

@@ -3,12 +3,14 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	opmetrics "github.com/echo-operator/echo-operator/internal/metrics"
 	"github.com/echo-operator/echo-operator/internal/moverprotocol"
 )
 
@@ -30,6 +32,7 @@ func backupFailureReason(moverReason moverprotocol.Reason) string {
 
 func (r *EchoBackupReconciler) complete(b *echov1alpha1.EchoBackup, res *moverprotocol.Archive) {
 	b.Status.Size, b.Status.Checksum, b.Status.Location = res.Size, res.Checksum, res.Location
+	b.Status.Files = int64(res.Files)
 	b.Status.CompletionTime = ptrTime(r.Clock.Now())
 	b.Status.Error = ""
 	setCondition(&b.Status.Conditions, b.Generation, echov1alpha1.BackupConditionComplete, metav1.ConditionTrue, echov1alpha1.BackupReasonCompleted,
@@ -44,10 +47,50 @@ func (r *EchoBackupReconciler) fail(b *echov1alpha1.EchoBackup, reason, message 
 	r.Recorder.Event(b, corev1.EventTypeWarning, echov1alpha1.EventReasonBackupFailed, message)
 }
 
-// patchStatus writes the status when it changed.
+// patchStatus writes the status when it changed, and counts a backup that
+// finished once its end is written.
 func (r *EchoBackupReconciler) patchStatus(ctx context.Context, orig, b *echov1alpha1.EchoBackup) error {
 	b.Status.ObservedGeneration = b.Generation
-	return patchStatusIfChanged(ctx, r.Client, "EchoBackup", orig, b, orig.Status, b.Status)
+	if err := patchStatusIfChanged(ctx, r.Client, "EchoBackup", orig, b, orig.Status, b.Status); err != nil {
+		return err
+	}
+	if !backupFinished(orig) && backupFinished(b) {
+		recordBackupFinished(b)
+	}
+	return nil
+}
+
+// recordBackupFinished counts a finished backup in the operator's metrics.
+func recordBackupFinished(b *echov1alpha1.EchoBackup) {
+	if c := meta.FindStatusCondition(b.Status.Conditions, echov1alpha1.BackupConditionFailed); c != nil && c.Status == metav1.ConditionTrue {
+		opmetrics.BackupFinished(false, c.Reason, 0, 0, 0)
+		if moverFailureReasons[c.Reason] {
+			opmetrics.MoverFailed(opmetrics.MoverBackup, c.Reason)
+		}
+		return
+	}
+	opmetrics.BackupFinished(true, echov1alpha1.BackupReasonCompleted, elapsed(b.Status.StartTime, b.Status.CompletionTime), b.Status.Size, b.Status.Files)
+}
+
+// moverFailureReasons are the reasons of the backup and restore failures a
+// data mover Job reports (backupFailureReason, restoreFailureReason), and
+// of a Job that failed without a report.
+var moverFailureReasons = map[string]bool{
+	echov1alpha1.BackupReasonJobFailed:         true,
+	echov1alpha1.BackupReasonStorageError:      true,
+	echov1alpha1.BackupReasonCredentialsError:  true,
+	echov1alpha1.RestoreReasonVerifyFailed:     true,
+	echov1alpha1.RestoreReasonArtifactNotFound: true,
+	echov1alpha1.RestoreReasonTargetHasData:    true,
+	echov1alpha1.RestoreReasonNoSpace:          true,
+}
+
+// elapsed is the time from start to end, zero when either is unknown.
+func elapsed(start, end *metav1.Time) time.Duration {
+	if start == nil || end == nil {
+		return 0
+	}
+	return end.Sub(start.Time)
 }
 
 func backupFinished(b *echov1alpha1.EchoBackup) bool {

@@ -21,6 +21,7 @@ import (
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	"github.com/echo-operator/echo-operator/internal/chart"
+	opmetrics "github.com/echo-operator/echo-operator/internal/metrics"
 	"github.com/echo-operator/echo-operator/internal/moverprotocol"
 )
 
@@ -307,10 +308,30 @@ func (r *EchoRestoreReconciler) fail(rs *echov1alpha1.EchoRestore, reason, messa
 	r.Recorder.Event(rs, corev1.EventTypeWarning, echov1alpha1.EventReasonRestoreFailed, message)
 }
 
-// patchStatus writes the status when it changed.
+// patchStatus writes the status when it changed, and counts a restore that
+// finished once its end is written.
 func (r *EchoRestoreReconciler) patchStatus(ctx context.Context, orig, rs *echov1alpha1.EchoRestore) error {
 	rs.Status.ObservedGeneration = rs.Generation
-	return patchStatusIfChanged(ctx, r.Client, "EchoRestore", orig, rs, orig.Status, rs.Status)
+	if err := patchStatusIfChanged(ctx, r.Client, "EchoRestore", orig, rs, orig.Status, rs.Status); err != nil {
+		return err
+	}
+	if !restoreFinished(orig) && restoreFinished(rs) {
+		recordRestoreFinished(rs)
+	}
+	return nil
+}
+
+// recordRestoreFinished counts a finished restore in the operator's
+// metrics.
+func recordRestoreFinished(rs *echov1alpha1.EchoRestore) {
+	if c := meta.FindStatusCondition(rs.Status.Conditions, echov1alpha1.RestoreConditionFailed); c != nil && c.Status == metav1.ConditionTrue {
+		opmetrics.RestoreFinished(false, c.Reason, 0)
+		if moverFailureReasons[c.Reason] {
+			opmetrics.MoverFailed(opmetrics.MoverRestore, c.Reason)
+		}
+		return
+	}
+	opmetrics.RestoreFinished(true, echov1alpha1.RestoreReasonCompleted, elapsed(rs.Status.StartTime, rs.Status.CompletionTime))
 }
 
 func restoreFinished(rs *echov1alpha1.EchoRestore) bool {

@@ -140,6 +140,14 @@ type moverJobResult struct {
 	jobMessage string
 }
 
+// moverReason is the reason the mover reported, empty when it left none.
+func (r moverJobResult) moverReason() moverprotocol.Reason {
+	if r.failure == nil {
+		return ""
+	}
+	return r.failure.Reason
+}
+
 // reasonUnreadable classifies a failure whose result is not the data
 // mover's JSON (a mover killed mid-write, or the log tail Kubernetes falls
 // back to).

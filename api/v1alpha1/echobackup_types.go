@@ -156,6 +156,12 @@ type EchoBackupStatus struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Size"
 	Size int64 `json:"size,omitempty"`
 
+	// Files is the number of files of the Echo's data in the archive.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Files"
+	Files int64 `json:"files,omitempty"`
+
 	// Checksum of the stored archive, "sha256:<hex>".
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Checksum"

@@ -127,6 +127,14 @@ func (j *Journal) Seq() uint64 {
 	return j.seq
 }
 
+// Size returns the bytes of complete, synced entries in this instance's
+// file.
+func (j *Journal) Size() int64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.size
+}
+
 // Append stamps e with the next sequence number and the current time, then
 // writes and fsyncs it as one line. It returns the stored entry. On failure
 // the file is rolled back so that no partial line remains.

@@ -62,6 +62,15 @@ func newMetrics() *metrics {
 	return m
 }
 
+// watchJournal exports the size of the journal, read at each scrape.
+func (m *metrics) watchJournal(j *Journal) {
+	m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: metricsNamespace,
+		Name:      "journal_bytes",
+		Help:      "Bytes of complete entries in this instance's journal file.",
+	}, func() float64 { return float64(j.Size()) }))
+}
+
 // handler serves the registry in the Prometheus exposition formats.
 func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{

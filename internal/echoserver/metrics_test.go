@@ -1,6 +1,7 @@
 package echoserver
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -30,6 +31,10 @@ func TestMetricsExposed(t *testing.T) {
 	for _, r := range requests {
 		do(t, s.Handler(), r.method, r.path, strings.NewReader("x"))
 	}
+	journalBytes := s.journal.Size()
+	if journalBytes == 0 {
+		t.Fatal("four entries journaled, journal size 0")
+	}
 	// Two more echo requests that cannot be journaled.
 	_ = s.journal.f.Close()
 	do(t, s.Handler(), http.MethodPost, "/d", nil)
@@ -48,6 +53,8 @@ func TestMetricsExposed(t *testing.T) {
 		`echo_http_requests_in_flight 1`, // the scrape itself
 		`echo_journal_entries_total 4`,
 		`echo_journal_write_errors_total 2`,
+		// The failed appends left nothing: the size is that of the four.
+		fmt.Sprintf("echo_journal_bytes %d", journalBytes),
 	}
 	for _, want := range wantLines {
 		if !strings.Contains(body, "\n"+want+"\n") {
@@ -118,5 +125,11 @@ func TestStatusWriter(t *testing.T) {
 				t.Errorf("code() = %d, want %d", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestJournalBytesOnlyWithPersistence(t *testing.T) {
+	if body := scrape(t, newTestServer(t, nil)); strings.Contains(body, "echo_journal_bytes") {
+		t.Error("a server without a journal reports its size")
 	}
 }

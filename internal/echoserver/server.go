@@ -66,6 +66,7 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("persistence: %w", err)
 		}
 		s.log.Info("journal opened", "path", s.journal.Path(), "seq", s.journal.Seq())
+		s.metrics.watchJournal(s.journal)
 	}
 	s.handler = s.routes()
 	return s, nil

@@ -3,6 +3,8 @@ package helmreconciler
 import (
 	"context"
 	"maps"
+	"strings"
+	"time"
 
 	"github.com/go-logr/logr"
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
@@ -18,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	opmetrics "github.com/echo-operator/echo-operator/internal/metrics"
 	"github.com/echo-operator/echo-operator/internal/releasetrust"
 )
 
@@ -154,10 +157,12 @@ func (c *actionClient) Install(name, namespace string, chrt *chart.Chart, vals m
 		i.DisableOpenAPIValidation = i.DisableOpenAPIValidation || c.g.skipOpenAPIValidation
 		return nil
 	})
-	rel, err := h.Install(name, namespace, chrt, vals, opts...)
 	if dryRun(opts, func(a *action.Install) bool { return a.DryRun }) {
-		return rel, err
+		return h.Install(name, namespace, chrt, vals, opts...)
 	}
+	start := time.Now()
+	rel, err := h.Install(name, namespace, chrt, vals, opts...)
+	opmetrics.ReleaseOperation(opmetrics.OperationInstall, start, err)
 	if err != nil {
 		c.g.recorder.Eventf(c.obj, corev1.EventTypeWarning, echov1alpha1.EventReasonReleaseInstallFailed, "Installing the release failed: %v", err)
 		return rel, err
@@ -191,8 +196,11 @@ func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals m
 	if err != nil {
 		return nil, err
 	}
+	start := time.Now()
 	rel, err := h.Upgrade(name, namespace, chrt, vals, opts...)
+	opmetrics.ReleaseOperation(opmetrics.OperationUpgrade, start, err)
 	if err != nil {
+		recordRollback(rel, err)
 		c.g.recorder.Eventf(c.obj, corev1.EventTypeWarning, echov1alpha1.EventReasonReleaseUpgradeFailed, "Upgrading the release failed: %v", err)
 		return rel, err
 	}
@@ -201,6 +209,23 @@ func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals m
 		"Upgraded release to revision %d of chart %s", rel.Version, chartName(rel))
 	return rel, nil
 }
+
+// recordRollback counts the rollback Helm's action client runs after an
+// upgrade that failed once its revision was stored: it then returns that
+// revision with the upgrade's error, or no revision and an error saying the
+// rollback failed.
+func recordRollback(rel *release.Release, err error) {
+	switch {
+	case rel != nil:
+		opmetrics.ReleaseRollback(nil)
+	case strings.HasPrefix(err.Error(), rollbackFailedPrefix):
+		opmetrics.ReleaseRollback(err)
+	}
+}
+
+// rollbackFailedPrefix starts the error of an upgrade whose rollback failed
+// (helm-operator-plugins' client).
+const rollbackFailedPrefix = "rollback failed: "
 
 // render is the dry-run upgrade: answered from the cache when the
 // fingerprint matches, else rendered by Helm.

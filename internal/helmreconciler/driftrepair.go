@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	opmetrics "github.com/echo-operator/echo-operator/internal/metrics"
 )
 
 // Reconcile repairs drift between a deployed release and the cluster: a
@@ -56,6 +58,7 @@ func (c *actionClient) repair(want *unstructured.Unstructured) error {
 		if err := c.g.writer.Create(c.ctx, want.DeepCopy()); err != nil {
 			return fmt.Errorf("recreating %s %s: %w", kind, want.GetName(), err)
 		}
+		opmetrics.DriftRepaired(kind)
 		c.g.log.Info("Recreated a deleted object", "kind", kind, "name", want.GetName(), "namespace", want.GetNamespace())
 		return nil
 	}
@@ -73,6 +76,7 @@ func (c *actionClient) repair(want *unstructured.Unstructured) error {
 	if err := c.g.writer.Patch(c.ctx, want.DeepCopy(), client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return fmt.Errorf("repairing %s %s: %w", kind, want.GetName(), err)
 	}
+	opmetrics.DriftRepaired(kind)
 	c.g.log.Info("Repaired a drifted object", "kind", kind, "name", want.GetName(), "namespace", want.GetNamespace())
 	return nil
 }

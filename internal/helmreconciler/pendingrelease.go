@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	opmetrics "github.com/echo-operator/echo-operator/internal/metrics"
 )
 
 // Get returns the latest release: from the cache when its latest revision
@@ -50,6 +51,7 @@ func (c *actionClient) recoverPending(h helmclient.ActionInterface, rel *release
 	if err := h.Config().Releases.Update(rel); err != nil {
 		return fmt.Errorf("marking interrupted release %s revision %d failed: %w", rel.Name, rel.Version, err)
 	}
+	opmetrics.ReleaseRecovered()
 	c.g.log.Info("Recovered interrupted release", "release", rel.Name, "revision", rel.Version, "was", was)
 	c.g.recorder.Eventf(c.obj, corev1.EventTypeWarning, echov1alpha1.EventReasonReleaseRecovered,
 		"Release revision %d was left %s by an interrupted operator; marked it failed so it can be retried", rel.Version, was)

@@ -2,6 +2,7 @@ package helmreconciler
 
 import (
 	"errors"
+	"time"
 
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"helm.sh/helm/v3/pkg/release"
@@ -10,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	opmetrics "github.com/echo-operator/echo-operator/internal/metrics"
 )
 
 // errFinalBackupPending holds an uninstall back until the final backup is done.
@@ -27,7 +29,11 @@ func (c *actionClient) Uninstall(name string, opts ...helmclient.UninstallOption
 	if err != nil {
 		return nil, err
 	}
+	start := time.Now()
 	resp, err := h.Uninstall(name, opts...)
+	if !errors.Is(err, driver.ErrReleaseNotFound) {
+		opmetrics.ReleaseOperation(opmetrics.OperationUninstall, start, err)
+	}
 	if err == nil {
 		c.g.expected.forget(c.releaseKey(name))
 		c.g.recorder.Event(c.obj, corev1.EventTypeNormal, echov1alpha1.EventReasonReleaseUninstalled, "Uninstalled the release")

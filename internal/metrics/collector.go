@@ -35,6 +35,12 @@ var (
 	lastBackupDesc = prometheus.NewDesc(namespace+"_backup_last_success_timestamp_seconds",
 		"When the newest complete backup of an Echo completed (Unix time); one series per Echo with a complete EchoBackup.",
 		[]string{"namespace", "echo"}, nil)
+	lastFailureDesc = prometheus.NewDesc(namespace+"_backup_last_failure_timestamp_seconds",
+		"When the newest failed backup of an Echo failed (Unix time); one series per Echo with a failed EchoBackup.",
+		[]string{"namespace", "echo"}, nil)
+	lastScheduledDesc = prometheus.NewDesc(namespace+"_backup_last_scheduled_timestamp_seconds",
+		"When the latest scheduled backup of an Echo was due (Unix time), the latest of its unsuspended EchoBackupSchedules; one series per Echo with one that has run.",
+		[]string{"namespace", "echo"}, nil)
 	nextBackupDesc = prometheus.NewDesc(namespace+"_backup_next_scheduled_timestamp_seconds",
 		"When the next scheduled backup of an Echo is due (Unix time), the soonest of its unsuspended EchoBackupSchedules; one series per Echo with one.",
 		[]string{"namespace", "echo"}, nil)
@@ -66,7 +72,7 @@ func NewCollector(reader client.Reader) *Collector {
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{echoesDesc, lastBackupDesc, nextBackupDesc, backupsDesc, restoresDesc} {
+	for _, d := range []*prometheus.Desc{echoesDesc, lastBackupDesc, lastFailureDesc, lastScheduledDesc, nextBackupDesc, backupsDesc, restoresDesc} {
 		ch <- d
 	}
 }
@@ -122,26 +128,43 @@ func (c *Collector) collectBackups(ctx context.Context, ch chan<- prometheus.Met
 		return err
 	}
 	states := map[string]int{stateComplete: 0, stateFailed: 0, stateRunning: 0}
-	last := map[echoKey]metav1.Time{}
+	lastSuccess, lastFailure := latestTimes{}, latestTimes{}
 	for i := range backups.Items {
 		b := &backups.Items[i]
 		state := outcome(b.Status.Conditions, echov1alpha1.BackupConditionComplete, echov1alpha1.BackupConditionFailed)
 		states[state]++
-		if state != stateComplete || b.Status.CompletionTime == nil {
-			continue
-		}
 		key := echoKey{b.Namespace, b.Spec.EchoName}
-		if t, ok := last[key]; !ok || t.Before(b.Status.CompletionTime) {
-			last[key] = *b.Status.CompletionTime
+		switch state {
+		case stateComplete:
+			lastSuccess.keepLatest(key, b.Status.CompletionTime)
+		case stateFailed:
+			lastFailure.keepLatest(key, b.Status.CompletionTime)
 		}
 	}
 	for state, n := range states {
 		ch <- prometheus.MustNewConstMetric(backupsDesc, prometheus.GaugeValue, float64(n), state)
 	}
-	for key, t := range last {
-		ch <- prometheus.MustNewConstMetric(lastBackupDesc, prometheus.GaugeValue, unixSeconds(t), key.namespace, key.name)
-	}
+	lastSuccess.collect(ch, lastBackupDesc)
+	lastFailure.collect(ch, lastFailureDesc)
 	return nil
+}
+
+// latestTimes keeps the latest time seen per Echo.
+type latestTimes map[echoKey]metav1.Time
+
+func (l latestTimes) keepLatest(key echoKey, t *metav1.Time) {
+	if t == nil {
+		return
+	}
+	if cur, ok := l[key]; !ok || cur.Before(t) {
+		l[key] = *t
+	}
+}
+
+func (l latestTimes) collect(ch chan<- prometheus.Metric, desc *prometheus.Desc) {
+	for key, t := range l {
+		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, unixSeconds(t), key.namespace, key.name)
+	}
 }
 
 func (c *Collector) collectSchedules(ctx context.Context, ch chan<- prometheus.Metric) error {
@@ -149,13 +172,17 @@ func (c *Collector) collectSchedules(ctx context.Context, ch chan<- prometheus.M
 	if err := c.reader.List(ctx, schedules); err != nil {
 		return err
 	}
-	next := map[echoKey]metav1.Time{}
+	next, last := map[echoKey]metav1.Time{}, latestTimes{}
 	for i := range schedules.Items {
 		s := &schedules.Items[i]
-		if s.Spec.Suspend || s.Status.NextScheduleTime == nil {
+		if s.Spec.Suspend {
 			continue
 		}
 		key := echoKey{s.Namespace, s.Spec.Template.EchoName}
+		last.keepLatest(key, s.Status.LastScheduleTime)
+		if s.Status.NextScheduleTime == nil {
+			continue
+		}
 		if t, ok := next[key]; !ok || s.Status.NextScheduleTime.Before(&t) {
 			next[key] = *s.Status.NextScheduleTime
 		}
@@ -163,6 +190,7 @@ func (c *Collector) collectSchedules(ctx context.Context, ch chan<- prometheus.M
 	for key, t := range next {
 		ch <- prometheus.MustNewConstMetric(nextBackupDesc, prometheus.GaugeValue, unixSeconds(t), key.namespace, key.name)
 	}
+	last.collect(ch, lastScheduledDesc)
 	return nil
 }
 
@@ -198,17 +226,24 @@ func unixSeconds(t metav1.Time) float64 {
 	return float64(t.UnixNano()) / 1e9
 }
 
-// Register registers c with registry, in place of a Collector registered
-// before (a manager set up again in the same process).
+// Register registers c and the event-driven metrics with registry, each in
+// place of one registered before (a manager set up again in the same
+// process).
 func Register(registry prometheus.Registerer, c *Collector) error {
+	for _, col := range append([]prometheus.Collector{c}, operationCollectors()...) {
+		if err := registerReplacing(registry, col); err != nil {
+			return fmt.Errorf("registering the operator's metrics: %w", err)
+		}
+	}
+	return nil
+}
+
+func registerReplacing(registry prometheus.Registerer, c prometheus.Collector) error {
 	err := registry.Register(c)
 	var exists prometheus.AlreadyRegisteredError
 	if errors.As(err, &exists) {
 		registry.Unregister(exists.ExistingCollector)
 		err = registry.Register(c)
 	}
-	if err != nil {
-		return fmt.Errorf("registering the operator's metrics: %w", err)
-	}
-	return nil
+	return err
 }

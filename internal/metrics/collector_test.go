@@ -30,10 +30,10 @@ func TestCollector(t *testing.T) {
 			Spec:   echov1alpha1.EchoBackupSpec{EchoName: echoName},
 			Status: echov1alpha1.EchoBackupStatus{Conditions: conds, CompletionTime: completed}}
 	}
-	schedule := func(ns, name, echoName string, suspend bool, next *metav1.Time) client.Object {
+	schedule := func(ns, name, echoName string, suspend bool, last, next *metav1.Time) client.Object {
 		return &echov1alpha1.EchoBackupSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 			Spec:   echov1alpha1.EchoBackupScheduleSpec{Suspend: suspend, Template: echov1alpha1.EchoBackupSpec{EchoName: echoName}},
-			Status: echov1alpha1.EchoBackupScheduleStatus{NextScheduleTime: next}}
+			Status: echov1alpha1.EchoBackupScheduleStatus{LastScheduleTime: last, NextScheduleTime: next}}
 	}
 	complete := cond(echov1alpha1.BackupConditionComplete, "True", "Completed")
 	failed := cond(echov1alpha1.BackupConditionFailed, "True", "StorageError")
@@ -42,40 +42,46 @@ func TestCollector(t *testing.T) {
 		echo("a", "api", cond(echov1alpha1.EchoConditionReady, "True", echov1alpha1.EchoReasonAvailable)),
 		echo("b", "web", cond(echov1alpha1.EchoConditionReady, "False", echov1alpha1.EchoReasonReleaseFailed)),
 		echo("b", "new"),
-		// The newest complete backup counts; a newer failed one does not.
+		// The newest complete backup and the newest failed one count.
 		backup("a", "web-1", "web", at(1000), complete),
 		backup("a", "web-2", "web", at(3000), complete),
 		backup("a", "web-3", "web", at(5000), failed),
+		backup("a", "web-0", "web", at(500), failed),
 		backup("a", "api-1", "api", nil),
 		// Same Echo name, another namespace: its own series.
 		backup("b", "web-1", "web", at(2000), complete),
-		// The soonest unsuspended schedule of an Echo counts.
-		schedule("a", "hourly", "web", false, at(7200)),
-		schedule("a", "daily", "web", false, at(86400)),
-		schedule("a", "paused", "web", true, at(3600)),
-		schedule("a", "api", "api", true, at(3600)),
+		// The soonest next run and the latest last run of the unsuspended
+		// schedules of an Echo count.
+		schedule("a", "hourly", "web", false, at(3600), at(7200)),
+		schedule("a", "daily", "web", false, at(0), at(86400)),
+		schedule("a", "paused", "web", true, at(4000), at(4600)),
+		schedule("a", "api", "api", true, at(3600), at(3600)),
+		schedule("b", "new", "web", false, nil, at(9000)),
 		&echov1alpha1.EchoRestore{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "back"},
 			Status: echov1alpha1.EchoRestoreStatus{Conditions: []metav1.Condition{
 				cond(echov1alpha1.RestoreConditionComplete, "False", "RestoringData")}}},
 	}
-	sch := runtime.NewScheme()
-	if err := echov1alpha1.AddToScheme(sch); err != nil {
-		t.Fatal(err)
-	}
-	c := NewCollector(fake.NewClientBuilder().WithScheme(sch).WithObjects(objs...).Build())
+	c := NewCollector(fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(objs...).Build())
 
 	want := `
 # HELP echo_operator_backup_last_success_timestamp_seconds When the newest complete backup of an Echo completed (Unix time); one series per Echo with a complete EchoBackup.
 # TYPE echo_operator_backup_last_success_timestamp_seconds gauge
 echo_operator_backup_last_success_timestamp_seconds{echo="web",namespace="a"} 3000
 echo_operator_backup_last_success_timestamp_seconds{echo="web",namespace="b"} 2000
+# HELP echo_operator_backup_last_failure_timestamp_seconds When the newest failed backup of an Echo failed (Unix time); one series per Echo with a failed EchoBackup.
+# TYPE echo_operator_backup_last_failure_timestamp_seconds gauge
+echo_operator_backup_last_failure_timestamp_seconds{echo="web",namespace="a"} 5000
+# HELP echo_operator_backup_last_scheduled_timestamp_seconds When the latest scheduled backup of an Echo was due (Unix time), the latest of its unsuspended EchoBackupSchedules; one series per Echo with one that has run.
+# TYPE echo_operator_backup_last_scheduled_timestamp_seconds gauge
+echo_operator_backup_last_scheduled_timestamp_seconds{echo="web",namespace="a"} 3600
 # HELP echo_operator_backup_next_scheduled_timestamp_seconds When the next scheduled backup of an Echo is due (Unix time), the soonest of its unsuspended EchoBackupSchedules; one series per Echo with one.
 # TYPE echo_operator_backup_next_scheduled_timestamp_seconds gauge
 echo_operator_backup_next_scheduled_timestamp_seconds{echo="web",namespace="a"} 7200
+echo_operator_backup_next_scheduled_timestamp_seconds{echo="web",namespace="b"} 9000
 # HELP echo_operator_backups EchoBackups by state: complete, failed or running.
 # TYPE echo_operator_backups gauge
 echo_operator_backups{state="complete"} 3
-echo_operator_backups{state="failed"} 1
+echo_operator_backups{state="failed"} 2
 echo_operator_backups{state="running"} 1
 # HELP echo_operator_echoes Echoes by the status and reason of their Ready condition.
 # TYPE echo_operator_echoes gauge
@@ -94,4 +100,13 @@ echo_operator_restores{state="running"} 1
 	if problems, err := testutil.CollectAndLint(c); err != nil || len(problems) > 0 {
 		t.Errorf("lint: %v %v", problems, err)
 	}
+}
+
+func scheme(t *testing.T) *runtime.Scheme {
+	t.Helper()
+	sch := runtime.NewScheme()
+	if err := echov1alpha1.AddToScheme(sch); err != nil {
+		t.Fatal(err)
+	}
+	return sch
 }
