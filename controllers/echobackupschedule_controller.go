@@ -111,12 +111,23 @@ func (r *EchoBackupScheduleReconciler) ensureDueBackup(ctx context.Context, s *e
 		Spec: s.Spec.Template,
 	}
 	if err := r.Create(ctx, b); err != nil && !apierrors.IsAlreadyExists(err) {
+		r.backupNotStarted(s, b.Name, due, err)
 		return fmt.Errorf("creating EchoBackup %s: %w", b.Name, err)
 	}
 	s.Status.LastScheduleTime = ptrTime(due)
 	log.FromContext(ctx).Info("Started scheduled backup", "backup", b.Name, "scheduledAt", due)
 	r.Recorder.Eventf(s, corev1.EventTypeNormal, echov1alpha1.EventReasonScheduledBackup, "Started EchoBackup %s for %s", b.Name, due.UTC().Format(time.RFC3339))
 	return nil
+}
+
+// backupNotStarted reports a due backup the API server refused to create:
+// the schedule retries it, and says what stops it.
+func (r *EchoBackupScheduleReconciler) backupNotStarted(s *echov1alpha1.EchoBackupSchedule, name string, due time.Time, err error) {
+	message := fmt.Sprintf("Could not create EchoBackup %s for %s: %v; fix what refuses it (a ResourceQuota on echobackups, an admission policy), the schedule retries",
+		name, due.UTC().Format(time.RFC3339), err)
+	setCondition(&s.Status.Conditions, s.Generation, echov1alpha1.ScheduleConditionReady, metav1.ConditionFalse,
+		echov1alpha1.ScheduleReasonBackupNotStarted, truncateMessage(message))
+	r.Recorder.Event(s, corev1.EventTypeWarning, echov1alpha1.EventReasonBackupNotStarted, truncateMessage(message))
 }
 
 func (r *EchoBackupScheduleReconciler) backupsOf(ctx context.Context, s *echov1alpha1.EchoBackupSchedule) ([]echov1alpha1.EchoBackup, error) {

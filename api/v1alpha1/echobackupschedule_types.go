@@ -12,13 +12,18 @@ const (
 	ScheduleReasonScheduled       = "Scheduled"
 	ScheduleReasonSuspended       = "Suspended"
 	ScheduleReasonInvalidSchedule = "InvalidSchedule"
+	// ScheduleReasonBackupNotStarted: the API server refused the EchoBackup
+	// of a due run (a ResourceQuota, an admission policy); the schedule
+	// retries it.
+	ScheduleReasonBackupNotStarted = "BackupNotStarted"
 )
 
 // Event reasons emitted for an EchoBackupSchedule.
 const (
-	EventReasonScheduledBackup = "ScheduledBackup"
-	EventReasonPrunedBackup    = "PrunedBackup"
-	EventReasonInvalidSchedule = "InvalidSchedule"
+	EventReasonScheduledBackup  = "ScheduledBackup"
+	EventReasonPrunedBackup     = "PrunedBackup"
+	EventReasonInvalidSchedule  = "InvalidSchedule"
+	EventReasonBackupNotStarted = ScheduleReasonBackupNotStarted
 )
 
 // EchoBackupScheduleSpec says when to back up an Echo and how many backups to keep.
