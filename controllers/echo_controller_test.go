@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -56,8 +57,13 @@ func TestEchoCreateRendersChildrenAndBecomesReady(t *testing.T) {
 	Expect(e.Status.Address).To(Equal("http://hello." + ns + ".svc:80"))
 	Expect(e.Status.Selector).To(ContainSubstring(chart.InstanceLabel + "=hello"))
 	Expect(e.Status.DeployedRelease).To(Equal(&echov1alpha1.DeployedRelease{Name: "hello"}))
-	Eventually(func(g Gomega) []string { return eventReasons(g, ns, key.Name) }, timeout, interval).
-		Should(ContainElements(echov1alpha1.EventReasonReleaseInstalled, echov1alpha1.EventReasonReady))
+	// The Helm reconciler's and the status controller's Events alike are
+	// events.k8s.io/v1 Events of echo-operator.
+	Eventually(func(g Gomega) []eventsv1.Event { return objectEvents(g, ns, key.Name) }, timeout, interval).
+		Should(ContainElements(
+			operatorEvent(e, corev1.EventTypeNormal, echov1alpha1.EventReasonReleaseInstalled),
+			operatorEvent(e, corev1.EventTypeNormal, echov1alpha1.EventReasonReady),
+		))
 }
 
 func TestEchoStatusKeepsTheManifestOut(t *testing.T) {

@@ -69,14 +69,12 @@ func expectHeld(t *testing.T, b *echov1alpha1.EchoBackup) {
 	}, "1s", interval).Should(Succeed())
 }
 
-// eventMessages lists the messages of an object's Events of one reason.
+// eventMessages lists the notes of an object's Events of one reason.
 func eventMessages(g Gomega, ns, name, reason string) []string {
-	list := &corev1.EventList{}
-	g.Expect(k8sClient.List(context.Background(), list, client.InNamespace(ns))).To(Succeed())
 	var out []string
-	for _, ev := range list.Items {
-		if ev.InvolvedObject.Name == name && ev.Reason == reason {
-			out = append(out, ev.Message)
+	for _, ev := range objectEvents(g, ns, name) {
+		if ev.Reason == reason {
+			out = append(out, ev.Note)
 		}
 	}
 	return out

@@ -11,9 +11,11 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	gomegatypes "github.com/onsi/gomega/types"
 	dto "github.com/prometheus/client_model/go"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/internal/events"
 )
 
 const (
@@ -224,15 +227,37 @@ func labelValue(m *dto.Metric, name string) string {
 	return ""
 }
 
+// objectEvents lists the events.k8s.io/v1 Events recorded for an object.
+func objectEvents(g Gomega, ns, name string) []eventsv1.Event {
+	list := &eventsv1.EventList{}
+	g.Expect(k8sClient.List(context.Background(), list, client.InNamespace(ns))).To(Succeed())
+	var out []eventsv1.Event
+	for _, ev := range list.Items {
+		if ev.Regarding.Name == name {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// operatorEvent matches an Event the operator recorded on obj, with the
+// action of its reason.
+func operatorEvent(obj client.Object, eventtype, reason string) gomegatypes.GomegaMatcher {
+	return And(
+		HaveField("Regarding.UID", obj.GetUID()),
+		HaveField("Regarding.Name", obj.GetName()),
+		HaveField("Type", eventtype),
+		HaveField("Reason", reason),
+		HaveField("Action", echov1alpha1.EventAction(reason)),
+		HaveField("ReportingController", events.ReportingController),
+	)
+}
+
 // eventReasons lists the reasons of the Events recorded for an object.
 func eventReasons(g Gomega, ns, name string) []string {
-	list := &corev1.EventList{}
-	g.Expect(k8sClient.List(context.Background(), list, client.InNamespace(ns))).To(Succeed())
 	var out []string
-	for _, ev := range list.Items {
-		if ev.InvolvedObject.Name == name {
-			out = append(out, ev.Reason)
-		}
+	for _, ev := range objectEvents(g, ns, name) {
+		out = append(out, ev.Reason)
 	}
 	return out
 }

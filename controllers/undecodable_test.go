@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -42,9 +43,10 @@ func TestUndecodableObjectIsIsolated(t *testing.T) {
 			ev, found := undecodableEvent(g, bad)
 			g.Expect(found).To(BeTrue(), "no Event reports the schedule undecodable")
 			g.Expect(ev.Type).To(Equal(corev1.EventTypeWarning))
-			g.Expect(ev.Message).To(ContainSubstring("spec.retention.maxAge"))
-			g.Expect(ev.Message).To(ContainSubstring(`"7d"`))
-			g.Expect(ev.Message).To(ContainSubstring("kubectl edit echobackupschedule weekly -n " + ns))
+			g.Expect(ev.Action).To(Equal(echov1alpha1.EventActionDecoding))
+			g.Expect(ev.Note).To(ContainSubstring("spec.retention.maxAge"))
+			g.Expect(ev.Note).To(ContainSubstring(`"7d"`))
+			g.Expect(ev.Note).To(ContainSubstring("kubectl edit echobackupschedule weekly -n " + ns))
 		}, timeout, interval).Should(Succeed())
 	})
 
@@ -90,15 +92,13 @@ func waitScheduleReconciled(t *testing.T, key types.NamespacedName) {
 }
 
 // undecodableEvent returns the Event that reports obj undecodable.
-func undecodableEvent(g Gomega, obj client.Object) (corev1.Event, bool) {
-	list := &corev1.EventList{}
-	g.Expect(k8sClient.List(context.Background(), list, client.InNamespace(obj.GetNamespace()))).To(Succeed())
-	for _, ev := range list.Items {
-		if ev.InvolvedObject.UID == obj.GetUID() && ev.Reason == echov1alpha1.EventReasonUndecodableObject {
+func undecodableEvent(g Gomega, obj client.Object) (eventsv1.Event, bool) {
+	for _, ev := range objectEvents(g, obj.GetNamespace(), obj.GetName()) {
+		if ev.Regarding.UID == obj.GetUID() && ev.Reason == echov1alpha1.EventReasonUndecodableObject {
 			return ev, true
 		}
 	}
-	return corev1.Event{}, false
+	return eventsv1.Event{}, false
 }
 
 // storeUndecodableSchedule stores an EchoBackupSchedule whose

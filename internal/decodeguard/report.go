@@ -29,8 +29,8 @@ func NewReporter(log logr.Logger) *Reporter {
 	return &Reporter{log: log}
 }
 
-// SetRecorder makes the reporter record Events with rec. The recorder comes
-// from the manager, which is built after its cache and the guard in it.
+// SetRecorder makes the reporter record Events with rec; until then it
+// only logs.
 func (r *Reporter) SetRecorder(rec record.EventRecorder) {
 	r.recorder.Store(&rec)
 }

@@ -58,6 +58,9 @@ type Options struct {
 	// Signer signs the release records the operator writes and verifies
 	// those it reads (see releasetrust).
 	Signer *releasetrust.Signer
+	// Recorder records the reconcilers' Events: the library's own and the
+	// release Events of the action clients.
+	Recorder record.EventRecorder
 }
 
 var echoGVK = echov1alpha1.GroupVersion.WithKind("Echo")
@@ -67,6 +70,9 @@ var echoGVK = echov1alpha1.GroupVersion.WithKind("Echo")
 func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if opts.Signer == nil {
 		return errors.New("the Helm reconcilers need a release signer")
+	}
+	if opts.Recorder == nil {
+		return errors.New("the Helm reconcilers need an Event recorder")
 	}
 	ws, err := watches.Load(opts.WatchesFile)
 	if err != nil {
@@ -89,9 +95,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 
 func newReconciler(mgr ctrl.Manager, w watches.Watch, opts Options) (*reconciler.Reconciler, error) {
 	log := ctrl.Log.WithName("helm").WithValues("kind", w.Kind)
-	recorder := mgr.GetEventRecorderFor("echo-operator")
-
-	acg, err := newActionClientGetter(mgr, opts.Signer, recorder, log)
+	acg, err := newActionClientGetter(mgr, opts.Signer, opts.Recorder, log)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +116,7 @@ func newReconciler(mgr ctrl.Manager, w watches.Watch, opts Options) (*reconciler
 		reconciler.WithGroupVersionKind(w.GroupVersionKind),
 		reconciler.WithChart(*w.Chart),
 		reconciler.WithLog(log),
-		reconciler.WithEventRecorder(recorder),
+		reconciler.WithEventRecorder(opts.Recorder),
 		reconciler.WithActionClientGetter(acg),
 		reconciler.WithOverrideValues(w.OverrideValues),
 		reconciler.SkipDependentWatches(w.WatchDependentResources != nil && !*w.WatchDependentResources),

@@ -18,6 +18,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,6 +31,7 @@ import (
 	"github.com/echo-operator/echo-operator/controllers"
 	"github.com/echo-operator/echo-operator/internal/chart"
 	"github.com/echo-operator/echo-operator/internal/decodeguard"
+	"github.com/echo-operator/echo-operator/internal/events"
 	"github.com/echo-operator/echo-operator/internal/helmreconciler"
 	opmetrics "github.com/echo-operator/echo-operator/internal/metrics"
 	"github.com/echo-operator/echo-operator/internal/releasetrust"
@@ -74,33 +76,69 @@ func NewScheme() *runtime.Scheme {
 	return scheme
 }
 
-// NewManager builds the manager with every reconciler registered.
+// NewManager builds the manager with every reconciler registered. Every
+// Event it records goes through the events.k8s.io/v1 API, from one
+// broadcaster that stops once the manager has stopped.
 func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	signer, err := loadSigner(cfg, o.OperatorNamespace)
 	if err != nil {
 		return nil, err
 	}
 	o.Helm.Signer = signer
-	cacheOpts := cacheOptions(o.WatchNamespaces, signer)
 	if o.QPS > 0 {
 		cfg = rest.CopyConfig(cfg)
 		cfg.QPS, cfg.Burst = o.QPS, o.Burst
 	}
+	scheme := NewScheme()
+	broadcaster, err := events.NewBroadcaster(cfg, scheme, ctrl.Log.WithName("events"))
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := newManager(cfg, scheme, broadcaster, o)
+	if err != nil {
+		broadcaster.Stop()
+		return nil, err
+	}
+	return &eventsManager{Manager: mgr, events: broadcaster}, nil
+}
+
+// eventsManager stops the Event broadcaster after the manager: once
+// everything that records Events has stopped, leader election included.
+type eventsManager struct {
+	ctrl.Manager
+	events *events.Broadcaster
+}
+
+// Start runs the manager until ctx ends, then stops the broadcaster.
+func (m *eventsManager) Start(ctx context.Context) error {
+	defer m.events.Stop()
+	return m.Manager.Start(ctx)
+}
+
+// newManager builds the manager and its reconcilers, which record their
+// Events through broadcaster.
+func newManager(cfg *rest.Config, scheme *runtime.Scheme, broadcaster *events.Broadcaster, o Options) (ctrl.Manager, error) {
+	recorder := broadcaster.NewRecorder(echov1alpha1.EventAction)
+	lock, err := leaderElectionLock(cfg, o, broadcaster.NewRecorder(func(string) string { return leaderElectionAction }))
+	if err != nil {
+		return nil, err
+	}
 	undecodable := decodeguard.NewReporter(ctrl.Log.WithName("decodeguard"))
+	undecodable.SetRecorder(recorder)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        NewScheme(),
-		Metrics:                       metricsOptions(o),
-		HealthProbeBindAddress:        o.ProbeAddr,
-		PprofBindAddress:              o.PprofAddr,
-		LeaderElection:                o.LeaderElect,
-		LeaderElectionID:              "echo-operator.echo.dev",
-		LeaderElectionNamespace:       o.LeaderElectionNS,
-		LeaderElectionReleaseOnCancel: true,
-		LeaseDuration:                 durationOrNil(o.LeaseDuration),
-		RenewDeadline:                 durationOrNil(o.RenewDeadline),
-		RetryPeriod:                   durationOrNil(o.RetryPeriod),
-		GracefulShutdownTimeout:       &o.GracefulShutdown,
-		Cache:                         cacheOpts,
+		Scheme:                              scheme,
+		Metrics:                             metricsOptions(o),
+		HealthProbeBindAddress:              o.ProbeAddr,
+		PprofBindAddress:                    o.PprofAddr,
+		LeaderElection:                      o.LeaderElect,
+		LeaderElectionID:                    leaderElectionID,
+		LeaderElectionResourceLockInterface: lock,
+		LeaderElectionReleaseOnCancel:       true,
+		LeaseDuration:                       durationOrNil(o.LeaseDuration),
+		RenewDeadline:                       durationOrNil(o.RenewDeadline),
+		RetryPeriod:                         durationOrNil(o.RetryPeriod),
+		GracefulShutdownTimeout:             &o.GracefulShutdown,
+		Cache:                               cacheOptions(o.WatchNamespaces, o.Helm.Signer),
 		// Echo is cached once, typed, also for the Helm reconciler's
 		// unstructured reads. Objects of the operator's kinds that do not
 		// decode are kept out of the cache and reported, so that one
@@ -114,58 +152,12 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
-	undecodable.SetRecorder(mgr.GetEventRecorderFor("echo-operator"))
-
-	if err := helmreconciler.SetupWithManager(mgr, o.Helm); err != nil {
+	if err := setupReconcilers(mgr, o, recorder); err != nil {
 		return nil, err
 	}
-	if err := (&controllers.EchoReconciler{
-		Client:                  mgr.GetClient(),
-		Recorder:                mgr.GetEventRecorderFor("echo-operator"),
-		MaxConcurrentReconciles: o.Helm.DefaultMaxConcurrentReconciles,
-	}).SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("setting up the Echo controller: %w", err)
-	}
-
-	if err := (&controllers.EchoBackupReconciler{
-		Client:          mgr.GetClient(),
-		APIReader:       mgr.GetAPIReader(),
-		ReleaseVerifier: signer,
-		Scheme:          mgr.GetScheme(),
-		Recorder:        mgr.GetEventRecorderFor("echo-operator"),
-		MoverImage:      o.MoverImage,
-	}).SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("setting up the EchoBackup controller: %w", err)
-	}
-
-	if err := (&controllers.EchoFinalBackupReconciler{
-		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorderFor("echo-operator"),
-	}).SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("setting up the final backup controller: %w", err)
-	}
-	if err := (&controllers.EchoBackupScheduleReconciler{
-		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorderFor("echo-operator"),
-		Clock:    o.Now,
-	}).SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("setting up the EchoBackupSchedule controller: %w", err)
-	}
-	if err := (&controllers.EchoRestoreReconciler{
-		Client:     mgr.GetClient(),
-		APIReader:  mgr.GetAPIReader(),
-		Scheme:     mgr.GetScheme(),
-		Recorder:   mgr.GetEventRecorderFor("echo-operator"),
-		MoverImage: o.MoverImage,
-		Clock:      o.Now,
-	}).SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("setting up the EchoRestore controller: %w", err)
-	}
-
 	if err := opmetrics.Register(metrics.Registry, opmetrics.NewCollector(mgr.GetClient())); err != nil {
 		return nil, err
 	}
-
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("adding the health check: %w", err)
 	}
@@ -173,6 +165,56 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("adding the ready check: %w", err)
 	}
 	return mgr, nil
+}
+
+// setupReconcilers registers the Helm reconcilers and the Go controllers,
+// which record their Events with recorder.
+func setupReconcilers(mgr ctrl.Manager, o Options, recorder record.EventRecorder) error {
+	o.Helm.Recorder = recorder
+	if err := helmreconciler.SetupWithManager(mgr, o.Helm); err != nil {
+		return err
+	}
+	if err := (&controllers.EchoReconciler{
+		Client:                  mgr.GetClient(),
+		Recorder:                recorder,
+		MaxConcurrentReconciles: o.Helm.DefaultMaxConcurrentReconciles,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the Echo controller: %w", err)
+	}
+	if err := (&controllers.EchoBackupReconciler{
+		Client:          mgr.GetClient(),
+		APIReader:       mgr.GetAPIReader(),
+		ReleaseVerifier: o.Helm.Signer,
+		Scheme:          mgr.GetScheme(),
+		Recorder:        recorder,
+		MoverImage:      o.MoverImage,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the EchoBackup controller: %w", err)
+	}
+	if err := (&controllers.EchoFinalBackupReconciler{
+		Client:   mgr.GetClient(),
+		Recorder: recorder,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the final backup controller: %w", err)
+	}
+	if err := (&controllers.EchoBackupScheduleReconciler{
+		Client:   mgr.GetClient(),
+		Recorder: recorder,
+		Clock:    o.Now,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the EchoBackupSchedule controller: %w", err)
+	}
+	if err := (&controllers.EchoRestoreReconciler{
+		Client:     mgr.GetClient(),
+		APIReader:  mgr.GetAPIReader(),
+		Scheme:     mgr.GetScheme(),
+		Recorder:   recorder,
+		MoverImage: o.MoverImage,
+		Clock:      o.Now,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the EchoRestore controller: %w", err)
+	}
+	return nil
 }
 
 // cacheSynced is ready once every informer the controllers started has

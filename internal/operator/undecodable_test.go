@@ -13,6 +13,7 @@ import (
 	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -53,7 +54,8 @@ func TestManagerStartsBesideAnUndecodableObject(t *testing.T) {
 	g.Expect(c.Create(ctx, schedule(goodKey, "168h"))).To(Succeed())
 	bad := storeUndecodableSchedule(t, c, types.NamespacedName{Namespace: ns, Name: "weekly"})
 
-	mgr, probe := startOperator(t, cfg, createNamespace(t, c))
+	operatorNS := createNamespace(t, c)
+	mgr, probe := startOperator(t, cfg, operatorNS)
 
 	// The informers of every kind sync (the manager's controllers wait
 	// for them before they reconcile anything), then the probe says Ready.
@@ -65,19 +67,35 @@ func TestManagerStartsBesideAnUndecodableObject(t *testing.T) {
 	g.Eventually(func() (int, error) { return readyz(probe) }, timeout, interval).Should(Equal(http.StatusOK))
 	waitScheduleReconciled(g, c, goodKey)
 	g.Eventually(func(g Gomega) {
-		events := &corev1.EventList{}
+		events := &eventsv1.EventList{}
 		g.Expect(c.List(ctx, events, client.InNamespace(ns))).To(Succeed())
 		g.Expect(events.Items).To(ContainElement(And(
-			HaveField("InvolvedObject.UID", bad.GetUID()),
+			HaveField("Regarding.UID", bad.GetUID()),
 			HaveField("Type", corev1.EventTypeWarning),
 			HaveField("Reason", echov1alpha1.EventReasonUndecodableObject),
-			HaveField("Message", ContainSubstring("spec.retention.maxAge")),
+			HaveField("Action", echov1alpha1.EventActionDecoding),
+			HaveField("Note", ContainSubstring("spec.retention.maxAge")),
 		)))
 	}, timeout, interval).Should(Succeed())
 
 	fix := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"retention":{"maxAge":"168h"}}}`))
 	g.Expect(c.Patch(ctx, bad, fix)).To(Succeed())
 	waitScheduleReconciled(g, c, client.ObjectKeyFromObject(bad))
+
+	// Elected leader, the manager said so on the Lease in its own
+	// namespace, through events.k8s.io/v1 like every Event it records.
+	g.Eventually(func(g Gomega) {
+		events := &eventsv1.EventList{}
+		g.Expect(c.List(ctx, events, client.InNamespace(operatorNS))).To(Succeed())
+		g.Expect(events.Items).To(ContainElement(And(
+			HaveField("Regarding.Kind", "Lease"),
+			HaveField("Regarding.Name", "echo-operator.echo.dev"),
+			HaveField("Reason", "LeaderElection"),
+			HaveField("Action", "ElectingLeader"),
+			HaveField("ReportingController", "echo-operator"),
+			HaveField("Note", ContainSubstring("became leader")),
+		)))
+	}, timeout, interval).Should(Succeed())
 }
 
 // startControlPlane starts a kube-apiserver and etcd with the operator's
@@ -117,14 +135,16 @@ func createNamespace(t *testing.T, c client.Client) string {
 	return ns.Name
 }
 
-// startOperator runs the operator's manager until the test ends and
-// returns it with the address of its health probes.
+// startOperator runs the operator's manager, electing itself leader as in
+// production, until the test ends and returns it with the address of its
+// health probes.
 func startOperator(t *testing.T, cfg *rest.Config, namespace string) (ctrl.Manager, string) {
 	t.Helper()
 	probe := freeAddress(t)
 	mgr, err := operator.NewManager(cfg, operator.Options{
 		MetricsAddr:       "0",
 		ProbeAddr:         probe,
+		LeaderElect:       true,
 		MoverImage:        "registry.example.test/echo-operator:test",
 		OperatorNamespace: namespace,
 		Helm: helmreconciler.Options{

@@ -200,14 +200,16 @@ func expectVerified(t *testing.T, key types.NamespacedName) {
 	}, timeout, interval).Should(Succeed())
 }
 
+// eventMessages lists the notes of the events.k8s.io/v1 Events of one
+// reason recorded on the object key names.
 func eventMessages(g Gomega, key types.NamespacedName, reason string) []string {
-	events, err := clientset.CoreV1().Events(key.Namespace).List(context.Background(), metav1.ListOptions{
-		FieldSelector: "involvedObject.name=" + key.Name + ",reason=" + reason,
+	events, err := clientset.EventsV1().Events(key.Namespace).List(context.Background(), metav1.ListOptions{
+		FieldSelector: "regarding.name=" + key.Name + ",reason=" + reason,
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	var out []string
 	for _, e := range events.Items {
-		out = append(out, e.Message)
+		out = append(out, e.Note)
 	}
 	return out
 }

@@ -1,0 +1,74 @@
+package v1alpha1
+
+// Event actions. The operator records its Events through the
+// events.k8s.io/v1 API, where each Event names the action the operator was
+// taking, or failed to take, regarding the object: the reasons of one
+// operation share its action.
+const (
+	EventActionCheckingReadiness       = "CheckingReadiness"
+	EventActionVerifyingReleaseRecords = "VerifyingReleaseRecords"
+	EventActionInstallingRelease       = "InstallingRelease"
+	EventActionUpgradingRelease        = "UpgradingRelease"
+	EventActionUninstallingRelease     = "UninstallingRelease"
+	EventActionRecoveringRelease       = "RecoveringRelease"
+	EventActionBackingUpBeforeDeletion = "BackingUpBeforeDeletion"
+	EventActionBackingUp               = "BackingUp"
+	EventActionDeletingArtifact        = "DeletingArtifact"
+	EventActionScheduling              = "Scheduling"
+	EventActionPruning                 = "Pruning"
+	EventActionRestoring               = "Restoring"
+	EventActionReleasingRestoreHold    = "ReleasingRestoreHold"
+	EventActionDecoding                = "Decoding"
+	// EventActionReconciling is the action of the reasons this package
+	// does not define: those the Helm library records itself, such as
+	// ValueOverridden.
+	EventActionReconciling = "Reconciling"
+)
+
+// eventActions maps every Event reason of this package to its action.
+var eventActions = map[string]string{
+	EventReasonReady:                   EventActionCheckingReadiness,
+	EventReasonNotReady:                EventActionCheckingReadiness,
+	EventReasonUntrustedReleaseRecords: EventActionVerifyingReleaseRecords,
+	EventReasonReleaseInstalled:        EventActionInstallingRelease,
+	EventReasonReleaseInstallFailed:    EventActionInstallingRelease,
+	EventReasonReleaseUpgraded:         EventActionUpgradingRelease,
+	EventReasonReleaseUpgradeFailed:    EventActionUpgradingRelease,
+	EventReasonReleaseUninstalled:      EventActionUninstallingRelease,
+	EventReasonReleaseRecovered:        EventActionRecoveringRelease,
+	EventReasonFinalBackupStarted:      EventActionBackingUpBeforeDeletion,
+	EventReasonFinalBackupCompleted:    EventActionBackingUpBeforeDeletion,
+	EventReasonFinalBackupFailed:       EventActionBackingUpBeforeDeletion,
+
+	EventReasonBackupStarted:        EventActionBackingUp,
+	EventReasonBackupCompleted:      EventActionBackingUp,
+	EventReasonBackupFailed:         EventActionBackingUp,
+	EventReasonDeletingArtifact:     EventActionDeletingArtifact,
+	EventReasonArtifactDeleted:      EventActionDeletingArtifact,
+	EventReasonArtifactDeleteFailed: EventActionDeletingArtifact,
+	EventReasonArtifactRetained:     EventActionDeletingArtifact,
+
+	EventReasonScheduledBackup:  EventActionScheduling,
+	EventReasonInvalidSchedule:  EventActionScheduling,
+	EventReasonBackupNotStarted: EventActionScheduling,
+	EventReasonPrunedBackup:     EventActionPruning,
+
+	EventReasonRestoreStarted:      EventActionRestoring,
+	EventReasonEchoCreated:         EventActionRestoring,
+	EventReasonEchoQuiesced:        EventActionRestoring,
+	EventReasonDataRestored:        EventActionRestoring,
+	EventReasonRestoreCompleted:    EventActionRestoring,
+	EventReasonRestoreFailed:       EventActionRestoring,
+	EventReasonRestoreHoldReleased: EventActionReleasingRestoreHold,
+
+	EventReasonUndecodableObject: EventActionDecoding,
+}
+
+// EventAction returns the action of the Events of a reason:
+// EventActionReconciling for a reason this package does not define.
+func EventAction(reason string) string {
+	if action, ok := eventActions[reason]; ok {
+		return action
+	}
+	return EventActionReconciling
+}
