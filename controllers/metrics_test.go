@@ -100,13 +100,13 @@ func TestMetricsCountFinishedBackups(t *testing.T) {
 
 	createEcho(t, newEcho(ns, "web"))
 	rollOut(t, types.NamespacedName{Namespace: ns, Name: "web"})
-	completedBackup(t, ns, "web-1", "web")
-	Expect(getBackup(Default, types.NamespacedName{Namespace: ns, Name: "web-1"}).Status.Files).To(BeEquivalentTo(1),
+	completedBackup(t, ns, "web-full", "web")
+	Expect(getBackup(Default, types.NamespacedName{Namespace: ns, Name: "web-full"}).Status.Files).To(BeEquivalentTo(1),
 		"the status reports the files the mover stored")
 
-	b := newBackup(ns, "web-2", "web")
+	b := newBackup(ns, "web-refused", "web")
 	Expect(k8sClient.Create(ctx, b)).To(Succeed())
-	finishMoverJob(t, waitJob(t, ns, "web-2-backup"),
+	finishMoverJob(t, waitJob(t, ns, "web-refused-backup"),
 		`{"error":"S3 refused the credentials","reason":"AccessDenied","retryable":false}`, false)
 
 	Eventually(func(g Gomega) {
