@@ -46,6 +46,9 @@ KWOK_VERSION ?= v0.8.0
 MINIO_VERSION ?= v0.0.0-20260212201848-7aac2a2c5b7c
 # The stock helm-operator the scale benchmark compares with (see hack/build-helm-operator.sh)
 HELM_OPERATOR_VERSION ?= v0.9.1
+# Prometheus and promtool of the alert tests (see hack/build-prometheus.sh):
+# the Go module version of Prometheus 3.x (v0.316.0 is v3.16.0)
+PROMETHEUS_VERSION ?= v0.316.0
 
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen/$(CONTROLLER_TOOLS_VERSION)/controller-gen
 KUSTOMIZE ?= $(LOCALBIN)/kustomize/$(KUSTOMIZE_VERSION)/kustomize
@@ -53,6 +56,8 @@ GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint/$(GOLANGCI_LINT_VERSION)/golangci-lin
 HELM ?= $(LOCALBIN)/helm/$(HELM_VERSION)/helm
 KUBECTL ?= $(LOCALBIN)/kubernetes/$(KUBE_VERSION)/kubectl
 MINIO ?= $(LOCALBIN)/minio/$(MINIO_VERSION)/minio
+PROMETHEUS ?= $(LOCALBIN)/prometheus/$(PROMETHEUS_VERSION)/prometheus
+PROMTOOL ?= $(LOCALBIN)/prometheus/$(PROMETHEUS_VERSION)/promtool
 # OLM and the operator registry: the catalog and the OLM tests (see hack/build-olm.sh)
 OLM_VERSION ?= v0.46.0
 OPM_VERSION ?= v1.73.0
@@ -66,7 +71,8 @@ OLM_ENV = \
 OPERATOR_SDK ?= $(LOCALBIN)/operator-sdk/$(OPERATOR_SDK_VERSION)/operator-sdk
 SCORECARD_TEST ?= $(LOCALBIN)/operator-sdk/$(OPERATOR_SDK_VERSION)/scorecard-test
 
-# The simulated cluster's binaries, as the tests and `make run` find them.
+# The simulated cluster's binaries, and the MinIO server and Prometheus tools
+# the tests run, as the tests and `make run` find them.
 CONTROL_PLANE_ENV = \
 	KUBE_APISERVER=$(LOCALBIN)/kubernetes/$(KUBE_VERSION)/kube-apiserver \
 	KUBE_CONTROLLER_MANAGER=$(LOCALBIN)/kubernetes/$(KUBE_VERSION)/kube-controller-manager \
@@ -78,7 +84,9 @@ CONTROL_PLANE_ENV = \
 	TEST_ASSET_KUBE_APISERVER=$(LOCALBIN)/kubernetes/$(KUBE_VERSION)/kube-apiserver \
 	TEST_ASSET_ETCD=$(LOCALBIN)/etcd/$(ETCD_VERSION)/etcd \
 	TEST_ASSET_KUBECTL=$(KUBECTL) \
-	MINIO=$(MINIO)
+	MINIO=$(MINIO) \
+	PROMETHEUS=$(PROMETHEUS) \
+	PROMTOOL=$(PROMTOOL)
 
 # Go test flags; override e.g. TEST_FLAGS="-run TestEcho -v".
 TEST_FLAGS ?=
@@ -128,7 +136,7 @@ lint: golangci-lint helm vet ## Run golangci-lint, go vet and helm lint --strict
 	$(HELM) lint --strict helm-charts/echo -f helm-charts/echo/ci/all-enabled-values.yaml
 
 .PHONY: test
-test: verify-generated verify-bundle verify-catalog scorecard-static docker-lint imagecheck-test image-layout lint control-plane minio olm ## Run every test: unit, integration (envtest), end to end and OLM (simulated cluster).
+test: verify-generated verify-bundle verify-catalog scorecard-static docker-lint imagecheck-test image-layout lint control-plane minio prometheus olm ## Run every test: unit, integration (envtest), end to end and OLM (simulated cluster).
 	$(CONTROL_PLANE_ENV) $(OLM_ENV) go test ./... -timeout $(GO_TEST_TIMEOUT) -count=1 $(TEST_FLAGS)
 
 .PHONY: test-unit
@@ -208,14 +216,26 @@ install: kustomize control-plane ## Install the CRDs into the cluster of $KUBECO
 uninstall: kustomize control-plane ## Remove the CRDs from the cluster of $KUBECONFIG.
 	$(KUSTOMIZE) build config/crd | $(KUBECTL) delete --ignore-not-found -f -
 
+# config/prometheus (the ServiceMonitor and the PrometheusRule) is applied
+# only where the Prometheus Operator's CRDs are installed.
+HAS_PROMETHEUS_CRDS = $(KUBECTL) get crd servicemonitors.monitoring.coreos.com prometheusrules.monitoring.coreos.com >/dev/null 2>&1
+
 .PHONY: deploy
-deploy: kustomize control-plane ## Deploy the operator into the cluster of $KUBECONFIG.
+deploy: kustomize control-plane ## Deploy the operator into the cluster of $KUBECONFIG, with config/prometheus where the Prometheus Operator is.
 	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
 	sed -i 's|value: .*echo-server:.*|value: $(ECHO_IMG)|; s|value: .*/echo-operator:v.*|value: $(IMG)|' config/manager/manager.yaml
 	$(KUSTOMIZE) build config/default | $(KUBECTL) apply --server-side -f -
+	@if $(HAS_PROMETHEUS_CRDS); then \
+		$(KUSTOMIZE) build config/prometheus | $(KUBECTL) apply --server-side -f -; \
+	else \
+		echo "No Prometheus Operator CRDs in the cluster: config/prometheus (ServiceMonitor, PrometheusRule) not applied."; \
+	fi
 
 .PHONY: undeploy
 undeploy: kustomize control-plane ## Remove the operator from the cluster of $KUBECONFIG.
+	@if $(HAS_PROMETHEUS_CRDS); then \
+		$(KUSTOMIZE) build config/prometheus | $(KUBECTL) delete --ignore-not-found -f -; \
+	fi
 	$(KUSTOMIZE) build config/default | $(KUBECTL) delete --ignore-not-found -f -
 
 ##@ Images (no container engine needed; see docs/development.md#images)
@@ -348,6 +368,10 @@ opm: ## Build opm (first run only).
 .PHONY: minio
 minio: ## Build the MinIO server of the data mover's tests (first run only).
 	MINIO_VERSION=$(MINIO_VERSION) BIN_DIR=$(LOCALBIN) hack/build-minio.sh build >/dev/null
+
+.PHONY: prometheus
+prometheus: ## Build Prometheus and promtool of the alert tests (first run only).
+	PROMETHEUS_VERSION=$(PROMETHEUS_VERSION) BIN_DIR=$(LOCALBIN) hack/build-prometheus.sh build >/dev/null
 
 .PHONY: helm-operator
 helm-operator: ## Build the stock helm-operator of the scale benchmark (first run only).
