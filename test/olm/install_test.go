@@ -78,6 +78,7 @@ func TestInstallFromCatalog(t *testing.T) {
 			Expect(dep.Labels).To(HaveKeyWithValue(ownerLabel, tc.current))
 			Expect(dep.Status.AvailableReplicas).To(BeNumerically(">=", 1), "the CSV succeeds once its Deployment is available")
 		}
+		expectMonitoringObjects(installNS, tc.current)
 	}) {
 		return
 	}
@@ -131,6 +132,23 @@ func TestInstallFromCatalog(t *testing.T) {
 		Expect(op.stop()).To(Succeed())
 		Expect(op.forbidden()).To(BeEmpty(), "the operator lacks permissions; see %s", op.logPath)
 	})
+}
+
+// expectMonitoringObjects checks that OLM created the bundle's
+// ServiceMonitor and PrometheusRule in the operator's namespace, owned by
+// the CSV named csv.
+func expectMonitoringObjects(namespace, csv string) {
+	for _, o := range []struct{ kind, name string }{
+		{"ServiceMonitor", "echo-operator-controller-manager-metrics-monitor"},
+		{"PrometheusRule", "echo-operator-alerts"},
+	} {
+		obj := &unstructured.Unstructured{}
+		obj.SetAPIVersion("monitoring.coreos.com/v1")
+		obj.SetKind(o.kind)
+		Expect(k8sClient.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: o.name}, obj)).
+			To(Succeed(), "OLM creates the bundle's %s", o.kind)
+		Expect(obj.GetOwnerReferences()).To(ContainElement(HaveField("Name", csv)), "the %s belongs to the CSV", o.kind)
+	}
 }
 
 // clusterScopedAPIs are the only APIs the operator may be granted
