@@ -9,6 +9,7 @@ package e2e
 import (
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,8 +53,9 @@ func runSuite(m *testing.M) int {
 	env, err := simsuite.Start("e2e", operatorNamespace, simcluster.Options{
 		Nodes:               3,
 		DefaultStorageClass: true,
-		// TestMoverJobPodFailures ends the Job pods of this namespace itself.
-		HeldJobPodNamespaces: []string{heldJobPodNamespace},
+		// TestMoverJobPodFailures and TestKubectlRunsTheDocumentedCommands
+		// end the Job pods of these namespaces themselves.
+		HeldJobPodNamespaces: []string{heldJobPodNamespace, kubectlDocsNamespace, alertsNamespace},
 	})
 	if err != nil {
 		return fail(err)
@@ -62,7 +64,12 @@ func runSuite(m *testing.M) int {
 	repoRoot, kubectlBin, cluster = env.RepoRoot, env.Binaries.Kubectl, env.Cluster
 	cfg, k8sClient, clientset = env.Config, env.Client, env.Clientset
 
-	op = &operatorProcess{binary: env.Manager, kubeconfig: cluster.KubeconfigPath(), logPath: filepath.Join(env.WorkDir, "manager.log")}
+	metricsAddr, err := freeLoopbackAddr()
+	if err != nil {
+		return fail(err)
+	}
+	op = &operatorProcess{binary: env.Manager, kubeconfig: cluster.KubeconfigPath(), logPath: filepath.Join(env.WorkDir, "manager.log"),
+		metricsAddr: metricsAddr}
 	if err := op.start(); err != nil {
 		return fail(err)
 	}
@@ -78,6 +85,17 @@ func runSuite(m *testing.M) int {
 	return code
 }
 
+// freeLoopbackAddr returns an address on 127.0.0.1 that was free a moment
+// ago.
+func freeLoopbackAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().String(), nil
+}
+
 func fail(err error) int {
 	fmt.Fprintln(os.Stderr, err)
 	return 1
@@ -88,8 +106,11 @@ func fail(err error) int {
 // kubeconfig.
 type operatorProcess struct {
 	binary, kubeconfig, logPath string
-	cmd                         *exec.Cmd
-	log                         *os.File
+	// metricsAddr is where the manager serves its metrics: HTTPS,
+	// authenticated and authorized by the API server, as deployed.
+	metricsAddr string
+	cmd         *exec.Cmd
+	log         *os.File
 }
 
 func (p *operatorProcess) start() error {
@@ -105,7 +126,7 @@ func (p *operatorProcess) start() error {
 		"--leader-elect-renew-deadline=3s",
 		"--leader-elect-retry-period=500ms",
 		"--health-probe-bind-address=0",
-		"--metrics-bind-address=0",
+		"--metrics-bind-address="+p.metricsAddr,
 	)
 	cmd.Dir = repoRoot
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+p.kubeconfig, "RELATED_IMAGE_ECHO="+echoImage, "WATCH_NAMESPACE=")

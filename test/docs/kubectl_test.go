@@ -1,0 +1,1253 @@
+package docs_test
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"testing/fstest"
+)
+
+// What the kubectl check reads, relative to the repository root.
+const (
+	readmeDoc = "README.md"
+	docsDir   = "docs"
+	// e2eDir holds the tests that run kubectl; each command they run as
+	// the documentation shows it is the argument list of a call of
+	// documentedFunc, in string literals.
+	e2eDir         = "test/e2e"
+	documentedFunc = "documented"
+	kubectlCheck   = "test/docs/kubectl_test.go"
+)
+
+// kubectlExclusions are the kubectl commands of the documentation that no
+// test runs, each with the reason. An exclusion matches the commands its
+// command covers (in canonical form, as a test's would), every command on
+// one of its resources, or every command of one of its verbs. One that
+// matches no documented command that no test runs, or that matches one a
+// test runs, is an error.
+var kubectlExclusions = []kubectlExclusion{
+	{
+		resources: []string{"packagemanifests", "subscription", "installplan", "csv", "operatorgroup", "catalogsource"},
+		why:       "OLM's resources: OLM runs only in test/olm, not in the cluster of test/e2e",
+	},
+	{
+		command: "kubectl delete echoes --all --all-namespaces --wait",
+		why:     "deletes every Echo of the cluster test/e2e shares, the other tests' included",
+	},
+	{
+		command: "kubectl delete crd echoes.echo.dev echobackups.echo.dev",
+		why:     "deletes the CRDs, and every custom resource, the rest of test/e2e needs",
+	},
+	{
+		command: "kubectl get pods -n echo-operator-system -l control-plane=controller-manager",
+		why:     "the manager of test/e2e runs as a local process, not in a pod",
+	},
+	{
+		verbs: []string{"logs", "exec", "port-forward"},
+		why:   "no container runs on KWOK's nodes: nothing logs, nothing to exec into or forward to",
+	},
+}
+
+// TestDocumentedKubectlCommandsAreRun fails when a kubectl command that
+// README.md or a page under docs/ shows is run by no test of test/e2e and
+// is not in kubectlExclusions.
+//
+// What counts as a command:
+//
+//   - In fenced code blocks tagged sh, bash, shell, zsh or console, or not
+//     tagged at all: every simple command, in pipelines and lists too
+//     (`|`, `||`, `&&`, `;`), whose command word is kubectl, after any
+//     VAR=value assignments. Lines joined by a trailing backslash are one
+//     command; in tagged blocks, so are lines joined by an open quote or a
+//     trailing `|`, `||` or `&&`. A leading `$ ` prompt is removed; in
+//     console blocks only lines with that prompt are commands, the others
+//     are output. Comments are dropped, but a comment holding `kubectl ...`
+//     (`# or kubectl get ecr`) yields that command. Blocks tagged with any
+//     other language (yaml, json, promql...) are not read.
+//   - Inline code spans, in prose and in tables, that hold such a command;
+//     a span may wrap over lines of its paragraph.
+//   - `kubectl` alone names the tool, not a command. A command of a verb
+//     that needs a target but names none (`kubectl patch`, `kubectl wait
+//     --for=condition=Complete`) is a fragment: it is covered by any run
+//     command of that verb that has its flags.
+//
+// Commands compare in canonical form (see canonicalKubectl): the verb, the
+// resources as written with every object name replaced by NAME, and the
+// flags sorted, with the values that are the reader's own (names, files,
+// patches, counts, durations, the namespace) replaced.
+func TestDocumentedKubectlCommandsAreRun(t *testing.T) {
+	fsys := os.DirFS(repoRoot(t))
+	inDocs, problems := documentedKubectl(fsys)
+	tested, p := testedKubectl(fsys)
+	problems = append(problems, p...)
+	// A broken reader would make every check below pass.
+	if len(inDocs) < 10 || len(tested) < 10 {
+		t.Fatalf("found %d kubectl commands in the documentation and %d run by %s: the readers are broken\n%s",
+			len(inDocs), len(tested), e2eDir, strings.Join(problems, "\n"))
+	}
+	problems = append(problems, checkKubectl(inDocs, tested, kubectlExclusions)...)
+	for _, p := range problems {
+		t.Error(p)
+	}
+}
+
+// --- Canonical commands
+
+// kubectlCmd is a kubectl command in canonical form.
+type kubectlCmd struct {
+	verb  string   // with its subcommands: "get", "create namespace"
+	args  []string // the positional arguments after the verb
+	flags []string // sorted; "--name" or "--name=value"
+}
+
+func (c kubectlCmd) String() string {
+	return strings.Join(slices.Concat([]string{c.verb}, c.args, c.flags), " ")
+}
+
+// words is the command as arguments of kubectl.
+func (c kubectlCmd) words() []string {
+	return slices.Concat(strings.Fields(c.verb), c.args, c.flags)
+}
+
+// fragment reports whether c names a verb that needs a target without
+// naming one.
+func (c kubectlCmd) fragment() bool {
+	if len(c.args) > 0 || !needsTarget[strings.Fields(c.verb)[0]] {
+		return false
+	}
+	for _, f := range c.flags {
+		name, _, _ := strings.Cut(f, "=")
+		if name == "--filename" || name == "--selector" || name == "--all" {
+			return false
+		}
+	}
+	return true
+}
+
+// resources are the resources c acts on, as written.
+func (c kubectlCmd) resources() []string {
+	if !objectVerbs[strings.Fields(c.verb)[0]] || len(c.args) == 0 {
+		return nil
+	}
+	if !strings.Contains(c.args[0], "/") {
+		return strings.Split(c.args[0], ",")
+	}
+	var out []string
+	for _, a := range c.args {
+		if typ, _, ok := strings.Cut(a, "/"); ok {
+			out = append(out, typ)
+		}
+	}
+	return out
+}
+
+// kubectlCovers reports whether running run exercises the documented doc.
+func kubectlCovers(run, doc kubectlCmd) bool {
+	if run.String() == doc.String() {
+		return true
+	}
+	if !doc.fragment() || run.verb != doc.verb {
+		return false
+	}
+	for _, f := range doc.flags {
+		if !slices.Contains(run.flags, f) {
+			return false
+		}
+	}
+	return true
+}
+
+var (
+	// objectVerbs take a resource and names, or TYPE/NAME arguments.
+	objectVerbs = wordSet("get", "describe", "delete", "edit", "patch", "scale", "wait", "label", "annotate",
+		"autoscale", "expose", "rollout", "set", "top")
+	// podVerbs take a pod name or TYPE/NAME, then their own arguments.
+	podVerbs = wordSet("logs", "exec", "attach", "port-forward", "debug")
+	// needsTarget are the verbs that do nothing without a target.
+	needsTarget = wordSet("get", "describe", "delete", "edit", "patch", "scale", "wait", "label", "annotate",
+		"autoscale", "expose", "logs", "exec", "attach", "port-forward", "explain", "apply", "create", "replace")
+
+	kubectlSubcommands = map[string][]string{
+		"create": {"clusterrole", "clusterrolebinding", "configmap", "cm", "cronjob", "deployment", "ingress", "job",
+			"namespace", "ns", "poddisruptionbudget", "pdb", "priorityclass", "quota", "role", "rolebinding",
+			"secret", "service", "serviceaccount", "sa", "token"},
+		"create secret":  {"docker-registry", "generic", "tls"},
+		"create service": {"clusterip", "externalname", "loadbalancer", "nodeport"},
+		"rollout":        {"history", "pause", "restart", "resume", "status", "undo"},
+		"set":            {"env", "image", "resources", "selector", "serviceaccount", "subject"},
+		"top":            {"node", "pod"},
+		"auth":           {"can-i", "reconcile", "whoami"},
+		"certificate":    {"approve", "deny"},
+		"cluster-info":   {"dump"},
+		"apply":          {"edit-last-applied", "set-last-applied", "view-last-applied"},
+		"config": {"current-context", "delete-cluster", "delete-context", "delete-user", "get-clusters",
+			"get-contexts", "get-users", "rename-context", "set", "set-cluster", "set-context",
+			"set-credentials", "unset", "use-context", "view"},
+	}
+
+	shortFlags = map[string]string{
+		"-A": "--all-namespaces", "-c": "--container", "-f": "--filename", "-i": "--stdin",
+		"-k": "--kustomize", "-l": "--selector", "-L": "--label-columns", "-n": "--namespace",
+		"-o": "--output", "-p": "--patch", "-R": "--recursive", "-t": "--tty", "-w": "--watch",
+	}
+	// Short flags that mean something else to the pod verbs.
+	podShortFlags = map[string]string{"-f": "--follow", "-p": "--previous"}
+
+	boolFlags = wordSet("--all", "--all-containers", "--all-namespaces", "--follow", "--force", "--ignore-not-found",
+		"--local", "--no-headers", "--now", "--overwrite", "--previous", "--quiet", "--recursive",
+		"--server-side", "--show-kind", "--show-labels", "--show-managed-fields", "--stdin", "--timestamps",
+		"--tty", "--wait", "--watch", "--watch-only")
+
+	// Flags whose value is the reader's context, not the command's.
+	droppedFlags = wordSet("--namespace", "--kubeconfig", "--context", "--cluster", "--user")
+
+	placeholderRe = regexp.MustCompile(`^(?:[A-Z][A-Z0-9_]*|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?)$|<[^>]*>`)
+)
+
+func wordSet(words ...string) map[string]bool {
+	m := map[string]bool{}
+	for _, w := range words {
+		m[w] = true
+	}
+	return m
+}
+
+// isPlaceholder reports whether s stands for something the reader fills
+// in: an upper-case word (NAME, NS, ECHO, N), a shell variable or
+// something in angle brackets (<name>, <restore>-restore).
+func isPlaceholder(s string) bool { return placeholderRe.MatchString(s) }
+
+func placeholder(s string) string {
+	if isPlaceholder(s) {
+		return "NAME"
+	}
+	return s
+}
+
+// canonicalKubectl turns the arguments of a kubectl command into canonical
+// form; ok is false when they name no verb. The rules:
+//
+//   - The verb is the first positional argument, with its subcommands
+//     (create namespace, rollout status); flags may come before it.
+//   - For the verbs that act on objects (get, describe, delete, patch,
+//     scale, wait...), the resource argument is kept as written (echo, ec,
+//     echoes, subscription,csv) and every object name becomes NAME, in
+//     TYPE/NAME too (echo/echo-ha is echo/NAME); two or more names are
+//     NAME... . label and annotate keep their key=value arguments. explain
+//     keeps its field path. The names given to create's subcommands become
+//     NAME; other arguments are kept, placeholders becoming NAME.
+//   - Short flags become long ones (-o is --output, -w --watch), --flag
+//     value becomes --flag=value, and the flags are sorted. The namespace,
+//     kubeconfig and context flags are dropped: the reader's context, not
+//     the command. Values that are the reader's own are replaced: a file
+//     (except - for the standard input) is FILE, a patch PATCH, a count
+//     (--replicas) N, a duration (--timeout) DURATION; in label selectors
+//     and other values, placeholders become NAME (-l owner=helm,name=ECHO
+//     is --selector=owner=helm,name=NAME). Other values are kept: they
+//     shape what the command does (-o wide, --type=json,
+//     --for=condition=Ready).
+//   - A placeholder is an upper-case word (NAME, NS, ECHO, N), a shell
+//     variable, or anything in angle brackets (<name>).
+func canonicalKubectl(words []string) (kubectlCmd, bool) {
+	var (
+		verb       string
+		positional []string
+		flags      []string
+	)
+	words = slices.Clone(words)
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		if w == "--" {
+			positional = append(positional, words[i+1:]...)
+			break
+		}
+		if !strings.HasPrefix(w, "-") || w == "-" {
+			positional = append(positional, w)
+			if verb == "" {
+				verb = w
+			}
+			continue
+		}
+		var (
+			name, value string
+			hasValue    bool
+		)
+		if strings.HasPrefix(w, "--") {
+			name, value, hasValue = strings.Cut(w, "=")
+		} else {
+			name = w[:2]
+			if len(w) > 2 {
+				rest := w[2:]
+				if isBoolFlag(longFlag(verb, name)) && !strings.HasPrefix(rest, "=") {
+					// Bool flags run together: -it.
+					for _, c := range rest {
+						words = slices.Insert(words, i+1, "-"+string(c))
+					}
+				} else {
+					value, hasValue = strings.TrimPrefix(rest, "="), true
+				}
+			}
+		}
+		name = longFlag(verb, name)
+		if !hasValue && !isBoolFlag(name) && i+1 < len(words) {
+			value, hasValue = words[i+1], true
+			i++
+		}
+		if f, keep := canonicalFlag(name, value, hasValue); keep {
+			flags = append(flags, f)
+		}
+	}
+	if verb == "" {
+		return kubectlCmd{}, false
+	}
+	args := positional[1:]
+	for len(args) > 0 && slices.Contains(kubectlSubcommands[verb], args[0]) {
+		verb += " " + args[0]
+		args = args[1:]
+	}
+	slices.Sort(flags)
+	return kubectlCmd{verb: verb, args: canonicalArgs(verb, args), flags: flags}, true
+}
+
+func longFlag(verb, short string) string {
+	if strings.HasPrefix(short, "--") {
+		return short
+	}
+	if podVerbs[verb] {
+		if long, ok := podShortFlags[short]; ok {
+			return long
+		}
+	}
+	if long, ok := shortFlags[short]; ok {
+		return long
+	}
+	return short
+}
+
+func isBoolFlag(name string) bool { return boolFlags[name] }
+
+// canonicalFlag is a flag in canonical form; keep is false for the flags
+// dropped.
+func canonicalFlag(name, value string, hasValue bool) (f string, keep bool) {
+	if droppedFlags[name] {
+		return "", false
+	}
+	if isBoolFlag(name) {
+		if !hasValue || value == "true" {
+			return name, true
+		}
+		return name + "=" + value, true
+	}
+	switch name {
+	case "--filename":
+		if value != "-" {
+			value = "FILE"
+		}
+	case "--patch":
+		value = "PATCH"
+	case "--replicas", "--current-replicas", "--min", "--max":
+		value = "N"
+	case "--timeout", "--request-timeout", "--since":
+		value = "DURATION"
+	case "--selector", "--field-selector":
+		value = canonicalSelector(value)
+	case "--for":
+		if typ, _, ok := strings.Cut(value, "/"); ok && !strings.Contains(typ, "=") {
+			value = typ + "/NAME"
+		}
+	default:
+		value = placeholder(value)
+	}
+	return name + "=" + value, true
+}
+
+// canonicalSelector replaces the placeholder values of a label selector.
+func canonicalSelector(sel string) string {
+	terms := strings.Split(sel, ",")
+	for i, term := range terms {
+		for _, op := range []string{"!=", "==", "="} {
+			if key, value, ok := strings.Cut(term, op); ok {
+				terms[i] = key + op + placeholder(value)
+				break
+			}
+		}
+	}
+	return strings.Join(terms, ",")
+}
+
+// canonicalArgs replaces the object names among the positional arguments
+// after the verb.
+func canonicalArgs(verb string, args []string) []string {
+	base := strings.Fields(verb)[0]
+	var out []string
+	switch {
+	case objectVerbs[base]:
+		typed := slices.ContainsFunc(args, func(a string) bool { return strings.Contains(a, "/") && !isSpec(base, a) })
+		for i, a := range args {
+			switch {
+			case isSpec(base, a):
+				out = append(out, canonicalSpec(a))
+			case typed:
+				if typ, _, ok := strings.Cut(a, "/"); ok {
+					a = typ + "/NAME"
+				}
+				out = append(out, placeholder(a))
+			case i == 0:
+				out = append(out, a)
+			default:
+				out = append(out, "NAME")
+			}
+		}
+	case podVerbs[base]:
+		for i, a := range args {
+			if i == 0 {
+				if typ, _, ok := strings.Cut(a, "/"); ok {
+					a = typ + "/NAME"
+				} else {
+					a = "NAME"
+				}
+			}
+			out = append(out, placeholder(a))
+		}
+	case base == "explain":
+		out = args
+	case base == "create" && verb != "create":
+		for range args {
+			out = append(out, "NAME")
+		}
+	default:
+		for _, a := range args {
+			out = append(out, placeholder(a))
+		}
+	}
+	return collapseNames(out)
+}
+
+// isSpec reports whether a is the key=value or key- argument of label,
+// annotate or set.
+func isSpec(verb, a string) bool {
+	return (verb == "label" || verb == "annotate" || verb == "set") &&
+		(strings.Contains(a, "=") || strings.HasSuffix(a, "-"))
+}
+
+func canonicalSpec(a string) string {
+	if key, value, ok := strings.Cut(a, "="); ok {
+		return key + "=" + placeholder(value)
+	}
+	return a
+}
+
+// collapseNames turns a run of two or more NAME into NAME... .
+func collapseNames(args []string) []string {
+	var out []string
+	for _, a := range args {
+		n := len(out)
+		switch {
+		case a == "NAME" && n > 0 && (out[n-1] == "NAME" || out[n-1] == "NAME..."):
+			out[n-1] = "NAME..."
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// --- Shell
+
+// shellScan is a shell command line split into words and operators.
+type shellScan struct {
+	tokens   []shellToken
+	comments []string
+	// open is true when the line ends inside quotes or with a backslash.
+	open bool
+}
+
+type shellToken struct {
+	text string
+	op   bool // |, ||, &, &&, ;, >, >>, <, or a newline
+}
+
+// scanShell splits s as a POSIX shell would, closely enough for the
+// commands of a document: quotes, backslashes, comments and the operators
+// that end a simple command. Expansions are left as written.
+func scanShell(s string) shellScan {
+	sc := &shellScanner{s: s}
+	for sc.i < len(sc.s) {
+		sc.next()
+	}
+	sc.endWord()
+	return sc.out
+}
+
+// shellScanner is the state of scanShell: where it is in the line and the
+// word it is building.
+type shellScanner struct {
+	s      string
+	i      int // the offset of the next byte to read
+	word   strings.Builder
+	inWord bool // a word has begun, even an empty one ('')
+	out    shellScan
+}
+
+// shellOperatorBytes are the bytes that end a word and a simple command.
+const shellOperatorBytes = "\n|&;<>"
+
+// next reads what starts at sc.i outside quotes.
+func (sc *shellScanner) next() {
+	c := sc.s[sc.i]
+	switch {
+	case c == '\\':
+		sc.readEscape()
+	case c == '\'':
+		sc.readSingleQuoted()
+	case c == '"':
+		sc.readDoubleQuoted()
+	case c == '#' && !sc.inWord:
+		sc.readComment()
+	case c == ' ' || c == '\t' || c == '\r':
+		sc.endWord()
+		sc.i++
+	case c == '<' && angleRe.MatchString(sc.s[sc.i:]):
+		sc.readAnglePlaceholder()
+	case strings.IndexByte(shellOperatorBytes, c) >= 0:
+		sc.readOperator()
+	default:
+		sc.addToWord(sc.s[sc.i : sc.i+1])
+		sc.i++
+	}
+}
+
+func (sc *shellScanner) addToWord(s string) {
+	sc.word.WriteString(s)
+	sc.inWord = true
+}
+
+// endWord adds the word read so far, if any, to the tokens.
+func (sc *shellScanner) endWord() {
+	if sc.inWord {
+		sc.out.tokens = append(sc.out.tokens, shellToken{text: sc.word.String()})
+		sc.word.Reset()
+		sc.inWord = false
+	}
+}
+
+// readEscape reads a backslash outside quotes: it escapes the next byte,
+// joins the next line, or leaves the line open at its end.
+func (sc *shellScanner) readEscape() {
+	switch {
+	case sc.i+1 == len(sc.s):
+		sc.out.open = true
+		sc.i++
+		return
+	case sc.s[sc.i+1] == '\n':
+		// A line continuation: no part of any word.
+	default:
+		sc.addToWord(sc.s[sc.i+1 : sc.i+2])
+	}
+	sc.i += 2
+}
+
+// readSingleQuoted reads a string in single quotes, where nothing is
+// special.
+func (sc *shellScanner) readSingleQuoted() {
+	rest := sc.s[sc.i+1:]
+	end := strings.IndexByte(rest, '\'')
+	if end < 0 {
+		sc.addToWord(rest)
+		sc.out.open = true
+		sc.i = len(sc.s)
+		return
+	}
+	sc.addToWord(rest[:end])
+	sc.i += end + 2
+}
+
+// readDoubleQuoted reads a string in double quotes, where a backslash
+// escapes ", \, $ and ` and joins the next line.
+func (sc *shellScanner) readDoubleQuoted() {
+	sc.inWord = true
+	i := sc.i + 1
+	for ; i < len(sc.s) && sc.s[i] != '"'; i++ {
+		if sc.s[i] == '\\' && i+1 < len(sc.s) && strings.IndexByte("\"\\$`\n", sc.s[i+1]) >= 0 {
+			i++
+			if sc.s[i] == '\n' {
+				continue
+			}
+		}
+		sc.word.WriteByte(sc.s[i])
+	}
+	if i >= len(sc.s) {
+		sc.out.open = true
+	}
+	sc.i = i + 1
+}
+
+// readComment reads a comment, up to the end of the line.
+func (sc *shellScanner) readComment() {
+	end := strings.IndexByte(sc.s[sc.i:], '\n')
+	if end < 0 {
+		end = len(sc.s) - sc.i
+	}
+	sc.out.comments = append(sc.out.comments, sc.s[sc.i+1:sc.i+end])
+	sc.i += end
+}
+
+// readAnglePlaceholder reads <name>: a placeholder of the documentation,
+// not a redirection.
+func (sc *shellScanner) readAnglePlaceholder() {
+	m := angleRe.FindString(sc.s[sc.i:])
+	sc.addToWord(m)
+	sc.i += len(m)
+}
+
+// readOperator reads an operator: |, ||, &, &&, ;, <, <<, >, >> or a
+// newline.
+func (sc *shellScanner) readOperator() {
+	c := sc.s[sc.i]
+	if (c == '<' || c == '>') && sc.inWord && strings.Trim(sc.word.String(), "0123456789") == "" {
+		// 2>&1: the descriptor is no word of the command.
+		sc.word.Reset()
+		sc.inWord = false
+	}
+	sc.endWord()
+	n := 1
+	if c != '\n' && c != ';' && sc.i+1 < len(sc.s) && sc.s[sc.i+1] == c {
+		n = 2
+	}
+	sc.out.tokens = append(sc.out.tokens, shellToken{text: sc.s[sc.i : sc.i+n], op: true})
+	sc.i += n
+}
+
+// shellContinues reports whether the shell line s goes on on the next
+// line: it ends with a backslash, inside quotes, or after |, || or &&.
+func shellContinues(s string) bool {
+	sc := scanShell(s)
+	if sc.open {
+		return true
+	}
+	n := len(sc.tokens)
+	return n > 0 && sc.tokens[n-1].op && slices.Contains([]string{"|", "||", "&&"}, sc.tokens[n-1].text)
+}
+
+var (
+	assignmentRe       = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
+	kubectlInCommentRe = regexp.MustCompile(`(^|\s)kubectl\s`)
+	angleRe            = regexp.MustCompile(`^<[A-Za-z][A-Za-z0-9 _.-]*>`)
+)
+
+// kubectlWords returns the arguments of every kubectl command of the shell
+// line s, those in its comments included.
+func kubectlWords(s string) [][]string {
+	sc := scanShell(s)
+	var (
+		out     [][]string
+		command []string
+	)
+	flush := func() {
+		for len(command) > 0 && assignmentRe.MatchString(command[0]) {
+			command = command[1:]
+		}
+		if len(command) > 0 && command[0] == "kubectl" {
+			out = append(out, command[1:])
+		}
+		command = nil
+	}
+	for _, tok := range sc.tokens {
+		if tok.op {
+			flush()
+			continue
+		}
+		command = append(command, tok.text)
+	}
+	flush()
+	for _, c := range sc.comments {
+		if loc := kubectlInCommentRe.FindStringIndex(c); loc != nil {
+			out = append(out, kubectlWords(strings.TrimLeft(c[loc[0]:], " \t"))...)
+		}
+	}
+	return out
+}
+
+// shellQuote writes the words back as a command line.
+func shellQuote(words []string) string {
+	out := make([]string, len(words))
+	for i, w := range words {
+		if w == "" || strings.ContainsAny(w, " \t\n'\"\\$`|&;<>(){}[]*?#~") {
+			w = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+		}
+		out[i] = w
+	}
+	return strings.Join(out, " ")
+}
+
+// --- The documentation's commands
+
+// docKubectl is a kubectl command of a document.
+type docKubectl struct {
+	file string
+	line int
+	text string // as written, on one line
+	cmd  kubectlCmd
+}
+
+func (d docKubectl) String() string { return fmt.Sprintf("%s:%d: %s", d.file, d.line, d.text) }
+
+var (
+	fenceRe = regexp.MustCompile("^\\s*(`{3,}|~{3,})\\s*([^\\s`{]*)")
+	// shellLangs are the code block languages read for commands, and
+	// whether their lines without a prompt are output.
+	shellLangs = map[string]bool{"": false, "sh": false, "bash": false, "shell": false, "zsh": false,
+		"console": true, "shell-session": true}
+)
+
+// documentedKubectl returns the kubectl commands of README.md and of every
+// Markdown file under docs/.
+func documentedKubectl(fsys fs.FS) ([]docKubectl, []string) {
+	files := []string{readmeDoc}
+	err := fs.WalkDir(fsys, docsDir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".md") {
+			files = append(files, p)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, []string{fmt.Sprintf("listing %s: %v", docsDir, err)}
+	}
+	var (
+		out      []docKubectl
+		problems []string
+	)
+	for _, f := range files {
+		doc, err := fs.ReadFile(fsys, f)
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		out = append(out, kubectlInMarkdown(f, string(doc))...)
+	}
+	return out, problems
+}
+
+// kubectlInMarkdown returns the kubectl commands of the Markdown document
+// doc, named file.
+func kubectlInMarkdown(file, doc string) []docKubectl {
+	lines := strings.Split(doc, "\n")
+	var (
+		out  []docKubectl
+		para []mdLine
+	)
+	flush := func() {
+		out = append(out, kubectlInSpans(file, para)...)
+		para = nil
+	}
+	for i := 0; i < len(lines); i++ {
+		m := fenceRe.FindStringSubmatch(lines[i])
+		if m == nil {
+			if strings.TrimSpace(lines[i]) == "" {
+				flush()
+			} else {
+				para = append(para, mdLine{n: i + 1, text: lines[i]})
+			}
+			continue
+		}
+		flush()
+		fence, lang := m[1], strings.ToLower(m[2])
+		var block []mdLine
+		for i++; i < len(lines); i++ {
+			tr := strings.TrimSpace(lines[i])
+			if len(tr) >= len(fence) && strings.Trim(tr, fence[:1]) == "" {
+				break
+			}
+			block = append(block, mdLine{n: i + 1, text: lines[i]})
+		}
+		if console, ok := shellLangs[lang]; ok {
+			out = append(out, kubectlInBlock(file, block, console, lang != "")...)
+		}
+	}
+	flush()
+	return out
+}
+
+// kubectlInBlock returns the kubectl commands of a fenced code block. In a
+// console block only lines with a prompt are commands; lines join on open
+// quotes and trailing pipes only in a block tagged as shell (an untagged
+// one may hold a drawing).
+func kubectlInBlock(file string, block []mdLine, console, tagged bool) []docKubectl {
+	var out []docKubectl
+	for i := 0; i < len(block); i++ {
+		start := block[i].n
+		text, prompted := cutPrompt(block[i].text)
+		if console && !prompted {
+			continue
+		}
+		for i+1 < len(block) && (tagged && shellContinues(text) || !tagged && strings.HasSuffix(text, `\`)) {
+			i++
+			next := block[i].text
+			if console {
+				next = strings.TrimPrefix(strings.TrimLeft(next, " \t"), "> ")
+			}
+			text += "\n" + next
+		}
+		out = append(out, kubectlIn(file, start, text)...)
+	}
+	return out
+}
+
+func cutPrompt(line string) (string, bool) {
+	trimmed := strings.TrimLeft(line, " \t")
+	if rest, ok := strings.CutPrefix(trimmed, "$ "); ok {
+		return rest, true
+	}
+	return line, false
+}
+
+// kubectlInSpans returns the kubectl commands of the code spans of a
+// paragraph (or of the rows of a table).
+func kubectlInSpans(file string, para []mdLine) []docKubectl {
+	if len(para) == 0 {
+		return nil
+	}
+	texts := make([]string, len(para))
+	for i, l := range para {
+		texts[i] = l.text
+	}
+	text := strings.Join(texts, "\n")
+	var out []docKubectl
+	for i := 0; i < len(text); {
+		if text[i] != '`' {
+			i++
+			continue
+		}
+		open := runOf(text, i)
+		end := -1
+		for j := i + open; j < len(text); {
+			if text[j] != '`' {
+				j++
+				continue
+			}
+			if runOf(text, j) == open {
+				end = j
+				break
+			}
+			j += runOf(text, j)
+		}
+		if end < 0 {
+			i += open
+			continue
+		}
+		line := strings.Count(text[:i], "\n")
+		content := strings.ReplaceAll(text[i+open:end], "\n", " ")
+		if isTableLine(para[line].text) {
+			content = strings.ReplaceAll(content, `\|`, "|")
+		}
+		content, _ = cutPrompt(strings.TrimSpace(content))
+		out = append(out, kubectlIn(file, para[line].n, content)...)
+		i = end + open
+	}
+	return out
+}
+
+// runOf is the length of the run of backticks at text[i:].
+func runOf(text string, i int) int {
+	n := 0
+	for i+n < len(text) && text[i+n] == '`' {
+		n++
+	}
+	return n
+}
+
+// kubectlIn returns the kubectl commands of the shell text found at line.
+func kubectlIn(file string, line int, text string) []docKubectl {
+	var out []docKubectl
+	for _, words := range kubectlWords(text) {
+		cmd, ok := canonicalKubectl(words)
+		if !ok {
+			continue
+		}
+		out = append(out, docKubectl{file: file, line: line, text: "kubectl " + shellQuote(words), cmd: cmd})
+	}
+	return out
+}
+
+// --- The tests' commands
+
+// testedCmd is a command a test of test/e2e runs.
+type testedCmd struct {
+	pos string // file:line of the documented call
+	cmd kubectlCmd
+}
+
+// testedKubectl returns the commands of every call of documentedFunc in the
+// test files of e2eDir. Each argument must be a string literal, so that
+// what runs is what is read here.
+func testedKubectl(fsys fs.FS) ([]testedCmd, []string) {
+	entries, err := fs.ReadDir(fsys, e2eDir)
+	if err != nil {
+		return nil, []string{err.Error()}
+	}
+	var (
+		out      []testedCmd
+		problems []string
+		fset     = token.NewFileSet()
+	)
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), "_test.go") {
+			continue
+		}
+		name := path.Join(e2eDir, e.Name())
+		src, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, src, parser.SkipObjectResolution)
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok || !isCallOf(call.Fun, documentedFunc) {
+				return true
+			}
+			pos := fset.Position(call.Pos())
+			at := fmt.Sprintf("%s:%d", pos.Filename, pos.Line)
+			var words []string
+			for _, a := range call.Args {
+				lit, ok := a.(*ast.BasicLit)
+				if !ok || lit.Kind != token.STRING || call.Ellipsis.IsValid() {
+					problems = append(problems, fmt.Sprintf("%s: %s takes string literals only, so that %s can read the command", at, documentedFunc, kubectlCheck))
+					return true
+				}
+				s, err := strconv.Unquote(lit.Value)
+				if err != nil {
+					problems = append(problems, fmt.Sprintf("%s: %v", at, err))
+					return true
+				}
+				words = append(words, s)
+			}
+			cmd, ok := canonicalKubectl(words)
+			if !ok {
+				problems = append(problems, fmt.Sprintf("%s: %s(%s) names no kubectl verb", at, documentedFunc, shellQuote(words)))
+				return true
+			}
+			out = append(out, testedCmd{pos: at, cmd: cmd})
+			return true
+		})
+	}
+	return out, problems
+}
+
+func isCallOf(fun ast.Expr, name string) bool {
+	switch f := fun.(type) {
+	case *ast.Ident:
+		return f.Name == name
+	case *ast.SelectorExpr:
+		return f.Sel.Name == name
+	}
+	return false
+}
+
+// --- The check
+
+// kubectlExclusion is a documented command no test runs, and why.
+type kubectlExclusion struct {
+	command   string   // a command as the documentation would show it
+	resources []string // or: every command on one of these resources
+	verbs     []string // or: every command of one of these verbs
+	why       string
+}
+
+func (x kubectlExclusion) String() string {
+	switch {
+	case x.command != "":
+		return x.command
+	case len(x.verbs) > 0:
+		return "kubectl " + strings.Join(x.verbs, ", ")
+	}
+	return "the commands on " + strings.Join(x.resources, ", ")
+}
+
+func (x kubectlExclusion) matches(doc kubectlCmd) bool {
+	if len(x.verbs) > 0 {
+		return slices.Contains(x.verbs, strings.Fields(doc.verb)[0])
+	}
+	if x.command != "" {
+		for _, words := range kubectlWords(x.command) {
+			if cmd, ok := canonicalKubectl(words); ok && kubectlCovers(cmd, doc) {
+				return true
+			}
+		}
+		return false
+	}
+	return slices.ContainsFunc(doc.resources(), func(r string) bool { return slices.Contains(x.resources, r) })
+}
+
+// checkKubectl reports every documented command that no test runs and no
+// exclusion names, every exclusion that names no documented command, and
+// every exclusion of a command a test runs.
+func checkKubectl(documented []docKubectl, tested []testedCmd, exclusions []kubectlExclusion) []string {
+	var problems []string
+	used := make([]bool, len(exclusions))
+	for _, d := range documented {
+		run := slices.IndexFunc(tested, func(t testedCmd) bool { return kubectlCovers(t.cmd, d.cmd) })
+		excluded := slices.IndexFunc(exclusions, func(x kubectlExclusion) bool { return x.matches(d.cmd) })
+		switch {
+		case run >= 0 && excluded >= 0 && !d.cmd.fragment():
+			// A fragment (kubectl delete) may match both.
+			problems = append(problems, fmt.Sprintf("%s: %s runs this command (`%s`); remove the exclusion %q from %s",
+				d, tested[run].pos, d.cmd, exclusions[excluded], kubectlCheck))
+			used[excluded] = true
+		case run >= 0:
+		case excluded >= 0:
+			used[excluded] = true
+		default:
+			problems = append(problems, fmt.Sprintf("%s: no test runs this command (canonical form `%s`); run it in a test of %s, declared as %s(%s), or add it with the reason to kubectlExclusions in %s",
+				d, d.cmd, e2eDir, documentedFunc, goArgs(d.cmd.words()), kubectlCheck))
+		}
+	}
+	for i, x := range exclusions {
+		if !used[i] {
+			problems = append(problems, fmt.Sprintf("%s: the exclusion %q matches no kubectl command of %s or %s/ that no test runs; remove it",
+				kubectlCheck, x, readmeDoc, docsDir))
+		}
+	}
+	return problems
+}
+
+func goArgs(words []string) string {
+	quoted := make([]string, len(words))
+	for i, w := range words {
+		quoted[i] = strconv.Quote(w)
+	}
+	return strings.Join(quoted, ", ")
+}
+
+// --- Tests of the kubectl check itself
+
+func TestCanonicalKubectl(t *testing.T) {
+	for _, tc := range []struct {
+		line, want string
+	}{
+		{"kubectl get echoes", "get echoes"},
+		{"kubectl get echo -o wide", "get echo --output=wide"},
+		{"kubectl -n prod get echo journal -owide", "get echo NAME --output=wide"},
+		{"kubectl get echo NAME -n NAMESPACE -o yaml", "get echo NAME --output=yaml"},
+		{"kubectl describe echo echo-sample", "describe echo NAME"},
+		{"kubectl scale echo/echo-ha --replicas=5", "scale echo/NAME --replicas=N"},
+		{"kubectl scale --replicas N echo/NAME", "scale echo/NAME --replicas=N"},
+		{"kubectl get subscription,installplan,csv -n echo-operator", "get subscription,installplan,csv"},
+		{"kubectl delete crd a.echo.dev b.echo.dev \\\n  c.echo.dev", "delete crd NAME..."},
+		{"kubectl delete secret --namespace=NS -l owner=helm,name=ECHO", "delete secret --selector=owner=helm,name=NAME"},
+		{"kubectl delete secret -l owner=helm,name=echo-sample", "delete secret --selector=owner=helm,name=echo-sample"},
+		{`kubectl patch echobackup <name> --type=json -p '[{"op":"remove"}]'`, "patch echobackup NAME --patch=PATCH --type=json"},
+		{`kubectl patch echo x --type merge -p "{}"`, "patch echo NAME --patch=PATCH --type=merge"},
+		{"kubectl wait echorestore/r --for=jsonpath='{.status.completionTime}' --timeout=1h", "wait echorestore/NAME --for=jsonpath={.status.completionTime} --timeout=DURATION"},
+		{"kubectl wait --for=condition=Ready echo/NAME", "wait echo/NAME --for=condition=Ready"},
+		{"kubectl events -n NAMESPACE --for echo/NAME", "events --for=echo/NAME"},
+		{"kubectl create namespace prod-recovered", "create namespace NAME"},
+		{"kubectl -n prod create -f -", "create --filename=-"},
+		{"kubectl apply -n team-a -f config/samples/echo.yaml", "apply --filename=FILE"},
+		{"kubectl describe job <restore>-restore", "describe job NAME"},
+		{"kubectl explain echo.spec.persistence", "explain echo.spec.persistence"},
+		{"kubectl logs -n echo-operator-system deploy/echo-operator-controller-manager -f", "logs deploy/NAME --follow"},
+		{"kubectl exec -it POD -- sh", "exec NAME sh --stdin --tty"},
+		{"kubectl annotate echo x echo.dev/pause-reconcile=true", "annotate echo NAME echo.dev/pause-reconcile=true"},
+		{"kubectl get echo -w --all-namespaces=true", "get echo --all-namespaces --watch"},
+		{"kubectl rollout status deployment/x", "rollout status deployment/NAME"},
+	} {
+		words := kubectlWords(tc.line)
+		if len(words) != 1 {
+			t.Errorf("%q: %d commands, want 1", tc.line, len(words))
+			continue
+		}
+		got, ok := canonicalKubectl(words[0])
+		if !ok || got.String() != tc.want {
+			t.Errorf("%q: canonical %q (%v), want %q", tc.line, got, ok, tc.want)
+		}
+	}
+	if _, ok := canonicalKubectl([]string{"--kubeconfig", "x"}); ok {
+		t.Error("a command without a verb was accepted")
+	}
+}
+
+func TestKubectlWords(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want []string
+	}{
+		{"kubectl get ec", []string{"get ec"}},
+		{"KUBECONFIG=x kubectl get ec | grep a && kubectl get all; echo kubectl get no", []string{"get ec", "get all"}},
+		{"kubectl get echorestores          # or kubectl get ecr", []string{"get echorestores", "get ecr"}},
+		{"kubectl delete csv x -n y   # if you made it", []string{"delete csv x -n y"}},
+		{"kubectl get echo 2>&1 >out.txt", []string{"get echo"}},
+		{"alias kubectl=$PWD/bin/kubectl", nil},
+		{"bin/kubectl get ec", nil},
+		{"echo 'kubectl get ec'", nil},
+	} {
+		var got []string
+		for _, w := range kubectlWords(tc.line) {
+			got = append(got, strings.Join(w, " "))
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("kubectlWords(%q) = %q, want %q", tc.line, got, tc.want)
+		}
+	}
+}
+
+const kubectlSampleDoc = "# Title\n" + // 1
+	"\n" + // 2
+	"Run `kubectl get echoes`, then `kubectl describe\n" + // 3
+	"echo NAME`; `kubectl` alone and `-o wide` are no commands.\n" + // 4
+	"\n" + // 5
+	"| Step | Command |\n" + // 6
+	"|------|---------|\n" + // 7
+	"| one | `kubectl get ec` |\n" + // 8
+	"\n" + // 9
+	"```sh\n" + // 10
+	"export KUBECONFIG=x\n" + // 11
+	"kubectl delete crd a b \\\n" + // 12
+	"  c\n" + // 13
+	"aws s3 cp x - |\n" + // 14
+	"  jq '.a | {b,\n" + // 15
+	"     c}' |\n" + // 16
+	"  kubectl create -f -\n" + // 17
+	"```\n" + // 18
+	"\n" + // 19
+	"```console\n" + // 20
+	"$ kubectl get echobackups\n" + // 21
+	"NAME    kubectl get nothing\n" + // 22
+	"```\n" + // 23
+	"\n" + // 24
+	"```yaml\n" + // 25
+	"command: kubectl get nothing\n" + // 26
+	"```\n" + // 27
+	"\n" + // 28
+	"```\n" + // 29
+	"  kubectl apply -f echo.yaml\n" + // 30
+	"the operator's |\n" + // 31
+	"kubectl get pods\n" + // 32
+	"```\n" + // 33
+	"\n" + // 34
+	"- A list item:\n" + // 35
+	"\n" + // 36
+	"  ```sh\n" + // 37
+	"  kubectl delete pod POD -n NAMESPACE\n" + // 38
+	"  ```\n" // 39
+
+func TestKubectlInMarkdown(t *testing.T) {
+	var got []string
+	for _, d := range kubectlInMarkdown("doc.md", kubectlSampleDoc) {
+		got = append(got, fmt.Sprintf("%d: %s", d.line, d.cmd))
+	}
+	want := []string{
+		"3: get echoes",
+		"3: describe echo NAME",
+		"8: get ec",
+		"12: delete crd NAME...",
+		"14: create --filename=-",
+		"21: get echobackups",
+		"30: apply --filename=FILE",
+		"32: get pods",
+		"38: delete pod NAME",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("kubectlInMarkdown =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestCheckKubectl(t *testing.T) {
+	cmd := func(line string) kubectlCmd {
+		t.Helper()
+		words := kubectlWords(line)
+		c, ok := canonicalKubectl(words[0])
+		if !ok {
+			t.Fatalf("%q names no verb", line)
+		}
+		return c
+	}
+	doc := func(line string, n int) docKubectl {
+		return docKubectl{file: "docs/x.md", line: n, text: line, cmd: cmd(line)}
+	}
+	tested := []testedCmd{
+		{pos: "test/e2e/k_test.go:10", cmd: cmd("kubectl get echo ECHO")},
+		{pos: "test/e2e/k_test.go:11", cmd: cmd("kubectl wait echorestore/R --for=condition=Complete --timeout=1m")},
+		{pos: "test/e2e/k_test.go:12", cmd: cmd("kubectl delete secret SECRET")},
+	}
+	olm := kubectlExclusion{resources: []string{"csv", "subscription"}, why: "OLM"}
+	logs := kubectlExclusion{verbs: []string{"logs"}, why: "no containers"}
+	crd := kubectlExclusion{command: "kubectl delete crd a b", why: "shared"}
+	for _, tc := range []struct {
+		name       string
+		docs       []docKubectl
+		exclusions []kubectlExclusion
+		want       []string
+	}{
+		{
+			name: "covered, fragments too",
+			docs: []docKubectl{doc("kubectl get echo echo-sample -n prod", 1), doc("kubectl wait --for=condition=Complete", 2),
+				doc("kubectl delete", 3), doc("kubectl get", 4)},
+		},
+		{
+			name: "a command no test runs",
+			docs: []docKubectl{doc("kubectl get echo -o wide", 7)},
+			want: []string{`docs/x.md:7: kubectl get echo -o wide: no test runs this command (canonical form ` + "`get echo --output=wide`" +
+				`); run it in a test of test/e2e, declared as documented("get", "echo", "--output=wide")`},
+		},
+		{
+			name: "a fragment whose flags no test has",
+			docs: []docKubectl{doc("kubectl wait --for=delete", 2)},
+			want: []string{"docs/x.md:2: kubectl wait --for=delete: no test runs this command"},
+		},
+		{
+			name:       "excluded by resource, verb and command",
+			docs:       []docKubectl{doc("kubectl get subscription,csv -n olm", 1), doc("kubectl logs POD", 2), doc("kubectl delete crd x y z", 3), doc("kubectl delete", 4)},
+			exclusions: []kubectlExclusion{olm, logs, crd},
+		},
+		{
+			name:       "an exclusion that matches nothing, or a command a test runs",
+			docs:       []docKubectl{doc("kubectl delete secret NAME", 5), doc("kubectl delete", 6)},
+			exclusions: []kubectlExclusion{olm, {command: "kubectl delete secret x", why: "no"}, {verbs: []string{"delete"}, why: "no"}},
+			want: []string{
+				`docs/x.md:5: kubectl delete secret NAME: test/e2e/k_test.go:12 runs this command (` + "`delete secret NAME`" + `); remove the exclusion "kubectl delete secret x"`,
+				`the exclusion "the commands on csv, subscription" matches no kubectl command`,
+				`the exclusion "kubectl delete" matches no kubectl command of README.md or docs/ that no test runs`,
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			expectProblems(t, checkKubectl(tc.docs, tested, tc.exclusions), tc.want)
+		})
+	}
+}
+
+func TestTestedKubectl(t *testing.T) {
+	fsys := fstest.MapFS{
+		"test/e2e/a_test.go": {Data: []byte(`package e2e
+
+func TestA(t *testing.T) {
+	d.run(g, documented("get", "echo", "ECHO", "-o", ` + "`yaml`" + `))
+	documented("patch", "echo", "ECHO", "-p", name)
+	documented()
+}
+`)},
+		"test/e2e/helper.go": {Data: []byte("package e2e\n\nvar _ = documented(\"not\", \"read\")\n")},
+	}
+	tested, problems := testedKubectl(fsys)
+	if len(tested) != 1 || tested[0].cmd.String() != "get echo NAME --output=yaml" || tested[0].pos != "test/e2e/a_test.go:4" {
+		t.Errorf("testedKubectl = %+v", tested)
+	}
+	expectProblems(t, problems, []string{
+		"test/e2e/a_test.go:5: documented takes string literals only",
+		"test/e2e/a_test.go:6: documented() names no kubectl verb",
+	})
+}
