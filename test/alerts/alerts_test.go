@@ -6,18 +6,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/echo-operator/echo-operator/internal/testutil/reporoot"
 )
 
 // The files under test, relative to the repository root.
 const (
-	modulePath = "github.com/echo-operator/echo-operator"
-
 	ruleFile     = "config/prometheus/prometheusrule.yaml"
 	unitTestFile = "config/prometheus/tests/alerts_test.yaml"
 	runbookDir   = "docs/runbooks"
@@ -47,7 +46,7 @@ var requiredAnnotations = []string{"summary", "description", "runbook_url"}
 func TestRulesPassPromtoolCheck(t *testing.T) {
 	promtool := needPromtool(t)
 	dir := t.TempDir()
-	writeRules(t, loadRule(t, repoRoot(t)), filepath.Join(dir, extractedRules))
+	writeRules(t, loadRule(t, reporoot.Must(t)), filepath.Join(dir, extractedRules))
 
 	out, err := run(dir, promtool, "check", "rules", "--lint=all", "--lint-fatal", extractedRules)
 	if err != nil {
@@ -60,7 +59,7 @@ func TestRulesPassPromtoolCheck(t *testing.T) {
 // of the alerts, against the rule groups of the PrometheusRule.
 func TestAlertsPassTheirUnitTests(t *testing.T) {
 	promtool := needPromtool(t)
-	root := repoRoot(t)
+	root := reporoot.Must(t)
 	dir := t.TempDir()
 	writeRules(t, loadRule(t, root), filepath.Join(dir, extractedRules))
 	tests, err := os.ReadFile(filepath.Join(root, unitTestFile))
@@ -85,7 +84,7 @@ func TestAlertsPassTheirUnitTests(t *testing.T) {
 // not linked from docs/runbooks/README.md, and when a runbook names no
 // alert.
 func TestEveryAlertHasItsLabelsAndRunbook(t *testing.T) {
-	root := repoRoot(t)
+	root := reporoot.Must(t)
 	alerts := alertRules(t, loadRule(t, root))
 	index, err := os.ReadFile(filepath.Join(root, runbookIndex))
 	if err != nil {
@@ -132,7 +131,7 @@ func TestEveryAlertHasItsLabelsAndRunbook(t *testing.T) {
 // names an alert the PrometheusRule does not have, or when the unit tests
 // do not load the extracted rule groups.
 func TestEveryAlertIsUnitTested(t *testing.T) {
-	root := repoRoot(t)
+	root := reporoot.Must(t)
 	alerts := alertRules(t, loadRule(t, root))
 
 	src, err := os.ReadFile(filepath.Join(root, unitTestFile))
@@ -311,22 +310,4 @@ func run(dir, name string, args ...string) (string, error) {
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
 	return out.String(), err
-}
-
-// repoRoot is the root of the repository: two levels above this package,
-// the directory `go test` runs it in. It must hold the module's go.mod.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gomod, err := os.ReadFile(filepath.Join(root, "go.mod"))
-	if err != nil {
-		t.Fatalf("finding the repository root: %v", err)
-	}
-	if !regexp.MustCompile(`(?m)^module\s+` + regexp.QuoteMeta(modulePath) + `\s*$`).Match(gomod) {
-		t.Fatalf("%s/go.mod is not the go.mod of %s", root, modulePath)
-	}
-	return root
 }

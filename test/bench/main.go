@@ -48,6 +48,7 @@ import (
 
 	"github.com/echo-operator/echo-operator/internal/simcluster"
 	"github.com/echo-operator/echo-operator/internal/testutil/managerbin"
+	"github.com/echo-operator/echo-operator/internal/testutil/reporoot"
 )
 
 const (
@@ -57,8 +58,6 @@ const (
 	helmOperatorVersion = "v0.9.1"
 	// clientWorkers is the parallelism of the benchmark's creates and patches.
 	clientWorkers = 32
-	// modulePath identifies the repository root.
-	modulePath = "github.com/echo-operator/echo-operator"
 )
 
 // options are the command-line flags.
@@ -222,7 +221,7 @@ func parseSystems(s string) ([]string, error) {
 // setUp finds the binaries, builds the manager and writes the files the
 // runs share into a new work directory.
 func setUp(ctx context.Context, opts options) (*environment, error) {
-	root, err := findRepoRoot()
+	root, err := reporoot.Find()
 	if err != nil {
 		return nil, err
 	}
@@ -256,25 +255,6 @@ func setUp(ctx context.Context, opts options) (*environment, error) {
 		}
 	}
 	return env, nil
-}
-
-// findRepoRoot walks up from the working directory to the go.mod of this
-// module.
-func findRepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && strings.HasPrefix(string(b), "module "+modulePath+"\n") {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("run from the echo-operator repository: no go.mod of %s at or above the working directory", modulePath)
-		}
-		dir = parent
-	}
 }
 
 // locateHelmOperator returns $HELM_OPERATOR, or the path that

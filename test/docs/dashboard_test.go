@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/echo-operator/echo-operator/internal/testutil/reporoot"
 )
 
 // The Grafana dashboard and the metric reference it is checked against,
@@ -41,7 +43,7 @@ var grafanaVariables = []string{"__rate_interval", "__interval", "__interval_ms"
 // when a query of a panel or variable reads a metric that no table of
 // docs/metrics.md lists, or a variable that is not defined.
 func TestDashboardUsesDocumentedMetrics(t *testing.T) {
-	fsys := os.DirFS(repoRoot(t))
+	fsys := os.DirFS(reporoot.Must(t))
 
 	doc, err := fs.ReadFile(fsys, metricsDoc)
 	if err != nil {
@@ -103,20 +105,7 @@ func allTables(doc string) []mdTable {
 			lines = append(lines, mdLine{n: i + 1, text: text})
 		}
 	}
-	var tables []mdTable
-	for i := 0; i+1 < len(lines); i++ {
-		if !isTableLine(lines[i].text) || !isDelimiterRow(lines[i+1].text) {
-			continue
-		}
-		t := mdTable{header: splitRow(lines[i].text)}
-		j := i + 2
-		for ; j < len(lines) && isTableLine(lines[j].text); j++ {
-			t.rows = append(t.rows, mdRow{line: lines[j].n, cells: splitRow(lines[j].text)})
-		}
-		tables = append(tables, t)
-		i = j - 1
-	}
-	return tables
+	return pipeTables(lines)
 }
 
 // documented reports whether a query may read the series name: a metric of

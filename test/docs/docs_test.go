@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -17,13 +16,13 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/echo-operator/echo-operator/internal/testutil/reporoot"
 )
 
 // The documents and the tables they must hold, relative to the repository
 // root.
 const (
-	modulePath = "github.com/echo-operator/echo-operator"
-
 	developmentDoc = "docs/development.md"
 	layoutHeading  = "Layout"
 	layoutPathCol  = "Path"
@@ -44,7 +43,7 @@ const (
 // docs/development.md, or when a row of that table names a path that does
 // not exist.
 func TestLayoutTableListsEveryGoPackageDirectory(t *testing.T) {
-	root := repoRoot(t)
+	root := reporoot.Must(t)
 	fsys := os.DirFS(root)
 
 	pkgs, err := goPackageDirs(fsys)
@@ -75,7 +74,7 @@ func TestLayoutTableListsEveryGoPackageDirectory(t *testing.T) {
 // docs/architecture.md, or when the table lists one the role does not
 // grant.
 func TestRBACTableCoversTheManagerRole(t *testing.T) {
-	fsys := os.DirFS(repoRoot(t))
+	fsys := os.DirFS(reporoot.Must(t))
 
 	role, err := fs.ReadFile(fsys, roleFile)
 	if err != nil {
@@ -94,24 +93,6 @@ func TestRBACTableCoversTheManagerRole(t *testing.T) {
 	for _, p := range problems {
 		t.Error(p)
 	}
-}
-
-// repoRoot is the root of the repository: two levels above this package,
-// the directory `go test` runs it in. It must hold the module's go.mod.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gomod, err := os.ReadFile(filepath.Join(root, "go.mod"))
-	if err != nil {
-		t.Fatalf("finding the repository root: %v", err)
-	}
-	if !regexp.MustCompile(`(?m)^module\s+` + regexp.QuoteMeta(modulePath) + `\s*$`).Match(gomod) {
-		t.Fatalf("%s/go.mod is not the go.mod of %s", root, modulePath)
-	}
-	return root
 }
 
 // --- Go package directories
@@ -279,6 +260,17 @@ func section(doc, heading string) ([]mdLine, error) {
 // findTable returns the first pipe table of lines whose header has a cell
 // named after each of columns.
 func findTable(lines []mdLine, columns ...string) (mdTable, error) {
+	for _, t := range pipeTables(lines) {
+		if hasColumns(t.header, columns) {
+			return t, nil
+		}
+	}
+	return mdTable{}, fmt.Errorf("no table with the columns %s", strings.Join(columns, " | "))
+}
+
+// pipeTables returns the pipe tables of lines, in order.
+func pipeTables(lines []mdLine) []mdTable {
+	var tables []mdTable
 	for i := 0; i+1 < len(lines); i++ {
 		if !isTableLine(lines[i].text) || !isDelimiterRow(lines[i+1].text) {
 			continue
@@ -288,12 +280,10 @@ func findTable(lines []mdLine, columns ...string) (mdTable, error) {
 		for ; j < len(lines) && isTableLine(lines[j].text); j++ {
 			t.rows = append(t.rows, mdRow{line: lines[j].n, cells: splitRow(lines[j].text)})
 		}
-		if hasColumns(t.header, columns) {
-			return t, nil
-		}
+		tables = append(tables, t)
 		i = j - 1
 	}
-	return mdTable{}, fmt.Errorf("no table with the columns %s", strings.Join(columns, " | "))
+	return tables
 }
 
 func hasColumns(header, columns []string) bool {

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+
+	"github.com/echo-operator/echo-operator/internal/testutil/reporoot"
 )
 
 // What the kubectl check reads, relative to the repository root.
@@ -85,7 +87,7 @@ var kubectlExclusions = []kubectlExclusion{
 // flags sorted, with the values that are the reader's own (names, files,
 // patches, counts, durations, the namespace) replaced.
 func TestDocumentedKubectlCommandsAreRun(t *testing.T) {
-	fsys := os.DirFS(repoRoot(t))
+	fsys := os.DirFS(reporoot.Must(t))
 	inDocs, problems := documentedKubectl(fsys)
 	tested, p := testedKubectl(fsys)
 	problems = append(problems, p...)
