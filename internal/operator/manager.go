@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -39,8 +41,12 @@ import (
 
 // Options configure the manager.
 type Options struct {
-	MetricsAddr      string
-	MetricsSecure    bool
+	MetricsAddr   string
+	MetricsSecure bool
+	// MetricsCertDir holds the metrics endpoint's certificate (tls.crt,
+	// tls.key), reloaded when it changes; empty, the endpoint serves a
+	// self-signed certificate made at start.
+	MetricsCertDir   string
 	ProbeAddr        string
 	PprofAddr        string
 	LeaderElect      bool
@@ -123,11 +129,15 @@ func newManager(cfg *rest.Config, scheme *runtime.Scheme, broadcaster *events.Br
 	if err != nil {
 		return nil, err
 	}
+	metricsServer, err := metricsOptions(o)
+	if err != nil {
+		return nil, err
+	}
 	undecodable := decodeguard.NewReporter(ctrl.Log.WithName("decodeguard"))
 	undecodable.SetRecorder(recorder)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                              scheme,
-		Metrics:                             metricsOptions(o),
+		Metrics:                             metricsServer,
 		HealthProbeBindAddress:              o.ProbeAddr,
 		PprofBindAddress:                    o.PprofAddr,
 		LeaderElection:                      o.LeaderElect,
@@ -278,16 +288,35 @@ func cacheOptions(namespaces []string, signer *releasetrust.Signer) cache.Option
 	return opts
 }
 
-func metricsOptions(o Options) metricsserver.Options {
+func metricsOptions(o Options) (metricsserver.Options, error) {
 	m := metricsserver.Options{BindAddress: o.MetricsAddr, SecureServing: o.MetricsSecure}
-	if o.MetricsSecure {
-		m.FilterProvider = filters.WithAuthenticationAndAuthorization
-		// HTTP/2 is off: it is exposed to the rapid-reset and stream
-		// cancellation attacks.
-		m.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
+	if !o.MetricsSecure {
+		return m, nil
 	}
-	return m
+	m.FilterProvider = filters.WithAuthenticationAndAuthorization
+	// HTTP/2 is off: it is exposed to the rapid-reset and stream
+	// cancellation attacks.
+	m.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
+	if o.MetricsCertDir != "" {
+		// controller-runtime falls back to a self-signed certificate when
+		// the files are missing: a certificate asked for and not found is
+		// an error instead.
+		for _, name := range []string{metricsCertName, metricsKeyName} {
+			if _, err := os.Stat(filepath.Join(o.MetricsCertDir, name)); err != nil {
+				return m, fmt.Errorf("--metrics-cert-dir: the metrics certificate needs %s: %w", name, err)
+			}
+		}
+		m.CertDir, m.CertName, m.KeyName = o.MetricsCertDir, metricsCertName, metricsKeyName
+	}
+	return m, nil
 }
+
+// The files of the metrics certificate in MetricsCertDir, as a
+// kubernetes.io/tls Secret mounted there holds them.
+const (
+	metricsCertName = "tls.crt"
+	metricsKeyName  = "tls.key"
+)
 
 // durationOrNil leaves a zero duration to the manager's default.
 func durationOrNil(d time.Duration) *time.Duration {

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/echo-operator/echo-operator/internal/chart"
 	"github.com/echo-operator/echo-operator/internal/releasetrust"
+	"github.com/echo-operator/echo-operator/internal/testutil/testcerts"
 )
 
 func TestCacheOptions(t *testing.T) {
@@ -52,4 +54,43 @@ func testSigner(t *testing.T) *releasetrust.Signer {
 		t.Fatal(err)
 	}
 	return s
+}
+
+func TestMetricsOptions(t *testing.T) {
+	certDir := t.TempDir()
+	if _, err := testcerts.Write(certDir, metricsCertName, metricsKeyName); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name        string
+		o           Options
+		wantCertDir string
+		wantErr     string
+	}{
+		{name: "plain HTTP", o: Options{MetricsAddr: ":8080"}},
+		{name: "a self-signed certificate", o: Options{MetricsAddr: ":8443", MetricsSecure: true}},
+		{name: "the certificate of a directory", o: Options{MetricsAddr: ":8443", MetricsSecure: true, MetricsCertDir: certDir}, wantCertDir: certDir},
+		{name: "a directory without the certificate", o: Options{MetricsAddr: ":8443", MetricsSecure: true, MetricsCertDir: t.TempDir()},
+			wantErr: "--metrics-cert-dir: the metrics certificate needs tls.crt"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := metricsOptions(tc.o)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one saying %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.SecureServing != tc.o.MetricsSecure || (m.FilterProvider != nil) != tc.o.MetricsSecure {
+				t.Errorf("secure serving %v with authorization %v, want both %v", m.SecureServing, m.FilterProvider != nil, tc.o.MetricsSecure)
+			}
+			if m.CertDir != tc.wantCertDir {
+				t.Errorf("CertDir %q, want %q", m.CertDir, tc.wantCertDir)
+			}
+		})
+	}
 }

@@ -31,7 +31,8 @@ import (
 )
 
 // A real Prometheus scrapes the real manager, as the ServiceMonitor of
-// config/prometheus has it do (HTTPS, a ServiceAccount's token authorized
+// config/prometheus has it do with its TLS patch (HTTPS verified against
+// the CA of the manager's certificate, a ServiceAccount's token authorized
 // by the metrics-reader ClusterRole), and evaluates the alerts of
 // config/prometheus/prometheusrule.yaml.
 
@@ -243,9 +244,9 @@ func startPrometheus(t *testing.T) *promserver.Server {
 		return fmt.Sprintf(`
 - job_name: %s
   scheme: https
-  tls_config: {insecure_skip_verify: true}
+  tls_config: {ca_file: %s}
   authorization: {credentials_file: %s}
-  static_configs: [{targets: ["%s"]}]`, job, tokenFile, op.metricsAddr)
+  static_configs: [{targets: ["%s"]}]`, job, op.metricsCA, tokenFile, op.metricsAddr)
 	}
 	return promserver.Start(t, dir, `
 global: {scrape_interval: 1s, evaluation_interval: 1s}

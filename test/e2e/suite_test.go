@@ -23,6 +23,7 @@ import (
 
 	"github.com/echo-operator/echo-operator/internal/simcluster"
 	"github.com/echo-operator/echo-operator/internal/testutil/simsuite"
+	"github.com/echo-operator/echo-operator/internal/testutil/testcerts"
 )
 
 const (
@@ -68,8 +69,15 @@ func runSuite(m *testing.M) int {
 	if err != nil {
 		return fail(err)
 	}
+	// The metrics endpoint serves a certificate of a CA the tests trust, as
+	// one cert-manager issues would be served (--metrics-cert-dir).
+	metricsCertDir := filepath.Join(env.WorkDir, "metrics-certs")
+	metricsCA, err := testcerts.Write(metricsCertDir, "tls.crt", "tls.key")
+	if err != nil {
+		return fail(err)
+	}
 	op = &operatorProcess{binary: env.Manager, kubeconfig: cluster.KubeconfigPath(), logPath: filepath.Join(env.WorkDir, "manager.log"),
-		metricsAddr: metricsAddr}
+		metricsAddr: metricsAddr, metricsCertDir: metricsCertDir, metricsCA: metricsCA}
 	if err := op.start(); err != nil {
 		return fail(err)
 	}
@@ -107,10 +115,11 @@ func fail(err error) int {
 type operatorProcess struct {
 	binary, kubeconfig, logPath string
 	// metricsAddr is where the manager serves its metrics: HTTPS,
-	// authenticated and authorized by the API server, as deployed.
-	metricsAddr string
-	cmd         *exec.Cmd
-	log         *os.File
+	// authenticated and authorized by the API server, as deployed, with
+	// the certificate of metricsCertDir, which metricsCA issued.
+	metricsAddr, metricsCertDir, metricsCA string
+	cmd                                    *exec.Cmd
+	log                                    *os.File
 }
 
 func (p *operatorProcess) start() error {
@@ -127,6 +136,7 @@ func (p *operatorProcess) start() error {
 		"--leader-elect-retry-period=500ms",
 		"--health-probe-bind-address=0",
 		"--metrics-bind-address="+p.metricsAddr,
+		"--metrics-cert-dir="+p.metricsCertDir,
 	)
 	cmd.Dir = repoRoot
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+p.kubeconfig, "RELATED_IMAGE_ECHO="+echoImage, "WATCH_NAMESPACE=")

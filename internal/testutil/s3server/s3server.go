@@ -27,6 +27,8 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/echo-operator/echo-operator/internal/testutil/testcerts"
 )
 
 // EnvBinary names the environment variable holding the server's path.
@@ -128,7 +130,12 @@ func start(tb testing.TB, bin string, useTLS bool) (*Server, error) {
 		"--console-address", "127.0.0.1:" + strconv.Itoa(consolePort)}
 	if useTLS {
 		certs := filepath.Join(dir, "certs")
-		s.CAFile = writeCertificates(tb, certs)
+		// MinIO's layout: public.crt and private.key.
+		caFile, err := testcerts.Write(certs, "public.crt", "private.key")
+		if err != nil {
+			tb.Fatalf("writing the S3 server's certificates: %v", err)
+		}
+		s.CAFile = caFile
 		s.Endpoint = "https://127.0.0.1:" + strconv.Itoa(apiPort)
 		s.args = append(s.args, "--certs-dir", certs)
 	}

@@ -1,4 +1,6 @@
-package s3server
+// Package testcerts makes a certificate authority and a server certificate
+// for 127.0.0.1 signed by it, for tests of servers that must be verified.
+package testcerts
 
 import (
 	"crypto/ecdsa"
@@ -11,21 +13,19 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"testing"
 	"time"
 )
 
-// writeCertificates creates a CA and a server certificate for 127.0.0.1
-// signed by it, writes the server's pair as dir/public.crt and
-// dir/private.key (MinIO's layout) and returns the CA's PEM file.
-func writeCertificates(tb testing.TB, dir string) string {
-	tb.Helper()
+// Write creates a CA and a server certificate for 127.0.0.1 signed by it,
+// writes the server's pair as dir/certName and dir/keyName (PEM) and
+// returns the path of the CA's PEM file, written beside dir.
+func Write(dir, certName, keyName string) (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		tb.Fatal(err)
+		return "", err
 	}
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		tb.Fatal(err)
+		return "", err
 	}
 	now := time.Now()
 	ca := &x509.Certificate{
@@ -39,11 +39,11 @@ func writeCertificates(tb testing.TB, dir string) string {
 	}
 	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
 	if err != nil {
-		tb.Fatal(err)
+		return "", err
 	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		tb.Fatal(err)
+		return "", err
 	}
 	leaf := &x509.Certificate{
 		SerialNumber: big.NewInt(2),
@@ -56,22 +56,24 @@ func writeCertificates(tb testing.TB, dir string) string {
 	}
 	leafDER, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
 	if err != nil {
-		tb.Fatal(err)
+		return "", err
 	}
 	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
-		tb.Fatal(err)
+		return "", err
 	}
-	writePEM(tb, filepath.Join(dir, "public.crt"), "CERTIFICATE", leafDER)
-	writePEM(tb, filepath.Join(dir, "private.key"), "PRIVATE KEY", keyDER)
 	caFile := filepath.Join(filepath.Dir(dir), "ca.crt")
-	writePEM(tb, caFile, "CERTIFICATE", caDER)
-	return caFile
-}
-
-func writePEM(tb testing.TB, name, typ string, der []byte) {
-	tb.Helper()
-	if err := os.WriteFile(name, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		tb.Fatal(err)
+	for _, f := range []struct {
+		path, typ string
+		der       []byte
+	}{
+		{filepath.Join(dir, certName), "CERTIFICATE", leafDER},
+		{filepath.Join(dir, keyName), "PRIVATE KEY", keyDER},
+		{caFile, "CERTIFICATE", caDER},
+	} {
+		if err := os.WriteFile(f.path, pem.EncodeToMemory(&pem.Block{Type: f.typ, Bytes: f.der}), 0o600); err != nil {
+			return "", err
+		}
 	}
+	return caFile, nil
 }
