@@ -50,6 +50,19 @@
 // serviceaccount controller has created the namespace's "default" account
 // (within milliseconds); workload controllers simply retry.
 //
+// # Aggregation layer
+//
+// kube-apiserver serves the aggregation layer as under kubeadm: it has a
+// front-proxy CA and client certificate (FrontProxyClientName) of its own
+// and the --requestheader-* and --proxy-client-* flags, and publishes the
+// CA and header names in kube-system/extension-apiserver-authentication.
+// --enable-aggregator-routing is off, so an APIService may point at an
+// ExternalName Service whose externalName is 127.0.0.1: the aggregator
+// then dials 127.0.0.1 at the APIService's port, where an extension server
+// running out of the cluster listens. (Endpoints and EndpointSlices may
+// not hold a loopback address.) The server's certificate must be valid
+// for <service>.<namespace>.svc.
+//
 // # Volumes
 //
 // Without Options.DefaultStorageClass there is no StorageClass and no

@@ -38,6 +38,7 @@ const (
 	KwokVolumeProvisioner = "kwok.x-k8s.io/volume"
 
 	contextName       = "simcluster"
+	adminUser         = "simcluster-admin"
 	defaultStartLimit = 3 * time.Minute
 	childStopTimeout  = 10 * time.Second
 	envtestTimeout    = 60 * time.Second
@@ -424,13 +425,16 @@ func (c *Cluster) startControlPlane() error {
 	// On SIGTERM, drain the requests in flight, then give open watches 2s
 	// instead of the 60s request timeout: StopComponent stays quick.
 	api.Configure().Set("shutdown-send-retry-after", "true")
+	if err := configureAggregation(api, api.CertDir); err != nil {
+		return fmt.Errorf("front-proxy certificates: %w", err)
+	}
 
 	c.cp = &envtest.ControlPlane{Etcd: etcd, APIServer: api, KubectlPath: c.opts.Kubectl}
 	if err := c.cp.Start(); err != nil {
 		return fmt.Errorf("starting etcd and kube-apiserver: %w (logs in %s)", err, c.workDir)
 	}
 
-	admin, err := c.cp.AddUser(envtest.User{Name: "simcluster-admin", Groups: []string{"system:masters"}},
+	admin, err := c.cp.AddUser(envtest.User{Name: adminUser, Groups: []string{"system:masters"}},
 		&rest.Config{QPS: 1000, Burst: 2000})
 	if err != nil {
 		return fmt.Errorf("provisioning admin user: %w", err)
