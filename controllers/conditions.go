@@ -40,10 +40,22 @@ func ptrTime(t time.Time) *metav1.Time {
 // patchStatusIfChanged writes obj's status, as a merge patch from orig,
 // when it differs from orig's: an unchanged object is never written.
 func patchStatusIfChanged(ctx context.Context, c client.Client, kind string, orig, obj client.Object, origStatus, status any) error {
+	return patchStatus(ctx, c, kind, client.MergeFrom(orig), obj, origStatus, status)
+}
+
+// patchFinalStatus is patchStatusIfChanged for the write that ends an
+// operation: it is refused (Conflict, and the reconcile runs again) when
+// obj changed since it was read, so that an end decided on a stale copy is
+// never written, nor counted, twice.
+func patchFinalStatus(ctx context.Context, c client.Client, kind string, orig, obj client.Object, origStatus, status any) error {
+	return patchStatus(ctx, c, kind, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}), obj, origStatus, status)
+}
+
+func patchStatus(ctx context.Context, c client.Client, kind string, patch client.Patch, obj client.Object, origStatus, status any) error {
 	if equalJSON(origStatus, status) {
 		return nil
 	}
-	if err := c.Status().Patch(ctx, obj, client.MergeFrom(orig)); err != nil {
+	if err := c.Status().Patch(ctx, obj, patch); err != nil {
 		return fmt.Errorf("patching the status of %s %s: %w", kind, obj.GetName(), err)
 	}
 	return nil

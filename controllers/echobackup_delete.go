@@ -149,12 +149,12 @@ func (r *EchoBackupReconciler) retryDeleteJob(ctx context.Context, b *echov1alph
 	if wait := retryWait(jobFinishTime(job), r.Clock.Now()); wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
-	if err := removeJob(ctx, r.Client, job); err != nil {
-		return ctrl.Result{}, err
+	deleted, err := removeJobOnce(ctx, r.Client, job)
+	if deleted {
+		// Counted once, by the reconcile that removes the failed Job.
+		opmetrics.MoverFailed(opmetrics.MoverDelete, backupFailureReason(out.moverReason()))
 	}
-	// Counted once, as the failed Job goes.
-	opmetrics.MoverFailed(opmetrics.MoverDelete, backupFailureReason(out.moverReason()))
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, err
 }
 
 // retryWait is how long after a failure at failedAt the next attempt waits,

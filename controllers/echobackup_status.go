@@ -51,12 +51,13 @@ func (r *EchoBackupReconciler) fail(b *echov1alpha1.EchoBackup, reason, message 
 // finished once its end is written.
 func (r *EchoBackupReconciler) patchStatus(ctx context.Context, orig, b *echov1alpha1.EchoBackup) error {
 	b.Status.ObservedGeneration = b.Generation
-	if err := patchStatusIfChanged(ctx, r.Client, "EchoBackup", orig, b, orig.Status, b.Status); err != nil {
+	if backupFinished(orig) || !backupFinished(b) {
+		return patchStatusIfChanged(ctx, r.Client, "EchoBackup", orig, b, orig.Status, b.Status)
+	}
+	if err := patchFinalStatus(ctx, r.Client, "EchoBackup", orig, b, orig.Status, b.Status); err != nil {
 		return err
 	}
-	if !backupFinished(orig) && backupFinished(b) {
-		recordBackupFinished(b)
-	}
+	recordBackupFinished(b)
 	return nil
 }
 

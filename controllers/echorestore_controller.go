@@ -312,12 +312,13 @@ func (r *EchoRestoreReconciler) fail(rs *echov1alpha1.EchoRestore, reason, messa
 // finished once its end is written.
 func (r *EchoRestoreReconciler) patchStatus(ctx context.Context, orig, rs *echov1alpha1.EchoRestore) error {
 	rs.Status.ObservedGeneration = rs.Generation
-	if err := patchStatusIfChanged(ctx, r.Client, "EchoRestore", orig, rs, orig.Status, rs.Status); err != nil {
+	if restoreFinished(orig) || !restoreFinished(rs) {
+		return patchStatusIfChanged(ctx, r.Client, "EchoRestore", orig, rs, orig.Status, rs.Status)
+	}
+	if err := patchFinalStatus(ctx, r.Client, "EchoRestore", orig, rs, orig.Status, rs.Status); err != nil {
 		return err
 	}
-	if !restoreFinished(orig) && restoreFinished(rs) {
-		recordRestoreFinished(rs)
-	}
+	recordRestoreFinished(rs)
 	return nil
 }
 

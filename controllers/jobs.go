@@ -50,11 +50,22 @@ func ensureOwnedJob(ctx context.Context, c client.Client, scheme *runtime.Scheme
 // deleting a Job through the API orphans them). The UID precondition
 // spares a newer Job of the same name.
 func removeJob(ctx context.Context, c client.Client, job *batchv1.Job) error {
+	_, err := removeJobOnce(ctx, c, job)
+	return err
+}
+
+// removeJobOnce is removeJob, and says whether this call deleted the Job (not
+// when it was gone already, or was another Job by then).
+func removeJobOnce(ctx context.Context, c client.Client, job *batchv1.Job) (bool, error) {
 	err := c.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: &job.UID})
-	if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
-		return fmt.Errorf("deleting Job %s: %w", job.Name, err)
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+		return false, nil
+	default:
+		return false, fmt.Errorf("deleting Job %s: %w", job.Name, err)
 	}
-	return nil
 }
 
 // removeJobNamed removes the Job of that name, if any and not already on

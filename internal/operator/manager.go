@@ -291,6 +291,9 @@ func cacheOptions(namespaces []string, signer *releasetrust.Signer) cache.Option
 func metricsOptions(o Options) (metricsserver.Options, error) {
 	m := metricsserver.Options{BindAddress: o.MetricsAddr, SecureServing: o.MetricsSecure}
 	if !o.MetricsSecure {
+		if o.MetricsCertDir != "" {
+			return m, errors.New("--metrics-cert-dir serves HTTPS: it needs --metrics-secure")
+		}
 		return m, nil
 	}
 	m.FilterProvider = filters.WithAuthenticationAndAuthorization

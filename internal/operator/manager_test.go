@@ -70,6 +70,8 @@ func TestMetricsOptions(t *testing.T) {
 		{name: "plain HTTP", o: Options{MetricsAddr: ":8080"}},
 		{name: "a self-signed certificate", o: Options{MetricsAddr: ":8443", MetricsSecure: true}},
 		{name: "the certificate of a directory", o: Options{MetricsAddr: ":8443", MetricsSecure: true, MetricsCertDir: certDir}, wantCertDir: certDir},
+		{name: "a certificate for plain HTTP", o: Options{MetricsAddr: ":8080", MetricsCertDir: certDir},
+			wantErr: "it needs --metrics-secure"},
 		{name: "a directory without the certificate", o: Options{MetricsAddr: ":8443", MetricsSecure: true, MetricsCertDir: t.TempDir()},
 			wantErr: "--metrics-cert-dir: the metrics certificate needs tls.crt"},
 	}

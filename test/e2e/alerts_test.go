@@ -145,6 +145,8 @@ func TestAlertsFireAndResolveInPrometheus(t *testing.T) {
 			},
 		}
 		Expect(k8sClient.Create(ctx, sched)).To(Succeed())
+		// Its runs would go on for the rest of the suite, each holding a pod.
+		t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), sched) })
 		labels := map[string]string{"alertname": "EchoBackupScheduleMissed", "namespace": ns, "echo": key.Name}
 		Eventually(func(g Gomega) string { return alertState(g, prom, labels) }, 2*time.Minute+timeout, interval).Should(Equal("firing"))
 
@@ -243,6 +245,7 @@ func startPrometheus(t *testing.T) *promserver.Server {
 	scrape := func(job, tokenFile string) string {
 		return fmt.Sprintf(`
 - job_name: %s
+  honor_labels: true
   scheme: https
   tls_config: {ca_file: %s}
   authorization: {credentials_file: %s}
