@@ -135,16 +135,7 @@ func (p *probeServer) requests() []proxiedRequest {
 // request through kube-apiserver reaches the server with the caller's
 // identity in X-Remote-User, sent over the front-proxy client certificate.
 func TestAggregation(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a simulated cluster: not run in -short mode")
-	}
-	bins, err := LocateBinaries("")
-	if err != nil {
-		if os.Getenv("CI") == "" {
-			t.Skipf("control-plane binaries missing (run `make control-plane`): %v", err)
-		}
-		t.Fatalf("control-plane binaries missing in CI: %v", err)
-	}
+	bins := testBinaries(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	workDir := t.TempDir()

@@ -38,7 +38,10 @@ func restrictedPodSpec(restart corev1.RestartPolicy) corev1.PodSpec {
 	}
 }
 
-func TestCluster(t *testing.T) {
+// testBinaries returns the control-plane binaries, or skips the test in
+// -short mode or when they are missing (fails it under CI).
+func testBinaries(t *testing.T) Binaries {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts a simulated cluster: not run in -short mode")
 	}
@@ -49,6 +52,11 @@ func TestCluster(t *testing.T) {
 		}
 		t.Fatalf("control-plane binaries missing in CI: %v", err)
 	}
+	return bins
+}
+
+func TestCluster(t *testing.T) {
+	bins := testBinaries(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 
@@ -199,16 +207,7 @@ func TestCluster(t *testing.T) {
 // the kubeconfig written at start keeps working, and the cluster still
 // schedules and runs pods afterwards.
 func TestComponentRestart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a simulated cluster: not run in -short mode")
-	}
-	bins, err := LocateBinaries("")
-	if err != nil {
-		if os.Getenv("CI") == "" {
-			t.Skipf("control-plane binaries missing (run `make control-plane`): %v", err)
-		}
-		t.Fatalf("control-plane binaries missing in CI: %v", err)
-	}
+	bins := testBinaries(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	workDir := t.TempDir()
