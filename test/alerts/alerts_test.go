@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/echo-operator/echo-operator/internal/testutil/reporoot"
+	"github.com/echo-operator/echo-operator/internal/testutil/toolbin"
 )
 
 // The files under test, relative to the repository root.
@@ -291,15 +292,7 @@ type alertRuleCase struct {
 // when it is unset (fails it under CI, which must run every test).
 func needPromtool(t *testing.T) string {
 	t.Helper()
-	bin := os.Getenv(envPromtool)
-	if bin == "" {
-		const why = "%s is not set: run the tests through make (make test), which builds promtool and sets it"
-		if os.Getenv("CI") != "" {
-			t.Fatalf(why, envPromtool) // CI must run every test
-		}
-		t.Skipf(why, envPromtool)
-	}
-	return bin
+	return toolbin.Path(t, envPromtool, "promtool")
 }
 
 // run runs a command in dir and returns its combined output.

@@ -19,15 +19,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
-	"github.com/echo-operator/echo-operator/internal/testutil/moverrunner"
 	"github.com/echo-operator/echo-operator/internal/testutil/promserver"
-	"github.com/echo-operator/echo-operator/internal/testutil/s3server"
 )
 
 // A real Prometheus scrapes the real manager, as the ServiceMonitor of
@@ -52,11 +49,8 @@ var alertTimeScale = map[string]string{
 func TestAlertsFireAndResolveInPrometheus(t *testing.T) {
 	RegisterTestingT(t)
 	ctx := context.Background()
-	s3 := s3server.Start(t, "echo-backups")
-	ns := alertsNamespace
-	Expect(createNamespace(ctx, ns, map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})).To(Succeed())
-	Expect(k8sClient.Create(ctx, s3.CredentialsSecret(ns))).To(Succeed())
-	storage := s3.Storage("echo-backups", "alerts")
+	h := newHeldEcho(t, alertsNamespace, "watched", "alerts")
+	ns, key, storage, mover := h.key.Namespace, h.key, h.storage, h.mover
 
 	prom := startPrometheus(t)
 	t.Cleanup(func() {
@@ -75,16 +69,6 @@ func TestAlertsFireAndResolveInPrometheus(t *testing.T) {
 		}, timeout, interval).Should(Succeed())
 	})
 
-	key := types.NamespacedName{Namespace: ns, Name: "watched"}
-	Expect(k8sClient.Create(ctx, &echov1alpha1.Echo{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name},
-		Spec:       echov1alpha1.EchoSpec{Replicas: ptr.To[int32](1), Persistence: &echov1alpha1.PersistenceSpec{Enabled: true}},
-	})).To(Succeed())
-	waitReady(t, key, 1)
-	data := t.TempDir()
-	writeJournal(t, data, 5)
-	mover := &heldMover{runner: &moverrunner.Runner{Binary: op.binary, Client: k8sClient, ClaimDir: moverrunner.OneDir(data), WorkDir: t.TempDir()}}
-
 	t.Run("the operator's work is counted", func(t *testing.T) {
 		RegisterTestingT(t)
 		Eventually(func(g Gomega) {
@@ -97,19 +81,7 @@ func TestAlertsFireAndResolveInPrometheus(t *testing.T) {
 
 	t.Run("a failed backup fires EchoBackupFailed until a newer one completes", func(t *testing.T) {
 		RegisterTestingT(t)
-		refused := s3.CredentialsSecret(ns)
-		refused.Name = "refused-credentials"
-		for k := range refused.StringData {
-			refused.StringData[k] = "not-the-key"
-		}
-		for k := range refused.Data {
-			refused.Data[k] = []byte("not-the-key")
-		}
-		Expect(k8sClient.Create(ctx, refused)).To(Succeed())
-		badStorage := storage.DeepCopy()
-		badStorage.S3.CredentialsSecretRef.Name = refused.Name
-
-		backup(t, mover, ns, "watched-1", key.Name, *badStorage, echov1alpha1.BackupReasonCredentialsError)
+		backup(t, mover, ns, "watched-1", key.Name, h.refusedStorage("refused-credentials"), echov1alpha1.BackupReasonCredentialsError)
 		labels := map[string]string{"alertname": "EchoBackupFailed", "namespace": ns, "echo": key.Name}
 		Eventually(func(g Gomega) string { return alertState(g, prom, labels) }, timeout, interval).Should(Equal("firing"))
 
@@ -175,21 +147,6 @@ func TestAlertsFireAndResolveInPrometheus(t *testing.T) {
 // alertsNamespace holds the objects of the alerts test. Its Job pods are
 // held (see heldJobPodNamespace): the data mover's own exit ends each.
 const alertsNamespace = "e2e-alerts"
-
-// heldMover runs the data mover for the held pod of a Job and ends the pod
-// as the mover ended.
-type heldMover struct{ runner *moverrunner.Runner }
-
-func (m *heldMover) end(t *testing.T, job *batchv1.Job) {
-	t.Helper()
-	endMoverPod(t, job, func(pod *corev1.Pod) podEnd {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		res, err := m.runner.Run(ctx, pod.Namespace, &pod.Spec)
-		Expect(err).NotTo(HaveOccurred(), "%s", res.Output)
-		return podEnd{exitCode: res.ExitCode, message: res.Message}
-	})
-}
 
 // backup creates an EchoBackup, runs its data mover for real and waits for
 // it to end with the reason want.

@@ -91,31 +91,74 @@ func stoppedBySignal() podEnd {
 // stopped (DisruptionTarget) or a retryable failure is retried; the
 // permanent failure the real data mover reports for refused credentials
 // fails the Job at once, with the reason that says what to fix.
+// heldEcho is a persistent, Ready Echo in a namespace whose Job pods are
+// held (see heldJobPodNamespace), with the credentials of a real S3 server
+// and, as its data, a journal a real echo server wrote; mover runs the data
+// mover on that data for its Jobs' pods.
+type heldEcho struct {
+	key     types.NamespacedName
+	s3      *s3server.Server
+	storage echov1alpha1.BackupStorage
+	mover   *heldMover
+}
+
+func newHeldEcho(t *testing.T, ns, name, prefix string) heldEcho {
+	t.Helper()
+	ctx := context.Background()
+	h := heldEcho{key: types.NamespacedName{Namespace: ns, Name: name}, s3: s3server.Start(t, "echo-backups")}
+	Expect(createNamespace(ctx, ns, map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})).To(Succeed())
+	Expect(k8sClient.Create(ctx, h.s3.CredentialsSecret(ns))).To(Succeed())
+	h.storage = h.s3.Storage("echo-backups", prefix)
+	Expect(k8sClient.Create(ctx, &echov1alpha1.Echo{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       echov1alpha1.EchoSpec{Replicas: ptr.To[int32](1), Persistence: &echov1alpha1.PersistenceSpec{Enabled: true}},
+	})).To(Succeed())
+	waitReady(t, h.key, 1)
+	data := t.TempDir()
+	writeJournal(t, data, 5)
+	h.mover = &heldMover{runner: &moverrunner.Runner{Binary: op.binary, Client: k8sClient, ClaimDir: moverrunner.OneDir(data), WorkDir: t.TempDir()}}
+	return h
+}
+
+// refusedStorage is the Echo's storage with credentials S3 refuses: a
+// Secret of name with the wrong secret key.
+func (h heldEcho) refusedStorage(name string) echov1alpha1.BackupStorage {
+	wrong := h.s3.CredentialsSecret(h.key.Namespace)
+	wrong.Name = name
+	wrong.StringData["AWS_SECRET_ACCESS_KEY"] = "not-the-secret-key"
+	Expect(k8sClient.Create(context.Background(), wrong)).To(Succeed())
+	refused := *h.storage.DeepCopy()
+	refused.S3.CredentialsSecretRef.Name = name
+	return refused
+}
+
+// heldMover runs the data mover for the held pod of a Job and ends the pod
+// as the mover ended.
+type heldMover struct{ runner *moverrunner.Runner }
+
+// run runs the data mover as pod's container would, and says how it ended.
+func (m *heldMover) run(pod *corev1.Pod) podEnd {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	res, err := m.runner.Run(ctx, pod.Namespace, &pod.Spec)
+	Expect(err).NotTo(HaveOccurred(), "%s", res.Output)
+	return podEnd{exitCode: res.ExitCode, message: res.Message}
+}
+
+// end runs the data mover for the running pod of job and ends the pod.
+func (m *heldMover) end(t *testing.T, job *batchv1.Job) {
+	t.Helper()
+	endMoverPod(t, job, m.run)
+}
+
 func TestMoverJobPodFailures(t *testing.T) {
 	RegisterTestingT(t)
 	ctx := context.Background()
-	s3 := s3server.Start(t, "echo-backups")
-	ns := heldJobPodNamespace
-	Expect(createNamespace(ctx, ns, map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})).To(Succeed())
-	Expect(k8sClient.Create(ctx, s3.CredentialsSecret(ns))).To(Succeed())
-	storage := s3.Storage("echo-backups", "held")
-	echoKey := types.NamespacedName{Namespace: ns, Name: "journal"}
-	Expect(k8sClient.Create(ctx, &echov1alpha1.Echo{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: echoKey.Name},
-		Spec:       echov1alpha1.EchoSpec{Replicas: ptr.To[int32](1), Persistence: &echov1alpha1.PersistenceSpec{Enabled: true}},
-	})).To(Succeed())
-	waitReady(t, echoKey, 1)
-	data := t.TempDir()
-	writeJournal(t, data, 5)
-	runner := &moverrunner.Runner{Binary: op.binary, Client: k8sClient, ClaimDir: moverrunner.OneDir(data), WorkDir: t.TempDir()}
-	runMover := func(pod *corev1.Pod) podEnd {
-		res, err := runner.Run(ctx, pod.Namespace, &pod.Spec)
-		Expect(err).NotTo(HaveOccurred(), "%s", res.Output)
-		return podEnd{exitCode: res.ExitCode, message: res.Message}
-	}
+	h := newHeldEcho(t, heldJobPodNamespace, "journal", "held")
+	ns, echoKey, runMover := h.key.Namespace, h.key, h.mover.run
 	backup := func(name string, mutate func(*echov1alpha1.EchoBackup)) (types.NamespacedName, *batchv1.Job) {
 		b := &echov1alpha1.EchoBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			Spec: echov1alpha1.EchoBackupSpec{EchoName: echoKey.Name, Storage: storage}}
+			Spec: echov1alpha1.EchoBackupSpec{EchoName: echoKey.Name, Storage: h.storage}}
 		if mutate != nil {
 			mutate(b)
 		}
@@ -156,15 +199,8 @@ func TestMoverJobPodFailures(t *testing.T) {
 
 	t.Run("refused credentials fail at once", func(t *testing.T) {
 		RegisterTestingT(t)
-		wrong := s3.CredentialsSecret(ns)
-		wrong.Name = "wrong-credentials"
-		wrong.StringData["AWS_SECRET_ACCESS_KEY"] = "not-the-secret-key"
-		Expect(k8sClient.Create(ctx, wrong)).To(Succeed())
-		key, job := backup("refused", func(b *echov1alpha1.EchoBackup) {
-			s := *b.Spec.Storage.S3
-			s.CredentialsSecretRef.Name = wrong.Name
-			b.Spec.Storage.S3 = &s
-		})
+		refused := h.refusedStorage("wrong-credentials")
+		key, job := backup("refused", func(b *echov1alpha1.EchoBackup) { b.Spec.Storage = refused })
 		endMoverPod(t, job, func(pod *corev1.Pod) podEnd {
 			e := runMover(pod)
 			Expect(e.exitCode).To(Equal(moverprotocol.ExitPermanent), "the real data mover: %s", e.message)

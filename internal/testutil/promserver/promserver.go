@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/echo-operator/echo-operator/internal/testutil/toolbin"
 )
 
 // EnvBinary names the environment variable holding Prometheus' path.
@@ -43,14 +45,7 @@ type Server struct {
 // PROMETHEUS it skips the test, or fails it under CI.
 func Start(tb testing.TB, dir, config string) *Server {
 	tb.Helper()
-	bin := os.Getenv(EnvBinary)
-	if bin == "" {
-		const why = "%s is not set: run the tests through make (make test), which builds Prometheus and sets it"
-		if os.Getenv("CI") != "" {
-			tb.Fatalf(why, EnvBinary) // CI must run every test
-		}
-		tb.Skipf(why, EnvBinary)
-	}
+	bin := toolbin.Path(tb, EnvBinary, "Prometheus")
 	configPath := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(configPath, []byte(config), 0o600); err != nil {
 		tb.Fatal(err)

@@ -29,6 +29,7 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/echo-operator/echo-operator/internal/testutil/testcerts"
+	"github.com/echo-operator/echo-operator/internal/testutil/toolbin"
 )
 
 // EnvBinary names the environment variable holding the server's path.
@@ -81,14 +82,7 @@ func StartTLS(tb testing.TB, buckets ...string) *Server {
 
 func startServer(tb testing.TB, useTLS bool, buckets []string) *Server {
 	tb.Helper()
-	bin := os.Getenv(EnvBinary)
-	if bin == "" {
-		const why = "%s is not set: run the tests through make (make test), which builds MinIO and sets it"
-		if os.Getenv("CI") != "" {
-			tb.Fatalf(why, EnvBinary) // CI must run every test
-		}
-		tb.Skipf(why, EnvBinary)
-	}
+	bin := toolbin.Path(tb, EnvBinary, "MinIO")
 	var s *Server
 	var err error
 	// A free port can be taken between finding it and the server binding
