@@ -50,7 +50,11 @@ HELM_OPERATOR_VERSION ?= v0.9.1
 # the Go module version of Prometheus 3.x (v0.316.0 is v3.16.0)
 PROMETHEUS_VERSION ?= v0.316.0
 
+# openapi-gen of the kube-openapi version go.mod pins (the live API's OpenAPI)
+KUBE_OPENAPI_VERSION ?= $(shell go list -m -f '{{.Version}}' k8s.io/kube-openapi)
+
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen/$(CONTROLLER_TOOLS_VERSION)/controller-gen
+OPENAPI_GEN ?= $(LOCALBIN)/openapi-gen/$(KUBE_OPENAPI_VERSION)/openapi-gen
 KUSTOMIZE ?= $(LOCALBIN)/kustomize/$(KUSTOMIZE_VERSION)/kustomize
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint/$(GOLANGCI_LINT_VERSION)/golangci-lint
 HELM ?= $(LOCALBIN)/helm/$(HELM_VERSION)/helm
@@ -108,17 +112,21 @@ manifests: controller-gen ## Generate the CRDs and RBAC from the Go types and ma
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd:allowDangerousTypes=false webhook paths="./api/..." paths="./controllers/..." paths="./internal/..." output:crd:artifacts:config=config/crd/bases
 
 .PHONY: generate
-generate: controller-gen ## Generate the DeepCopy methods of the API types.
+generate: controller-gen openapi-gen ## Generate the DeepCopy methods of the API types and the live API's OpenAPI.
 	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
+	$(call live-openapi,api/live/v1alpha1)
 
 .PHONY: verify-generated
 verify-generated: controller-gen ## Fail when generated files are stale against the Go types.
 	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
 	cp -r config api $$tmp/; \
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd webhook paths="./api/..." paths="./controllers/..." paths="./internal/..." output:crd:artifacts:config=$$tmp/config/crd/bases output:rbac:artifacts:config=$$tmp/config/rbac; \
-	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..." output:object:artifacts:config=$$tmp/api/v1alpha1; \
+	for pkg in api/v1alpha1 api/live/v1alpha1; do \
+		$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./$$pkg" output:object:artifacts:config=$$tmp/$$pkg; \
+	done; \
+	$(call live-openapi,$$tmp/api/live/v1alpha1); \
 	diff -r config/crd/bases $$tmp/config/crd/bases && diff config/rbac/role.yaml $$tmp/config/rbac/role.yaml && \
-	diff api/v1alpha1/zz_generated.deepcopy.go $$tmp/api/v1alpha1/zz_generated.deepcopy.go || \
+	diff -r api $$tmp/api || \
 	{ echo "Generated files are stale: run 'make manifests generate' and commit the result."; exit 1; }
 
 .PHONY: fmt
@@ -384,6 +392,21 @@ control-plane: ## Build the simulated cluster's binaries (first run only).
 .PHONY: operator-sdk
 operator-sdk: ## Build operator-sdk and the scorecard's test binary (first run only).
 	OPERATOR_SDK_VERSION=$(OPERATOR_SDK_VERSION) BIN_DIR=$(LOCALBIN) hack/build-operator-sdk.sh build >/dev/null
+
+.PHONY: openapi-gen
+openapi-gen: $(OPENAPI_GEN) ## Install openapi-gen.
+$(OPENAPI_GEN):
+	$(call go-install-tool,$(OPENAPI_GEN),k8s.io/kube-openapi/cmd/openapi-gen@$(KUBE_OPENAPI_VERSION))
+
+# live-openapi writes the OpenAPI definitions of the live API, and of the
+# apimachinery types it uses, to $(1)/zz_generated.openapi.go.
+define live-openapi
+$(OPENAPI_GEN) --go-header-file hack/boilerplate.go.txt --output-dir $(1) \
+	--output-pkg github.com/echo-operator/echo-operator/api/live/v1alpha1 --output-file zz_generated.openapi.go \
+	--report-filename /dev/null \
+	github.com/echo-operator/echo-operator/api/live/v1alpha1 \
+	k8s.io/apimachinery/pkg/apis/meta/v1 k8s.io/apimachinery/pkg/runtime k8s.io/apimachinery/pkg/version
+endef
 
 .PHONY: controller-gen
 controller-gen: $(CONTROLLER_GEN) ## Install controller-gen.

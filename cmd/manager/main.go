@@ -11,6 +11,7 @@ import (
 	"time"
 	_ "time/tzdata" // schedules name IANA time zones; the image has no zone database
 
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -85,6 +86,8 @@ func parseFlags() operator.Options {
 	flag.StringVar(&o.MetricsAddr, "metrics-bind-address", "0", "Address of the metrics endpoint (:8443 for HTTPS, :8080 for HTTP); 0 disables it.")
 	flag.BoolVar(&o.MetricsSecure, "metrics-secure", true, "Serve metrics over HTTPS, authenticated and authorized by the API server.")
 	flag.StringVar(&o.MetricsCertDir, "metrics-cert-dir", "", "Directory holding the metrics endpoint's certificate, tls.crt and tls.key (a kubernetes.io/tls Secret mounted there), reloaded when they change; empty: a self-signed certificate made at start.")
+	flag.StringVar(&o.LiveAPI.BindAddress, "live-api-bind-address", "0", "Address of the live API's HTTPS endpoint (live.echo.dev, served to kube-apiserver through an APIService; :9443 in the deployment); 0 disables it.")
+	flag.StringVar(&o.LiveAPI.CertDir, "live-api-cert-dir", "", "Directory holding the live API's serving certificate: tls.crt and tls.key, or apiserver.crt and apiserver.key as OLM mounts them; empty: a self-signed certificate made at start.")
 	flag.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints; 0 disables them.")
 	flag.StringVar(&o.PprofAddr, "pprof-bind-address", "", "Address of the pprof endpoints; empty disables them.")
 	flag.BoolVar(&o.LeaderElect, "leader-elect", false, "Elect a leader so that only one replica reconciles at a time.")
@@ -104,15 +107,28 @@ func parseFlags() operator.Options {
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	// The live API server and client-go log through klog: into the same log.
+	klog.SetLogger(ctrl.Log)
 
 	o.Helm.DefaultEchoImage = envOr("RELATED_IMAGE_ECHO", defaultEchoImage)
 	o.MoverImage = envOr("RELATED_IMAGE_OPERATOR", defaultOperatorImage)
 	o.WatchNamespaces = splitNamespaces(os.Getenv("WATCH_NAMESPACE"))
 	o.QPS, o.Burst = float32(qps), burst
+	o.LiveAPI.Kubeconfig = kubeconfigFile()
 	if o.OperatorNamespace == "" {
 		o.OperatorNamespace = o.LeaderElectionNS
 	}
 	return o
+}
+
+// kubeconfigFile is the kubeconfig the manager was given (--kubeconfig,
+// else the first file of $KUBECONFIG), which the live API also reaches
+// kube-apiserver with; empty in a pod, where both use the ServiceAccount.
+func kubeconfigFile() string {
+	if f := flag.Lookup("kubeconfig"); f != nil && f.Value.String() != "" {
+		return f.Value.String()
+	}
+	return strings.Split(os.Getenv("KUBECONFIG"), string(os.PathListSeparator))[0]
 }
 
 // serviceAccountNamespaceFile holds, in a pod, the namespace of its service account.

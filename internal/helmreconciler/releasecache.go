@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"time"
 
 	"helm.sh/helm/v3/pkg/release"
 	corev1 "k8s.io/api/core/v1"
@@ -25,6 +26,9 @@ const (
 	// the whole release.
 	cachedManifestKey = "manifest"
 	cachedNotesKey    = "notes"
+	// cachedSummaryKey holds, in the cache's copy of every verified
+	// release Secret, the revision's RevisionSummary as JSON.
+	cachedSummaryKey = "summary"
 
 	// releaseNameIndex indexes cached release Secrets by release name.
 	releaseNameIndex = "helm.release.name"
@@ -42,7 +46,8 @@ const (
 // rendered (to find drift). So the cached copy keeps the metadata, the
 // verdict of the signature check and, for a verified deployed revision,
 // only its manifest and notes (the message of the Deployed condition);
-// everything else is dropped. Code that needs the whole release reads it
+// every verified revision also keeps its summary (chart, times,
+// description), which the live API lists; everything else is dropped. Code that needs the whole release reads it
 // from the API server.
 //
 // The signature is checked before anything is decoded: a Secret the
@@ -60,7 +65,7 @@ func ReleaseSecretTransform(signer *releasetrust.Signer) func(any) (any, error) 
 		verified := signer.Verify(s)
 		s.ManagedFields = nil
 		releasetrust.MarkCachedCopy(s, verified)
-		if !verified || s.Labels[chart.ReleaseStatusLabel] != string(release.StatusDeployed) || len(encoded) == 0 {
+		if !verified || len(encoded) == 0 {
 			return s, nil
 		}
 		var rel storedRelease
@@ -68,8 +73,13 @@ func ReleaseSecretTransform(signer *releasetrust.Signer) func(any) (any, error) 
 			// Without a manifest the release is read from the API server.
 			return s, nil //nolint:nilerr // a release the cache cannot decode is not an error of the cache
 		}
-		s.Data[cachedManifestKey] = []byte(rel.Manifest)
-		s.Data[cachedNotesKey] = []byte(rel.Info.Notes)
+		if summary, err := json.Marshal(rel.summary()); err == nil {
+			s.Data[cachedSummaryKey] = summary
+		}
+		if s.Labels[chart.ReleaseStatusLabel] == string(release.StatusDeployed) {
+			s.Data[cachedManifestKey] = []byte(rel.Manifest)
+			s.Data[cachedNotesKey] = []byte(rel.Info.Notes)
+		}
 		return s, nil
 	}
 }
@@ -78,8 +88,29 @@ func ReleaseSecretTransform(signer *releasetrust.Signer) func(any) (any, error) 
 type storedRelease struct {
 	Manifest string `json:"manifest"`
 	Info     struct {
-		Notes string `json:"notes"`
+		Notes         string    `json:"notes"`
+		Description   string    `json:"description"`
+		FirstDeployed time.Time `json:"first_deployed"`
+		LastDeployed  time.Time `json:"last_deployed"`
 	} `json:"info"`
+	Chart struct {
+		Metadata struct {
+			Name       string `json:"name"`
+			Version    string `json:"version"`
+			AppVersion string `json:"appVersion"`
+		} `json:"metadata"`
+	} `json:"chart"`
+}
+
+func (r *storedRelease) summary() RevisionSummary {
+	return RevisionSummary{
+		Chart:         r.Chart.Metadata.Name,
+		ChartVersion:  r.Chart.Metadata.Version,
+		AppVersion:    r.Chart.Metadata.AppVersion,
+		Description:   r.Info.Description,
+		FirstDeployed: r.Info.FirstDeployed,
+		LastDeployed:  r.Info.LastDeployed,
+	}
 }
 
 // DecodeRelease reads Helm's storage format, base64 of (usually gzipped)

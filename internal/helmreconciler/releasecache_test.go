@@ -8,8 +8,11 @@ import (
 	"encoding/json"
 	"strconv"
 	"testing"
+	"time"
 
+	helmchart "helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/release"
+	helmtime "helm.sh/helm/v3/pkg/time"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -65,8 +68,10 @@ func unsignedReleaseSecret(t *testing.T, name string, version int, status releas
 	rel := &release.Release{
 		Name: name, Namespace: "ns", Version: version,
 		Manifest: "kind: Service\nmetadata:\n  name: " + name + "\n",
-		Info:     &release.Info{Status: status, Notes: "notes of " + name},
-		Config:   map[string]any{"big": "values the cache does not keep"},
+		Info: &release.Info{Status: status, Notes: "notes of " + name, Description: "Upgrade complete",
+			FirstDeployed: helmtime.Unix(1000, 0), LastDeployed: helmtime.Unix(int64(1000+version), 0)},
+		Chart:  &helmchart.Chart{Metadata: &helmchart.Metadata{Name: "echo", Version: "0.1.0", AppVersion: "1.2.3"}},
+		Config: map[string]any{"big": "values the cache does not keep"},
 	}
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
@@ -172,11 +177,12 @@ func TestReleaseSecretTransform(t *testing.T) {
 	}
 }
 
-// cachedData is the data of a cached copy but for the verdict.
+// cachedData is the data of a cached copy but for the verdict and the
+// summary (see TestCachedRevision).
 func cachedData(s *corev1.Secret) map[string]string {
 	got := map[string]string{}
 	for k, v := range s.Data {
-		if k != "echo.dev/verified" {
+		if k != "echo.dev/verified" && k != cachedSummaryKey {
 			got[k] = string(v)
 		}
 	}
@@ -285,4 +291,39 @@ func TestLatestCachedRelease(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestCachedRevision(t *testing.T) {
+	for _, status := range []release.Status{release.StatusDeployed, release.StatusSuperseded, release.StatusFailed} {
+		t.Run(string(status)+" keeps its summary", func(t *testing.T) {
+			out, err := transformReleaseSecret(releaseSecret(t, "web", 2, status, "uid"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, ok := cachedRevision(out.(*corev1.Secret))
+			want := Revision{
+				Namespace: "ns", Release: "web", Version: 2, Status: status, Record: "sh.helm.release.v1.web.v2",
+				Summary: RevisionSummary{
+					Chart: "echo", ChartVersion: "0.1.0", AppVersion: "1.2.3", Description: "Upgrade complete",
+					FirstDeployed: time.Unix(1000, 0), LastDeployed: time.Unix(1002, 0),
+				},
+			}
+			if !ok || !got.Summary.FirstDeployed.Equal(want.Summary.FirstDeployed) || !got.Summary.LastDeployed.Equal(want.Summary.LastDeployed) {
+				t.Fatalf("cachedRevision = %+v, %v; want %+v", got, ok, want)
+			}
+			got.Summary.FirstDeployed, got.Summary.LastDeployed = want.Summary.FirstDeployed, want.Summary.LastDeployed
+			if got != want {
+				t.Errorf("cachedRevision = %+v; want %+v", got, want)
+			}
+		})
+	}
+	t.Run("an unverified record is not a revision", func(t *testing.T) {
+		out, err := transformReleaseSecret(unsignedReleaseSecret(t, "web", 1, release.StatusDeployed, "uid"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, ok := cachedRevision(out.(*corev1.Secret)); ok {
+			t.Errorf("cachedRevision = %+v, true; want none", r)
+		}
+	})
 }

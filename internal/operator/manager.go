@@ -35,6 +35,7 @@ import (
 	"github.com/echo-operator/echo-operator/internal/decodeguard"
 	"github.com/echo-operator/echo-operator/internal/events"
 	"github.com/echo-operator/echo-operator/internal/helmreconciler"
+	"github.com/echo-operator/echo-operator/internal/liveapi"
 	opmetrics "github.com/echo-operator/echo-operator/internal/metrics"
 	"github.com/echo-operator/echo-operator/internal/releasetrust"
 )
@@ -69,6 +70,10 @@ type Options struct {
 
 	// MoverImage is the operator's own image, run by backup and restore Jobs.
 	MoverImage string
+
+	// LiveAPI configures the aggregated API server; an empty or "0"
+	// BindAddress disables it.
+	LiveAPI liveapi.Options
 
 	// Now is the clock of the backup schedules; nil means time.Now.
 	Now func() time.Time
@@ -165,6 +170,9 @@ func newManager(cfg *rest.Config, scheme *runtime.Scheme, broadcaster *events.Br
 	if err := setupReconcilers(mgr, o, recorder); err != nil {
 		return nil, err
 	}
+	if err := addLiveAPI(mgr, o); err != nil {
+		return nil, err
+	}
 	if err := opmetrics.Register(metrics.Registry, opmetrics.NewCollector(mgr.GetClient())); err != nil {
 		return nil, err
 	}
@@ -223,6 +231,22 @@ func setupReconcilers(mgr ctrl.Manager, o Options, recorder record.EventRecorder
 		Clock:      o.Now,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the EchoRestore controller: %w", err)
+	}
+	return nil
+}
+
+// addLiveAPI adds the aggregated API server, when it is enabled: it
+// serves on every replica, from the manager's cache.
+func addLiveAPI(mgr ctrl.Manager, o Options) error {
+	if o.LiveAPI.BindAddress == "" || o.LiveAPI.BindAddress == "0" {
+		return nil
+	}
+	server, err := liveapi.New(o.LiveAPI, liveapi.Sources{Cache: mgr.GetCache(), API: mgr.GetAPIReader(), Verifier: o.Helm.Signer})
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(server); err != nil {
+		return fmt.Errorf("adding the live API server: %w", err)
 	}
 	return nil
 }

@@ -103,6 +103,19 @@ func (d *docsKubectl) runWith(g Gomega, c docCommand, stdin string, env ...strin
 	return string(out)
 }
 
+// output runs c and returns its combined output and its error: for
+// commands that are expected to fail.
+func (d *docsKubectl) output(c docCommand) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd, err := d.command(ctx, c)
+	if err != nil {
+		return "", err
+	}
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
 // start runs c in the background until it exits or the test ends.
 func (d *docsKubectl) start(t *testing.T, c docCommand) *backgroundKubectl {
 	t.Helper()

@@ -76,8 +76,20 @@ func runSuite(m *testing.M) int {
 	if err != nil {
 		return fail(err)
 	}
+	// The live API serves a certificate for its Service's name, which the
+	// aggregator checks against the APIService's caBundle.
+	liveAPIAddr, err := freeLoopbackAddr()
+	if err != nil {
+		return fail(err)
+	}
+	liveAPICertDir := filepath.Join(env.WorkDir, "live-api-certs")
+	liveAPICA, err := testcerts.Write(liveAPICertDir, "tls.crt", "tls.key", liveAPIService+"."+operatorNamespace+".svc")
+	if err != nil {
+		return fail(err)
+	}
 	op = &operatorProcess{binary: env.Manager, kubeconfig: cluster.KubeconfigPath(), logPath: filepath.Join(env.WorkDir, "manager.log"),
-		metricsAddr: metricsAddr, metricsCertDir: metricsCertDir, metricsCA: metricsCA}
+		metricsAddr: metricsAddr, metricsCertDir: metricsCertDir, metricsCA: metricsCA,
+		liveAPIAddr: liveAPIAddr, liveAPICertDir: liveAPICertDir, liveAPICA: liveAPICA}
 	if err := op.start(); err != nil {
 		return fail(err)
 	}
@@ -118,6 +130,9 @@ type operatorProcess struct {
 	// authenticated and authorized by the API server, as deployed, with
 	// the certificate of metricsCertDir, which metricsCA issued.
 	metricsAddr, metricsCertDir, metricsCA string
+	// liveAPIAddr is where the manager serves the live API, with the
+	// certificate of liveAPICertDir, which liveAPICA issued.
+	liveAPIAddr, liveAPICertDir, liveAPICA string
 	cmd                                    *exec.Cmd
 	log                                    *os.File
 }
@@ -137,6 +152,8 @@ func (p *operatorProcess) start() error {
 		"--health-probe-bind-address=0",
 		"--metrics-bind-address="+p.metricsAddr,
 		"--metrics-cert-dir="+p.metricsCertDir,
+		"--live-api-bind-address="+p.liveAPIAddr,
+		"--live-api-cert-dir="+p.liveAPICertDir,
 	)
 	cmd.Dir = repoRoot
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+p.kubeconfig, "RELATED_IMAGE_ECHO="+echoImage, "WATCH_NAMESPACE=")

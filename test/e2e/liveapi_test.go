@@ -1,0 +1,279 @@
+//go:build linux
+
+package e2e
+
+import (
+	"context"
+	"encoding/base64"
+	"net"
+	"os"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	livev1alpha1 "github.com/echo-operator/echo-operator/api/live/v1alpha1"
+	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+)
+
+// liveAPIService is the Service the live API's APIService names, as
+// config/liveapi defines it.
+const liveAPIService = "echo-operator-live-api"
+
+var apiServiceGVR = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
+
+// registerLiveAPI registers the manager's live API with the cluster's
+// aggregation layer, as config/liveapi does in a cluster, and waits until
+// kube-apiserver reports it Available. The Service is an ExternalName
+// Service naming 127.0.0.1, where the manager runs: kube-apiserver
+// reaches it only on loopback.
+func registerLiveAPI(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	_, port, err := net.SplitHostPort(op.liveAPIAddr)
+	Expect(err).NotTo(HaveOccurred())
+	portNumber, err := net.LookupPort("tcp", port)
+	Expect(err).NotTo(HaveOccurred())
+	caBundle, err := os.ReadFile(op.liveAPICA)
+	Expect(err).NotTo(HaveOccurred())
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: liveAPIService, Namespace: operatorNamespace},
+		Spec: corev1.ServiceSpec{
+			Type:         corev1.ServiceTypeExternalName,
+			ExternalName: "127.0.0.1",
+			Ports:        []corev1.ServicePort{{Name: "https", Port: int32(portNumber)}},
+		},
+	}
+	Expect(k8sClient.Create(ctx, svc)).To(Succeed())
+	dyn, err := dynamic.NewForConfig(cfg)
+	Expect(err).NotTo(HaveOccurred())
+	name := livev1alpha1.GroupVersion.Version + "." + livev1alpha1.GroupName
+	_, err = dyn.Resource(apiServiceGVR).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiregistration.k8s.io/v1",
+		"kind":       "APIService",
+		"metadata":   map[string]any{"name": name},
+		"spec": map[string]any{
+			"group":                livev1alpha1.GroupName,
+			"version":              livev1alpha1.GroupVersion.Version,
+			"service":              map[string]any{"namespace": operatorNamespace, "name": liveAPIService, "port": int64(portNumber)},
+			"caBundle":             base64.StdEncoding.EncodeToString(caBundle),
+			"groupPriorityMinimum": int64(1000),
+			"versionPriority":      int64(15),
+		},
+	}}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() {
+		// An APIService that is not available blocks the deletion of
+		// every namespace: it goes before the manager stops.
+		if err := dyn.Resource(apiServiceGVR).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting the APIService: %v", err)
+		}
+		if err := k8sClient.Delete(ctx, svc); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting the live API Service: %v", err)
+		}
+	})
+	Eventually(func(g Gomega) {
+		u, err := dyn.Resource(apiServiceGVR).Get(ctx, name, metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		g.Expect(conds).To(ContainElement(And(HaveKeyWithValue("type", "Available"), HaveKeyWithValue("status", "True"))), "conditions: %v", conds)
+	}, timeout, interval).Should(Succeed())
+}
+
+// liveClient reads the live kinds through kube-apiserver with client-go.
+func liveClient() client.Client {
+	scheme := runtime.NewScheme()
+	Expect(livev1alpha1.AddToScheme(scheme)).To(Succeed())
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+	return c
+}
+
+// TestLiveAPIReleaseHistory installs an Echo and upgrades it twice, then
+// reads its release history through kube-apiserver's aggregation layer
+// with kubectl and client-go, as the documentation shows.
+func TestLiveAPIReleaseHistory(t *testing.T) {
+	RegisterTestingT(t)
+	ctx := context.Background()
+	registerLiveAPI(t)
+	installUserRoles(t)
+
+	ns, other := newRestrictedNamespace(t), newRestrictedNamespace(t)
+	key := types.NamespacedName{Namespace: ns, Name: "web"}
+	for _, n := range []string{ns, other} {
+		Expect(k8sClient.Create(ctx, &echov1alpha1.Echo{
+			ObjectMeta: metav1.ObjectMeta{Namespace: n, Name: key.Name},
+			Spec:       echov1alpha1.EchoSpec{Replicas: ptr.To[int32](1), Message: "first"},
+		})).To(Succeed())
+	}
+	waitReady(t, key, 1)
+	for _, message := range []string{"second", "third"} {
+		updateEcho(t, key, func(e *echov1alpha1.Echo) { e.Spec.Message = message })
+		waitReady(t, key, 1)
+	}
+	waitReady(t, types.NamespacedName{Namespace: other, Name: key.Name}, 1)
+	d := &docsKubectl{ns: ns, values: map[string]string{"ECHO": key.Name, "REVISION": "web.v3", "OTHER": other}}
+
+	t.Run("kubectl lists the revisions", func(t *testing.T) {
+		RegisterTestingT(t)
+		Eventually(func(g Gomega) {
+			out := d.run(g, documented("get", "echorevisions"))
+			g.Expect(out).To(MatchRegexp(`(?m)^NAME\s+ECHO\s+REVISION\s+STATUS\s+CHART\s+APP VERSION\s+DEPLOYED$`))
+			g.Expect(out).To(MatchRegexp(`(?m)^web\.v1\s+web\s+1\s+superseded\s+echo-\S+\s+\S+\s+\S+$`))
+			g.Expect(out).To(MatchRegexp(`(?m)^web\.v2\s+web\s+2\s+superseded\s+echo-`))
+			g.Expect(out).To(MatchRegexp(`(?m)^web\.v3\s+web\s+3\s+deployed\s+echo-`))
+			g.Expect(strings.Count(out, "\n")).To(Equal(4), out)
+		}, timeout, interval).Should(Succeed())
+		wide := d.run(Default, documented("get", "echorevisions", "-l", "live.echo.dev/echo=ECHO", "-o", "wide"))
+		Expect(wide).To(MatchRegexp(`(?m)^web\.v1\s+.*Install complete$`))
+		Expect(wide).To(MatchRegexp(`(?m)^web\.v3\s+.*Upgrade complete$`))
+		byField := d.run(Default, documented("get", "echorevisions", "--field-selector", "echo=ECHO"))
+		Expect(strings.Count(byField, "\n")).To(Equal(4), byField)
+		none := d.run(Default, documented("get", "echorevisions", "-l", "live.echo.dev/echo=nothing"))
+		Expect(none).To(ContainSubstring("No resources found"))
+	})
+
+	t.Run("a revision shows its values and the manifest that is deployed", func(t *testing.T) {
+		RegisterTestingT(t)
+		out := d.run(Default, documented("get", "echorevision", "REVISION", "-o", "yaml"))
+		rev := &livev1alpha1.EchoRevision{}
+		Expect(yaml.Unmarshal([]byte(out), rev)).To(Succeed())
+		Expect(rev.Echo).To(Equal("web"))
+		Expect(rev.Revision).To(Equal(3))
+		Expect(rev.Status).To(Equal("deployed"))
+		Expect(rev.FirstDeployed.Time).To(BeTemporally("<", rev.LastDeployed.Time))
+		Expect(rev.Values).NotTo(BeNil())
+		Expect(string(rev.Values.Raw)).To(ContainSubstring(`"message":"third"`))
+
+		live := &appsv1.Deployment{}
+		Expect(k8sClient.Get(ctx, key, live)).To(Succeed())
+		rendered := manifestDeployment(rev.Manifest, key.Name)
+		Expect(rendered.Spec.Template.Spec.Containers[0].Image).To(Equal(live.Spec.Template.Spec.Containers[0].Image))
+		Expect(rendered.Spec.Template.Spec.Containers[0].Env).To(Equal(live.Spec.Template.Spec.Containers[0].Env))
+		Expect(rendered.Spec.Template.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "ECHO_MESSAGE", Value: "third"}))
+
+		// Lists carry summaries only.
+		list := &livev1alpha1.EchoRevisionList{}
+		Expect(liveClient().List(ctx, list, client.InNamespace(ns))).To(Succeed())
+		Expect(list.Items).To(HaveLen(3))
+		for _, item := range list.Items {
+			Expect(item.Manifest).To(BeEmpty())
+			Expect(item.Values).To(BeNil())
+		}
+		// Pages of one, as kubectl's --chunk-size asks.
+		page := &livev1alpha1.EchoRevisionList{}
+		Expect(liveClient().List(ctx, page, client.InNamespace(ns), client.Limit(2))).To(Succeed())
+		Expect(page.Items).To(HaveLen(2))
+		Expect(page.Continue).NotTo(BeEmpty())
+		rest := &livev1alpha1.EchoRevisionList{}
+		Expect(liveClient().List(ctx, rest, client.InNamespace(ns), client.Limit(2), client.Continue(page.Continue))).To(Succeed())
+		Expect(rest.Items).To(HaveLen(1))
+		Expect(rest.Items[0].Name).To(Equal("web.v3"))
+		Expect(rest.Continue).To(BeEmpty())
+
+		err := liveClient().Get(ctx, types.NamespacedName{Namespace: ns, Name: "web.v9"}, &livev1alpha1.EchoRevision{})
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
+	})
+
+	t.Run("kubectl explains the kind and refuses a watch", func(t *testing.T) {
+		RegisterTestingT(t)
+		Expect(d.run(Default, documented("explain", "echorevisions"))).To(ContainSubstring("one revision of an Echo's Helm release"))
+		Expect(d.run(Default, documented("explain", "echorevisions.manifest"))).To(ContainSubstring("rendered manifest"))
+		out, err := d.output(documented("get", "echorevisions", "--watch"))
+		Expect(err).To(HaveOccurred())
+		Expect(out).To(ContainSubstring(`(MethodNotAllowed): watch is not supported on resources of kind "echorevisions.live.echo.dev"`))
+	})
+
+	t.Run("only users who may read the Echoes see their history", func(t *testing.T) {
+		RegisterTestingT(t)
+		// reader may list the live resources everywhere, and get Echoes
+		// only in ns (the built-in view role there).
+		createClusterRoleBinding(t, "live-reader", "live-echorevisions-reader", rbacv1.PolicyRule{
+			APIGroups: []string{livev1alpha1.GroupName}, Resources: []string{livev1alpha1.EchoRevisionResource}, Verbs: []string{"get", "list"},
+		})
+		Expect(k8sClient.Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "live-reader-view"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "live-reader"}},
+		})).To(Succeed())
+		all := d.run(Default, documented("get", "echorevisions", "-A", "--as=live-reader"))
+		Expect(all).To(ContainSubstring(ns))
+		Expect(all).NotTo(ContainSubstring(other))
+		Eventually(func(g Gomega) {
+			out, err := d.output(documented("get", "echorevisions", "-n", "OTHER", "--as=live-reader"))
+			g.Expect(err).To(HaveOccurred())
+			g.Expect(out).To(ContainSubstring(`needs the right to get echoes.echo.dev in namespace "` + other + `"`))
+		}, timeout, interval).Should(Succeed())
+
+		// A user with no rights is refused by kube-apiserver itself.
+		out, err := d.output(documented("get", "echorevisions", "--as=live-nobody"))
+		Expect(err).To(HaveOccurred())
+		Expect(out).To(ContainSubstring("Forbidden"))
+
+		// The view role grants the live resources beside the Echoes.
+		Expect(k8sClient.Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "live-viewer-view"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "live-viewer"}},
+		})).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(d.run(g, documented("get", "echorevisions", "--as=live-viewer"))).To(ContainSubstring("web.v3"))
+		}, timeout, interval).Should(Succeed())
+	})
+}
+
+// manifestDeployment finds the Deployment named name in a rendered
+// manifest.
+func manifestDeployment(manifest, name string) *appsv1.Deployment {
+	decoder := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(manifest), 4096)
+	for {
+		var doc map[string]any
+		if err := decoder.Decode(&doc); err != nil {
+			Expect(err.Error()).To(Equal("EOF"), "no Deployment %s in the manifest:\n%s", name, manifest)
+			return nil
+		}
+		if doc["kind"] != "Deployment" {
+			continue
+		}
+		raw, err := yaml.Marshal(doc)
+		Expect(err).NotTo(HaveOccurred())
+		d := &appsv1.Deployment{}
+		Expect(yaml.Unmarshal(raw, d)).To(Succeed())
+		if d.Name == name {
+			return d
+		}
+	}
+}
+
+// createClusterRoleBinding grants user the rule cluster-wide, through a
+// ClusterRole named role.
+func createClusterRoleBinding(t *testing.T, user, role string, rule rbacv1.PolicyRule) {
+	t.Helper()
+	ctx := context.Background()
+	cr := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: role}, Rules: []rbacv1.PolicyRule{rule}}
+	crb := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}
+	Expect(k8sClient.Create(ctx, cr)).To(Succeed())
+	Expect(k8sClient.Create(ctx, crb)).To(Succeed())
+	t.Cleanup(func() {
+		_ = k8sClient.Delete(ctx, crb)
+		_ = k8sClient.Delete(ctx, cr)
+	})
+}
