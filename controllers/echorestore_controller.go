@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	livev1alpha1 "github.com/echo-operator/echo-operator/api/live/v1alpha1"
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	"github.com/echo-operator/echo-operator/internal/chart"
 	opmetrics "github.com/echo-operator/echo-operator/internal/metrics"
@@ -68,6 +70,7 @@ type EchoRestoreReconciler struct {
 // +kubebuilder:rbac:groups=echo.dev,resources=echorestores/finalizers,verbs=update
 // +kubebuilder:rbac:groups=echo.dev,resources=echoes,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=echo.dev,resources=echobackups,verbs=get;list;watch
+// +kubebuilder:rbac:groups=echo.dev,resources=echobackuplocations,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
@@ -130,7 +133,10 @@ func (r *EchoRestoreReconciler) reconcileRestore(ctx context.Context, rs *echov1
 // resolveSource finds the artifact to restore and the Echo to restore
 // into; nil when the restore failed or waits for its EchoBackup.
 func (r *EchoRestoreReconciler) resolveSource(ctx context.Context, rs *echov1alpha1.EchoRestore) (*restoreSource, error) {
-	if rs.Spec.Source.BackupName == "" {
+	switch {
+	case rs.Spec.Source.StoredBackup != "":
+		return r.resolveStoredBackup(ctx, rs)
+	case rs.Spec.Source.BackupName == "":
 		return &restoreSource{storage: *rs.Spec.Source.Storage, key: rs.Spec.Source.Key, echoName: rs.Spec.EchoName}, nil
 	}
 	b := &echov1alpha1.EchoBackup{}
@@ -157,6 +163,35 @@ func (r *EchoRestoreReconciler) resolveSource(ctx context.Context, rs *echov1alp
 		echoName = b.Spec.EchoName
 	}
 	return &restoreSource{storage: b.Spec.Storage, key: artifactKey(b), echoName: echoName}, nil
+}
+
+// resolveStoredBackup finds the location and key a StoredBackup name
+// stands for: the artifact is read from that EchoBackupLocation's
+// storage, into the backed-up Echo's name unless spec.echoName says
+// otherwise. nil when the restore failed.
+func (r *EchoRestoreReconciler) resolveStoredBackup(ctx context.Context, rs *echov1alpha1.EchoRestore) (*restoreSource, error) {
+	name := rs.Spec.Source.StoredBackup
+	location, key, ok := livev1alpha1.ParseStoredBackupName(name)
+	if !ok {
+		r.fail(rs, echov1alpha1.RestoreReasonBackupNotFound, fmt.Sprintf(
+			"source.storedBackup %q is not a name kubectl get storedbackups shows (<location>.<namespace>.<echo>.<backup>)", name))
+		return nil, nil
+	}
+	loc := &echov1alpha1.EchoBackupLocation{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: rs.Namespace, Name: location}, loc); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.fail(rs, echov1alpha1.RestoreReasonBackupNotFound, fmt.Sprintf(
+				"EchoBackupLocation %q of stored backup %s does not exist in namespace %s: create it, or restore from source.storage and source.key",
+				location, name, rs.Namespace))
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading EchoBackupLocation %s: %w", location, err)
+	}
+	echoName := rs.Spec.EchoName
+	if echoName == "" {
+		echoName = strings.Split(key, "/")[1]
+	}
+	return &restoreSource{storage: echov1alpha1.BackupStorage{S3: loc.Spec.S3.DeepCopy()}, key: key, echoName: echoName}, nil
 }
 
 // inspectArtifact runs the inspect Job and returns its result once it

@@ -88,15 +88,25 @@ const (
 )
 
 // RestoreSource is an EchoBackup of the restore's namespace or, for a
-// cluster that has none (disaster recovery), a storage location and key.
+// cluster that has none (disaster recovery), a stored backup that
+// `kubectl get storedbackups` lists, or a storage location and key.
 //
-// +kubebuilder:validation:XValidation:rule="has(self.backupName) != has(self.storage)",message="set exactly one of source.backupName and source.storage"
+// +kubebuilder:validation:XValidation:rule="[has(self.backupName), has(self.storedBackup), has(self.storage)].filter(x, x).size() == 1",message="set exactly one of source.backupName, source.storedBackup and source.storage"
 // +kubebuilder:validation:XValidation:rule="has(self.storage) == has(self.key)",message="source.key goes with source.storage"
 type RestoreSource struct {
 	// BackupName names a completed EchoBackup in the restore's namespace.
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	BackupName string `json:"backupName,omitempty"`
+
+	// StoredBackup names a StoredBackup of the restore's namespace, as
+	// `kubectl get storedbackups` lists it:
+	// <location>.<namespace>.<echo>.<backup>. The restore reads it from
+	// the storage of that EchoBackupLocation.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?[.][a-z0-9]([-a-z0-9]*[a-z0-9])?[.][a-z]([-a-z0-9]*[a-z0-9])?[.][a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="source.storedBackup is the name kubectl get storedbackups shows: <location>.<namespace>.<echo>.<backup>"
+	// +optional
+	StoredBackup string `json:"storedBackup,omitempty"`
 
 	// Storage holding the artifact.
 	// +optional
@@ -110,7 +120,7 @@ type RestoreSource struct {
 
 // EchoRestoreSpec says what to restore and into which Echo.
 //
-// +kubebuilder:validation:XValidation:rule="has(self.source.backupName) || (has(self.echoName) && size(self.echoName) > 0)",message="echoName is required when restoring from a storage location: nothing else names the Echo"
+// +kubebuilder:validation:XValidation:rule="has(self.source.backupName) || has(self.source.storedBackup) || (has(self.echoName) && size(self.echoName) > 0)",message="echoName is required when restoring from source.storage: nothing else names the Echo"
 type EchoRestoreSpec struct {
 	// Source of the restore.
 	// +required
@@ -120,7 +130,8 @@ type EchoRestoreSpec struct {
 	// EchoName is the Echo to restore into, in the restore's namespace: an
 	// existing Echo is restored in place, a missing one is created from the
 	// backed-up configuration. Defaults to the backed-up Echo's name when
-	// the source is an EchoBackup; required for a storage location.
+	// the source is an EchoBackup or a stored backup; required for
+	// source.storage.
 	// +kubebuilder:validation:MaxLength=53
 	// +kubebuilder:validation:Pattern=`^([a-z]([-a-z0-9]*[a-z0-9])?)?$`
 	// +optional

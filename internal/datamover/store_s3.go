@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"os"
 	"strings"
@@ -65,6 +66,12 @@ type S3Config struct {
 	PathStyle bool
 	// CAFile is a PEM bundle trusted in addition to the system roots.
 	CAFile string
+	// CABundle is a PEM bundle trusted in addition to the system roots,
+	// for callers that hold it in memory; it goes with CAFile.
+	CABundle []byte
+	// DialContext, when set, opens the store's connections: a caller
+	// that must not reach some addresses checks them there.
+	DialContext func(ctx context.Context, network, address string) (net.Conn, error)
 	// PartSize and Threads bound Put's memory to PartSize × Threads;
 	// defaults DefaultS3PartSize and DefaultS3Threads.
 	PartSize uint64
@@ -90,6 +97,17 @@ func NewS3Store(cfg S3Config) (*S3Store, error) {
 	return newS3Store(cfg, os.LookupEnv)
 }
 
+// NewS3StoreWithCredentials is NewS3Store with the credentials given
+// rather than read from the environment: for a process that serves several
+// stores.
+func NewS3StoreWithCredentials(cfg S3Config, accessKeyID, secretAccessKey string) (*S3Store, error) {
+	creds := map[string]string{EnvAccessKeyID: accessKeyID, EnvSecretAccessKey: secretAccessKey}
+	return newS3Store(cfg, func(name string) (string, bool) {
+		v, ok := creds[name]
+		return v, ok
+	})
+}
+
 func newS3Store(cfg S3Config, lookupEnv func(string) (string, bool)) (*S3Store, error) {
 	host, secure, err := parseEndpoint(cfg.Endpoint)
 	if err != nil {
@@ -113,8 +131,11 @@ func newS3Store(cfg S3Config, lookupEnv func(string) (string, bool)) (*S3Store, 
 	if err != nil {
 		return nil, fmt.Errorf("s3 transport: %w", err)
 	}
-	if cfg.CAFile != "" {
-		pool, err := loadCAFile(cfg.CAFile)
+	if cfg.DialContext != nil {
+		transport.DialContext = cfg.DialContext
+	}
+	if cfg.CAFile != "" || len(cfg.CABundle) > 0 {
+		pool, err := caPool(cfg.CAFile, cfg.CABundle)
 		if err != nil {
 			return nil, err
 		}
@@ -176,17 +197,23 @@ func envCredentials(lookupEnv func(string) (string, bool)) (*credentials.Credent
 	return credentials.NewStaticV4(id, secret, token), nil
 }
 
-func loadCAFile(file string) (*x509.CertPool, error) {
-	pem, err := os.ReadFile(file)
-	if err != nil {
-		return nil, fmt.Errorf("%w: s3 CA file: %w", ErrInvalidArgument, err)
-	}
+// caPool is the system roots with the certificates of file and bundle.
+func caPool(file string, bundle []byte) (*x509.CertPool, error) {
 	pool, err := x509.SystemCertPool()
 	if err != nil {
 		pool = x509.NewCertPool()
 	}
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("%w: s3 CA file %s holds no PEM certificate", ErrInvalidArgument, file)
+	if file != "" {
+		pem, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("%w: s3 CA file: %w", ErrInvalidArgument, err)
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%w: s3 CA file %s holds no PEM certificate", ErrInvalidArgument, file)
+		}
+	}
+	if len(bundle) > 0 && !pool.AppendCertsFromPEM(bundle) {
+		return nil, fmt.Errorf("%w: the s3 CA bundle holds no PEM certificate", ErrInvalidArgument)
 	}
 	return pool, nil
 }

@@ -43,3 +43,11 @@ func TestPage(t *testing.T) {
 		})
 	}
 }
+
+func TestHumanBytes(t *testing.T) {
+	for n, want := range map[int64]string{0: "0B", 1023: "1023B", 1024: "1.0KiB", 1417: "1.4KiB", 5 << 20: "5.0MiB", 3 << 30: "3.0GiB"} {
+		if got := humanBytes(n); got != want {
+			t.Errorf("humanBytes(%d) = %q; want %q", n, got, want)
+		}
+	}
+}

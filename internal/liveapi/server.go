@@ -87,6 +87,11 @@ func New(o Options, src Sources) (*Server, error) {
 			verifier: src.Verifier,
 			access:   accessCheck{authz: config.Authorization.Authorizer, resource: "echoes"},
 		},
+		livev1alpha1.StoredBackupResource: &storedBackups{
+			cache:    src.Cache,
+			listings: newLocationListings(src.API),
+			access:   accessCheck{authz: config.Authorization.Authorizer, resource: "echobackups"},
+		},
 	}
 	if err := server.InstallAPIGroup(&group); err != nil {
 		_ = listener.Close()

@@ -3,10 +3,13 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"net"
 	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -15,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -28,6 +32,7 @@ import (
 
 	livev1alpha1 "github.com/echo-operator/echo-operator/api/live/v1alpha1"
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/internal/testutil/s3server"
 )
 
 // liveAPIService is the Service the live API's APIService names, as
@@ -276,4 +281,128 @@ func createClusterRoleBinding(t *testing.T, user, role string, rule rbacv1.Polic
 		_ = k8sClient.Delete(ctx, crb)
 		_ = k8sClient.Delete(ctx, cr)
 	})
+}
+
+// TestLiveAPIStoredBackups backs up an Echo to a real S3 server, then, in
+// a namespace that has never seen it, lists the bucket through an
+// EchoBackupLocation with kubectl and restores the listed backup by name:
+// disaster recovery as docs/backup-restore.md tells it.
+func TestLiveAPIStoredBackups(t *testing.T) {
+	RegisterTestingT(t)
+	ctx := context.Background()
+	registerLiveAPI(t)
+	s3 := s3server.Start(t, "echo-backups")
+	storage := s3.Storage("echo-backups", "dr")
+
+	// A backup of a journal a real echo server wrote.
+	source := newRestrictedNamespace(t)
+	Expect(k8sClient.Create(ctx, s3.CredentialsSecret(source))).To(Succeed())
+	key := types.NamespacedName{Namespace: source, Name: "journal"}
+	Expect(k8sClient.Create(ctx, &echov1alpha1.Echo{
+		ObjectMeta: metav1.ObjectMeta{Namespace: source, Name: key.Name},
+		Spec:       echov1alpha1.EchoSpec{Replicas: ptr.To[int32](1), Persistence: &echov1alpha1.PersistenceSpec{Enabled: true}},
+	})).To(Succeed())
+	waitReady(t, key, 1)
+	data := t.TempDir()
+	writeJournal(t, data, 10)
+	journal, err := os.ReadFile(filepath.Join(data, "journal", "journal-0.jsonl"))
+	Expect(err).NotTo(HaveOccurred())
+	backup := &echov1alpha1.EchoBackup{ObjectMeta: metav1.ObjectMeta{Namespace: source, Name: "nightly.1"},
+		Spec: echov1alpha1.EchoBackupSpec{EchoName: key.Name, Storage: storage}}
+	Expect(k8sClient.Create(ctx, backup)).To(Succeed())
+	runMoverForJob(t, waitJobNamed(t, source, "nightly.1-backup"), data, s3)
+	backup = waitBackupComplete(t, client.ObjectKeyFromObject(backup))
+
+	// A namespace with only the credentials and a location.
+	dr := newRestrictedNamespace(t)
+	Expect(k8sClient.Create(ctx, s3.CredentialsSecret(dr))).To(Succeed())
+	Expect(k8sClient.Create(ctx, &echov1alpha1.EchoBackupLocation{
+		ObjectMeta: metav1.ObjectMeta{Namespace: dr, Name: "offsite"},
+		Spec:       echov1alpha1.EchoBackupLocationSpec{S3: *storage.S3},
+	})).To(Succeed())
+	listed := "offsite." + source + ".journal.nightly.1"
+	d := &docsKubectl{ns: dr, values: map[string]string{"NAME": listed, "LOCATION": "offsite"}}
+
+	t.Run("kubectl lists the backups in the bucket", func(t *testing.T) {
+		RegisterTestingT(t)
+		Eventually(func(g Gomega) {
+			out := d.run(g, documented("get", "storedbackups"))
+			g.Expect(out).To(MatchRegexp(`(?m)^NAME\s+ECHO\s+SIZE\s+FILES\s+VERIFIED\s+AGE$`))
+			g.Expect(out).To(MatchRegexp(`(?m)^` + regexp.QuoteMeta(listed) + `\s+` + regexp.QuoteMeta(source) + `/journal\s+\S+\s+1\s+true\s+\S+$`))
+		}, timeout, interval).Should(Succeed())
+		wide := d.run(Default, documented("get", "storedbackups", "-l", "live.echo.dev/location=LOCATION", "-o", "wide"))
+		Expect(wide).To(MatchRegexp(`(?m)^` + regexp.QuoteMeta(listed) + `\s+.*\s+offsite\s+` + regexp.QuoteMeta(source+"/journal/nightly.1") + `\s+1\s*$`))
+
+		out := d.run(Default, documented("get", "storedbackup", "NAME", "-o", "yaml"))
+		sb := &livev1alpha1.StoredBackup{}
+		Expect(yaml.Unmarshal([]byte(out), sb)).To(Succeed())
+		Expect(sb.Key).To(Equal(source + "/journal/nightly.1"))
+		Expect(sb.Source).To(Equal(livev1alpha1.StoredBackupSource{Namespace: source, Name: "journal", Backup: "nightly.1"}))
+		Expect(sb.Size).To(Equal(backup.Status.Size))
+		Expect(sb.Files).To(Equal(1))
+		Expect(sb.FormatVersion).To(Equal(1))
+		Expect(sb.Verified).To(BeTrue(), sb.Message)
+		Expect(d.run(Default, documented("explain", "storedbackups"))).To(ContainSubstring("backup artifact found in the storage"))
+		Expect(d.run(Default, documented("explain", "storedbackups.verified"))).To(ContainSubstring("manifest"))
+	})
+
+	t.Run("an unreachable storage fails the list with a message", func(t *testing.T) {
+		RegisterTestingT(t)
+		down := storage.S3.DeepCopy()
+		down.Endpoint = "http://" + closedLoopbackAddr()
+		Expect(k8sClient.Create(ctx, &echov1alpha1.EchoBackupLocation{
+			ObjectMeta: metav1.ObjectMeta{Namespace: dr, Name: "down"},
+			Spec:       echov1alpha1.EchoBackupLocationSpec{S3: *down},
+		})).To(Succeed())
+		out, err := d.output(documented("get", "storedbackups"))
+		Expect(err).To(HaveOccurred())
+		Expect(out).To(ContainSubstring("(ServiceUnavailable)"))
+		Expect(out).To(ContainSubstring("EchoBackupLocation " + dr + "/down: "))
+		Expect(out).NotTo(ContainSubstring(s3.SecretKey))
+		// The other location is still listed on its own.
+		Expect(d.run(Default, documented("get", "storedbackups", "-l", "live.echo.dev/location=LOCATION"))).To(ContainSubstring(listed))
+	})
+
+	t.Run("only users who may read EchoBackups see them", func(t *testing.T) {
+		RegisterTestingT(t)
+		createClusterRoleBinding(t, "backup-lister", "live-storedbackups-lister", rbacv1.PolicyRule{
+			APIGroups: []string{livev1alpha1.GroupName}, Resources: []string{livev1alpha1.StoredBackupResource}, Verbs: []string{"get", "list"},
+		})
+		Eventually(func(g Gomega) {
+			out, err := d.output(documented("get", "storedbackup", "NAME", "--as=backup-lister"))
+			g.Expect(err).To(HaveOccurred())
+			g.Expect(out).To(ContainSubstring(`needs the right to get echobackups.echo.dev in namespace "` + dr + `"`))
+		}, timeout, interval).Should(Succeed())
+	})
+
+	t.Run("a restore from the listed name brings the data back", func(t *testing.T) {
+		RegisterTestingT(t)
+		restore := &echov1alpha1.EchoRestore{
+			ObjectMeta: metav1.ObjectMeta{Namespace: dr, Name: "recover"},
+			Spec:       echov1alpha1.EchoRestoreSpec{Source: echov1alpha1.RestoreSource{StoredBackup: listed}},
+		}
+		Expect(k8sClient.Create(ctx, restore)).To(Succeed())
+		runMoverForJob(t, waitJobNamed(t, dr, "recover-inspect"), "", s3)
+		restored := t.TempDir()
+		runMoverForJob(t, waitJobNamed(t, dr, "recover-restore"), restored, s3)
+		got, err := os.ReadFile(filepath.Join(restored, "journal", "journal-0.jsonl"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(bytes.Equal(got, journal)).To(BeTrue(), "the restored journal differs")
+		waitReady(t, types.NamespacedName{Namespace: dr, Name: "journal"}, 1)
+		Eventually(func(g Gomega) {
+			rs := &echov1alpha1.EchoRestore{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(restore), rs)).To(Succeed())
+			g.Expect(meta.FindStatusCondition(rs.Status.Conditions, echov1alpha1.RestoreConditionFailed)).To(BeNil(), "%s", rs.Status.Error)
+			g.Expect(meta.IsStatusConditionTrue(rs.Status.Conditions, echov1alpha1.RestoreConditionComplete)).To(BeTrue())
+			g.Expect(rs.Status.EchoName).To(Equal("journal"))
+			g.Expect(rs.Status.RestoredFrom).To(HaveSuffix("/dr/" + source + "/journal/nightly.1"))
+		}, timeout, interval).Should(Succeed())
+	})
+}
+
+// closedLoopbackAddr is an address on 127.0.0.1 where nothing listens.
+func closedLoopbackAddr() string {
+	addr, err := freeLoopbackAddr()
+	Expect(err).NotTo(HaveOccurred())
+	return addr
 }

@@ -1,6 +1,9 @@
 package v1alpha1
 
 import (
+	"regexp"
+	"strings"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -83,3 +86,37 @@ type StoredBackupList struct {
 	// Items are the stored backups, by name.
 	Items []StoredBackup `json:"items"`
 }
+
+// StoredBackupName is the name of the StoredBackup that the location lists
+// for the artifact under key, or false for a key that is not of the form
+// the operator writes (<namespace>/<echo>/<backup>).
+func StoredBackupName(location, key string) (string, bool) {
+	parts := strings.Split(key, "/")
+	if len(parts) != 3 || !dnsLabel.MatchString(parts[0]) || !echoName.MatchString(parts[1]) || !backupName.MatchString(parts[2]) {
+		return "", false
+	}
+	return location + "." + strings.Join(parts, "."), true
+}
+
+// ParseStoredBackupName splits a StoredBackup's name into its location and
+// the artifact's key; false for a name StoredBackupName does not give.
+func ParseStoredBackupName(name string) (location, key string, ok bool) {
+	parts := strings.SplitN(name, ".", 4)
+	if len(parts) != 4 || !dnsLabel.MatchString(parts[0]) {
+		return "", "", false
+	}
+	key = strings.Join(parts[1:], "/")
+	if again, ok := StoredBackupName(parts[0], key); !ok || again != name {
+		return "", "", false
+	}
+	return parts[0], key, true
+}
+
+var (
+	// A namespace or location name.
+	dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	// An Echo name: a DNS-1035 label.
+	echoName = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
+	// An EchoBackup name: a DNS-1123 subdomain.
+	backupName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+)
