@@ -164,7 +164,7 @@ test-chaos: control-plane minio ## Run the full fault-injection suites (test/cha
 	CHAOS_FULL=1 $(CONTROL_PLANE_ENV) go test ./test/chaos/... ./test/failover/... -timeout 150m -count=1 -v $(TEST_FLAGS)
 
 .PHONY: bench
-bench: bench-datamover bench-failover bench-scale ## Run the benchmarks: the data mover's, the leader takeover and the scale comparison (not part of make test; see docs/benchmarks.md).
+bench: bench-datamover bench-failover bench-live bench-scale ## Run the benchmarks: the data mover's, the leader takeover, the live API's listings and the scale comparison (not part of make test; see docs/benchmarks.md).
 
 # The data mover's benchmark: 1 GiB through backup and restore, against
 # tar | gzip. It needs about 4 GiB of free space in $TMPDIR.
@@ -178,6 +178,13 @@ BENCH_FAILOVER_RUNS ?= 5
 .PHONY: bench-failover
 bench-failover: control-plane ## Measure how long a standby replica takes to lead after the leader's SIGKILL (see docs/benchmarks.md).
 	$(CONTROL_PLANE_ENV) go test -run '^$$' -bench LeaderTakeover -benchtime $(BENCH_FAILOVER_RUNS)x -timeout 30m ./test/failover/... $(TEST_FLAGS)
+
+# The live API's benchmark: listings of 1,000 EchoRevisions and 1,000
+# StoredBackups through kube-apiserver, served by the manager of the
+# end-to-end suite.
+.PHONY: bench-live
+bench-live: control-plane minio ## Measure listings of 1,000 revisions and 1,000 stored backups through the live API (see docs/benchmarks.md).
+	$(CONTROL_PLANE_ENV) go test -tags linux -run '^$$' -bench LiveAPIListings -benchtime 1x -timeout 30m ./test/e2e/... $(TEST_FLAGS)
 
 # Flags of the scale benchmark (go run ./test/bench -h), e.g.
 # BENCH_SCALE_FLAGS="-n 100 -operators echo,stock -idle 2m".

@@ -131,9 +131,14 @@ func TestBackupKindsValidateAtAdmission(t *testing.T) {
 		{"restore from a backup", "EchoRestore", map[string]any{"source": map[string]any{"backupName": "web-1"}}, ""},
 		{"restore from a bare artifact", "EchoRestore", map[string]any{"source": map[string]any{"storage": s3Storage(), "key": "team/web/web-1"}, "echoName": "web2"}, ""},
 		{"restore from two sources", "EchoRestore", map[string]any{"source": map[string]any{"backupName": "web-1", "storage": s3Storage(), "key": "k"}},
-			"set exactly one of source.backupName and source.storage"},
+			"set exactly one of source.backupName, source.storedBackup and source.storage"},
+		{"restore from a stored backup", "EchoRestore", map[string]any{"source": map[string]any{"storedBackup": "offsite.team.web.web-1"}}, ""},
+		{"restore from a stored backup and a backup", "EchoRestore", map[string]any{"source": map[string]any{"storedBackup": "offsite.team.web.web-1", "backupName": "web-1"}},
+			"set exactly one of source.backupName, source.storedBackup and source.storage"},
+		{"restore from a name no listing gives", "EchoRestore", map[string]any{"source": map[string]any{"storedBackup": "team/web/web-1"}},
+			"source.storedBackup is the name kubectl get storedbackups shows"},
 		{"bare artifact without a target", "EchoRestore", map[string]any{"source": map[string]any{"storage": s3Storage(), "key": "team/web/web-1"}},
-			"echoName is required when restoring from a storage location"},
+			"echoName is required when restoring from source.storage"},
 		{"storage without a key", "EchoRestore", map[string]any{"source": map[string]any{"storage": s3Storage()}}, "source.key goes with source.storage"},
 		{"unknown existing-data policy", "EchoRestore", map[string]any{"source": map[string]any{"backupName": "web-1"}, "existingData": "Merge"}, "spec.existingData"},
 		{"a restore timeout of hours", "EchoRestore", map[string]any{"source": map[string]any{"backupName": "web-1"}, "timeout": "6h30m"}, ""},
@@ -156,6 +161,18 @@ func TestBackupKindsValidateAtAdmission(t *testing.T) {
 			Expect(err).To(MatchError(ContainSubstring(tc.want)))
 		})
 	}
+
+	t.Run("a location name must begin stored backup names", func(t *testing.T) {
+		RegisterTestingT(t)
+		spec := map[string]any{"s3": s3Storage()["s3"]}
+		for _, name := range []string{"off.site", strings.Repeat("a", 64)} {
+			err := k8sClient.Create(ctx, object("EchoBackupLocation", ns, name, spec), client.DryRunAll)
+			Expect(err).To(MatchError(ContainSubstring("an EchoBackupLocation name must be a DNS-1123 label")), name)
+		}
+		Expect(k8sClient.Create(ctx, object("EchoBackupLocation", ns, strings.Repeat("a", 63), spec), client.DryRunAll)).To(Succeed())
+		err := k8sClient.Create(ctx, object("EchoBackupLocation", ns, "no-s3", map[string]any{}), client.DryRunAll)
+		Expect(err).To(MatchError(ContainSubstring("spec.s3")))
+	})
 
 	t.Run("names that cannot label a Job or a backup", func(t *testing.T) {
 		RegisterTestingT(t)

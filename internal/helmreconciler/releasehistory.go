@@ -56,6 +56,22 @@ func CachedRevisions(ctx context.Context, c client.Reader, namespace string) ([]
 	return revisions, nil
 }
 
+// CachedReleaseRevisions lists the revisions of one release whose record
+// the operator wrote, through the cache's release-name index.
+func CachedReleaseRevisions(ctx context.Context, c client.Reader, namespace, release string) ([]Revision, error) {
+	secrets, err := CachedReleaseRecords(ctx, c, namespace, release)
+	if err != nil {
+		return nil, err
+	}
+	revisions := make([]Revision, 0, len(secrets))
+	for i := range secrets {
+		if r, ok := cachedRevision(&secrets[i]); ok {
+			revisions = append(revisions, r)
+		}
+	}
+	return revisions, nil
+}
+
 // cachedRevision reads a cached release Secret; ok is false for a record
 // that did not verify or that the cache could not summarise.
 func cachedRevision(s *corev1.Secret) (Revision, bool) {

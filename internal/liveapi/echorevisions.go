@@ -99,16 +99,14 @@ func (s *echoRevisions) Get(ctx context.Context, name string, _ *metav1.GetOptio
 	if !ok {
 		return nil, apierrors.NewNotFound(echoRevisionsResource, name)
 	}
-	revisions, err := helmreconciler.CachedRevisions(ctx, s.cache, namespace)
+	revisions, err := helmreconciler.CachedReleaseRevisions(ctx, s.cache, namespace, echo)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
 	for i := range revisions {
-		r := &revisions[i]
-		if r.Release != echo || r.Version != version {
-			continue
+		if revisions[i].Version == version {
+			return s.whole(ctx, &revisions[i])
 		}
-		return s.whole(ctx, r)
 	}
 	return nil, apierrors.NewNotFound(echoRevisionsResource, name)
 }

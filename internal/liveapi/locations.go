@@ -63,6 +63,7 @@ func (l *locationListings) list(ctx context.Context, loc *echov1alpha1.EchoBacku
 	l.mu.Lock()
 	entry, ok := l.entries[id]
 	if !ok {
+		l.forgetStale()
 		entry = &listing{}
 		l.entries[id] = entry
 	}
@@ -80,6 +81,27 @@ func (l *locationListings) list(ctx context.Context, loc *echov1alpha1.EchoBacku
 	entry.version, entry.at, entry.backups = loc.ResourceVersion, l.now(), backups
 	return backups, nil
 }
+
+// forgetStale drops, once there are many, the listings older than
+// listingTTL, which the next request reads again anyway: those of deleted
+// locations go with them. l.mu is held.
+func (l *locationListings) forgetStale() {
+	if len(l.entries) < maxListings {
+		return
+	}
+	for id, e := range l.entries {
+		if e.mu.TryLock() {
+			if l.now().Sub(e.at) >= listingTTL {
+				delete(l.entries, id)
+			}
+			e.mu.Unlock()
+		}
+	}
+}
+
+// maxListings is the number of locations whose listings are kept before
+// stale ones are dropped.
+const maxListings = 256
 
 // read lists loc's storage through the data mover's code.
 func (l *locationListings) read(ctx context.Context, loc *echov1alpha1.EchoBackupLocation) ([]datamover.StoredBackup, error) {

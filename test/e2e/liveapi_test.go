@@ -46,7 +46,7 @@ var apiServiceGVR = schema.GroupVersionResource{Group: "apiregistration.k8s.io",
 // kube-apiserver reports it Available. The Service is an ExternalName
 // Service naming 127.0.0.1, where the manager runs: kube-apiserver
 // reaches it only on loopback.
-func registerLiveAPI(t *testing.T) {
+func registerLiveAPI(t testing.TB) {
 	t.Helper()
 	ctx := context.Background()
 	_, port, err := net.SplitHostPort(op.liveAPIAddr)
@@ -83,9 +83,11 @@ func registerLiveAPI(t *testing.T) {
 	Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() {
 		// An APIService that is not available blocks the deletion of
-		// every namespace: it goes before the manager stops.
-		if err := dyn.Resource(apiServiceGVR).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("deleting the APIService: %v", err)
+		// every namespace: it goes before the manager stops, as
+		// docs/live-api.md tells.
+		d := &docsKubectl{ns: operatorNamespace, values: map[string]string{"NAME": name}}
+		if out, err := d.output(documented("delete", "apiservice", "NAME")); err != nil {
+			t.Errorf("deleting the APIService: %v\n%s", err, out)
 		}
 		if err := k8sClient.Delete(ctx, svc); err != nil && !apierrors.IsNotFound(err) {
 			t.Errorf("deleting the live API Service: %v", err)
