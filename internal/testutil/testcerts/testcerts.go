@@ -123,7 +123,8 @@ func (ca *CA) WriteSigned(l Leaf, certPath, keyPath string) error {
 // Write creates a CA and a server certificate for 127.0.0.1 (and for
 // dnsNames, if any) signed by it, valid for a day, writes the server's
 // pair as dir/certName and dir/keyName (PEM) and returns the path of the
-// CA's PEM file, written beside dir.
+// CA's PEM file, written beside dir as <dir>-ca.crt: directories of the
+// same parent each keep their own CA.
 func Write(dir, certName, keyName string, dnsNames ...string) (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
@@ -136,7 +137,7 @@ func Write(dir, certName, keyName string, dnsNames ...string) (string, error) {
 	if err := ca.WriteSigned(leaf, filepath.Join(dir, certName), filepath.Join(dir, keyName)); err != nil {
 		return "", err
 	}
-	caFile := filepath.Join(filepath.Dir(dir), "ca.crt")
+	caFile := filepath.Join(filepath.Dir(dir), filepath.Base(dir)+"-ca.crt")
 	if err := os.WriteFile(caFile, ca.CertPEM(), 0o600); err != nil {
 		return "", err
 	}
