@@ -43,16 +43,18 @@ func ListBackups(ctx context.Context, store Store, manifests *ManifestCache) ([]
 	for _, o := range objects {
 		sizes[o.Key] = o.Size
 	}
-	var out []StoredBackup
+	var found []ObjectInfo
 	for _, o := range objects {
-		dir, name := path.Split(o.Key)
-		if name != ManifestName || dir == "" {
-			continue
+		if dir, name := path.Split(o.Key); name == ManifestName && dir != "" {
+			found = append(found, o)
 		}
-		b, err := manifests.read(ctx, store, strings.TrimSuffix(dir, "/"), o)
-		if err != nil {
-			return nil, err
-		}
+	}
+	listed, err := readManifests(ctx, store, manifests, found)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]StoredBackup, 0, len(listed))
+	for _, b := range listed {
 		if b.Problem == "" {
 			archive, ok := sizes[ArchiveKey(b.Key, b.compression)]
 			switch {
@@ -65,6 +67,43 @@ func ListBackups(ctx context.Context, store Store, manifests *ManifestCache) ([]
 		out = append(out, b.StoredBackup)
 	}
 	return out, nil
+}
+
+// manifestReaders is how many manifests ListBackups reads at once.
+const manifestReaders = 8
+
+// readManifests reads the manifest objects found, manifestReaders at a
+// time, in their order.
+func readManifests(ctx context.Context, store Store, manifests *ManifestCache, found []ObjectInfo) ([]listedBackup, error) {
+	listed := make([]listedBackup, len(found))
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(manifestReaders, len(found)) {
+		wg.Go(func() {
+			for i := range next {
+				b, err := manifests.read(ctx, store, strings.TrimSuffix(path.Dir(found[i].Key), "/"), found[i])
+				if err != nil {
+					cancel(err)
+					continue
+				}
+				listed[i] = b
+			}
+		})
+	}
+	for i := range found {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return nil, err
+	}
+	return listed, nil
 }
 
 // ManifestCache remembers what ListBackups read of each manifest, by

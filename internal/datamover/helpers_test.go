@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -280,13 +281,16 @@ func mountTmpfs(t *testing.T, options string) string {
 	return dir
 }
 
-// countingStore records which keys were read.
+// countingStore records which keys were read, by concurrent readers too.
 type countingStore struct {
 	Store
+	mu   sync.Mutex
 	gets []string
 }
 
 func (c *countingStore) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+	c.mu.Lock()
 	c.gets = append(c.gets, key)
+	c.mu.Unlock()
 	return c.Store.Get(ctx, key)
 }
