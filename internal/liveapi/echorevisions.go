@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
-	"k8s.io/apiserver/pkg/registry/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	livev1alpha1 "github.com/echo-operator/echo-operator/api/live/v1alpha1"
@@ -31,24 +30,13 @@ type echoRevisions struct {
 	// api reads a whole record for a get.
 	api      client.Reader
 	verifier *releasetrust.Signer
-	access   accessCheck
+	readOnlyResource
 }
-
-var (
-	_ rest.Storage              = &echoRevisions{}
-	_ rest.Scoper               = &echoRevisions{}
-	_ rest.KindProvider         = &echoRevisions{}
-	_ rest.SingularNameProvider = &echoRevisions{}
-	_ rest.Getter               = &echoRevisions{}
-	_ rest.Lister               = &echoRevisions{}
-)
 
 var echoRevisionsResource = livev1alpha1.Resource(livev1alpha1.EchoRevisionResource)
 
 func (*echoRevisions) New() runtime.Object     { return &livev1alpha1.EchoRevision{} }
 func (*echoRevisions) NewList() runtime.Object { return &livev1alpha1.EchoRevisionList{} }
-func (*echoRevisions) Destroy()                {}
-func (*echoRevisions) NamespaceScoped() bool   { return true }
 func (*echoRevisions) Kind() string            { return "EchoRevision" }
 func (*echoRevisions) GetSingularName() string { return "echorevision" }
 func (*echoRevisions) ShortNames() []string    { return []string{"erev"} }
@@ -56,14 +44,9 @@ func (*echoRevisions) ShortNames() []string    { return []string{"erev"} }
 // List lists the revisions of the request's namespace, or of every
 // namespace whose Echoes the user may get.
 func (s *echoRevisions) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
-	q, err := newListQuery(ctx, opts)
+	q, err := s.listQuery(ctx, opts)
 	if err != nil {
 		return nil, err
-	}
-	if q.namespace != "" {
-		if err := s.access.require(ctx, echoRevisionsResource, "", q.namespace); err != nil {
-			return nil, err
-		}
 	}
 	revisions, err := helmreconciler.CachedRevisions(ctx, s.cache, q.namespace)
 	if err != nil {

@@ -85,12 +85,14 @@ func New(o Options, src Sources) (*Server, error) {
 			cache:    src.Cache,
 			api:      src.API,
 			verifier: src.Verifier,
-			access:   accessCheck{authz: config.Authorization.Authorizer, resource: "echoes"},
+			readOnlyResource: readOnlyResource{resource: echoRevisionsResource,
+				access: accessCheck{authz: config.Authorization.Authorizer, resource: "echoes"}},
 		},
 		livev1alpha1.StoredBackupResource: &storedBackups{
 			cache:    src.Cache,
 			listings: newLocationListings(src.API),
-			access:   accessCheck{authz: config.Authorization.Authorizer, resource: "echobackups"},
+			readOnlyResource: readOnlyResource{resource: storedBackupsResource,
+				access: accessCheck{authz: config.Authorization.Authorizer, resource: "echobackups"}},
 		},
 	}
 	if err := server.InstallAPIGroup(&group); err != nil {

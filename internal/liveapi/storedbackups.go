@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
-	"k8s.io/apiserver/pkg/registry/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	livev1alpha1 "github.com/echo-operator/echo-operator/api/live/v1alpha1"
@@ -26,24 +25,13 @@ type storedBackups struct {
 	// cache holds the EchoBackupLocations.
 	cache    client.Reader
 	listings *locationListings
-	access   accessCheck
+	readOnlyResource
 }
-
-var (
-	_ rest.Storage              = &storedBackups{}
-	_ rest.Scoper               = &storedBackups{}
-	_ rest.KindProvider         = &storedBackups{}
-	_ rest.SingularNameProvider = &storedBackups{}
-	_ rest.Getter               = &storedBackups{}
-	_ rest.Lister               = &storedBackups{}
-)
 
 var storedBackupsResource = livev1alpha1.Resource(livev1alpha1.StoredBackupResource)
 
 func (*storedBackups) New() runtime.Object     { return &livev1alpha1.StoredBackup{} }
 func (*storedBackups) NewList() runtime.Object { return &livev1alpha1.StoredBackupList{} }
-func (*storedBackups) Destroy()                {}
-func (*storedBackups) NamespaceScoped() bool   { return true }
 func (*storedBackups) Kind() string            { return "StoredBackup" }
 func (*storedBackups) GetSingularName() string { return "storedbackup" }
 func (*storedBackups) ShortNames() []string    { return []string{"sb"} }
@@ -52,14 +40,9 @@ func (*storedBackups) ShortNames() []string    { return []string{"sb"} }
 // namespace (of every namespace whose EchoBackups the user may get), or of
 // one location when the label selector names it.
 func (s *storedBackups) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
-	q, err := newListQuery(ctx, opts)
+	q, err := s.listQuery(ctx, opts)
 	if err != nil {
 		return nil, err
-	}
-	if q.namespace != "" {
-		if err := s.access.require(ctx, storedBackupsResource, "", q.namespace); err != nil {
-			return nil, err
-		}
 	}
 	locations := &echov1alpha1.EchoBackupLocationList{}
 	if err := s.cache.List(ctx, locations, client.InNamespace(q.namespace)); err != nil {
