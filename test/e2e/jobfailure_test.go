@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -62,9 +63,15 @@ func endMoverPod(t *testing.T, job *batchv1.Job, end func(pod *corev1.Pod) podEn
 	patch := client.MergeFrom(pod.DeepCopy())
 	pod.Annotations = annotations
 	Expect(k8sClient.Patch(ctx, &pod, patch)).To(Succeed())
+	// The pod ends; once the operator has read its outcome it removes the
+	// Job, and the pod with it, which may happen before this sees the end.
 	Eventually(func(g Gomega) corev1.PodPhase {
 		got := &corev1.Pod{}
-		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&pod), got)).To(Succeed())
+		err := k8sClient.Get(ctx, client.ObjectKeyFromObject(&pod), got)
+		if apierrors.IsNotFound(err) {
+			return "(deleted)"
+		}
+		g.Expect(err).NotTo(HaveOccurred())
 		return got.Status.Phase
 	}, timeout, interval).ShouldNot(Equal(corev1.PodRunning), "pod %s ended", pod.Name)
 }
