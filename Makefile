@@ -117,7 +117,7 @@ generate: controller-gen openapi-gen ## Generate the DeepCopy methods of the API
 	$(call live-openapi,api/live/v1alpha1)
 
 .PHONY: verify-generated
-verify-generated: controller-gen ## Fail when generated files are stale against the Go types.
+verify-generated: controller-gen openapi-gen ## Fail when generated files are stale against the Go types.
 	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
 	cp -r config api $$tmp/; \
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd webhook paths="./api/..." paths="./controllers/..." paths="./internal/..." output:crd:artifacts:config=$$tmp/config/crd/bases output:rbac:artifacts:config=$$tmp/config/rbac; \
