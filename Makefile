@@ -344,7 +344,9 @@ sed -i -e 's|^    createdAt: .*|    createdAt: "$(CREATED_AT)"|' \
 	-e 's|^    containerImage: .*|    containerImage: $(IMG)|' \
 	-e "s|^    olm.skipRange: .*|    olm.skipRange: '<$(VERSION)'|" \
 	$(if $(REPLACES),-e 's|^  version: |  replaces: $(PACKAGE).v$(REPLACES)\n&|') \
-	$(1)/bundle/manifests/$(PACKAGE).clusterserviceversion.yaml
+	$(1)/bundle/manifests/$(PACKAGE).clusterserviceversion.yaml; \
+go run ./hack/almexamples $(1)/bundle/manifests/$(PACKAGE).clusterserviceversion.yaml \
+	$(1)/config/manifests/live-examples/echorevision.yaml $(1)/config/manifests/live-examples/storedbackup.yaml
 endef
 
 # validate-bundle validates the bundle in $(1) with the optional

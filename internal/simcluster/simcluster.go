@@ -97,6 +97,13 @@ type Options struct {
 	// the address of the default route's interface; a network namespace
 	// without a default route has none, and needs 127.0.0.1 here.
 	AdvertiseAddress string
+
+	// AggregatorRouting makes kube-apiserver reach extension API servers
+	// at the endpoints of their Service (--enable-aggregator-routing), a
+	// pod's address, rather than at the Service's cluster IP, which no
+	// proxy serves here. Only a test that brings the pod's address up in
+	// a network namespace of its own can use it.
+	AggregatorRouting bool
 }
 
 // Cluster is a running simulated cluster.
@@ -425,6 +432,9 @@ func (c *Cluster) startControlPlane() error {
 	// On SIGTERM, drain the requests in flight, then give open watches 2s
 	// instead of the 60s request timeout: StopComponent stays quick.
 	api.Configure().Set("shutdown-send-retry-after", "true")
+	if c.opts.AggregatorRouting {
+		api.Configure().Set("enable-aggregator-routing", "true")
+	}
 	if err := configureAggregation(api, api.CertDir); err != nil {
 		return fmt.Errorf("front-proxy certificates: %w", err)
 	}

@@ -48,10 +48,16 @@ func TestInstallFromCatalog(t *testing.T) {
 	createOperatorGroup(t, installNS, "echo-operator", targetNS)
 	sub := subscription{namespace: installNS, name: packageName, channel: tc.defaultChannel, source: "echo-operator"}.create(t)
 
+	// OLM waits for the live API's APIService to be Available before the
+	// CSV succeeds: the manager runs as the Deployment's pod would, from
+	// the moment OLM creates it.
+	op := startOperatorAsDeployment(t, waitDeploymentOf(t, installNS, tc.current), nil)
+
 	var csv *unstructured.Unstructured
 	if !t.Run("OLM installs the CSV", func(t *testing.T) {
 		RegisterTestingT(t)
 		csv = waitCSVSucceeded(t, installNS, tc.current)
+		expectLiveAPIAvailable(t, targetNS)
 		Eventually(func(g Gomega) {
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(sub), sub)).To(Succeed())
 			installed, _, _ := unstructured.NestedString(sub.Object, "status", "installedCSV")
@@ -118,9 +124,7 @@ func TestInstallFromCatalog(t *testing.T) {
 		RegisterTestingT(t)
 		spec := specOf(csv)
 		s3 := s3server.Start(t, "echo-backups")
-		dep := &appsv1.Deployment{}
-		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: installNS, Name: spec.Install.Spec.Deployments[0].Name}, dep)).To(Succeed())
-		op := startOperatorAsDeployment(t, dep)
+		Expect(spec.Install.Spec.Deployments).NotTo(BeEmpty())
 		Expect(op.env).To(HaveKeyWithValue("WATCH_NAMESPACE", targetNS), "OLM sets the target namespaces on the pod")
 
 		exerciseOperator(t, op, s3, targetNS)

@@ -20,6 +20,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
@@ -78,7 +79,7 @@ func (op *operatorProcess) expectHealthy() {
 // runs from the repository root, where watches.yaml and the chart are, as
 // the image's working directory holds them. It is stopped when the test
 // ends.
-func startOperatorAsDeployment(t *testing.T, dep *appsv1.Deployment) *operatorProcess {
+func startOperatorAsDeployment(t *testing.T, dep *appsv1.Deployment, envOverrides map[string]string) *operatorProcess {
 	t.Helper()
 	ctx := context.Background()
 	pod := runningPodOf(t, dep)
@@ -99,17 +100,79 @@ func startOperatorAsDeployment(t *testing.T, dep *appsv1.Deployment) *operatorPr
 	Expect(writeTokenKubeconfig(kubeconfig, tr.Status.Token)).To(Succeed())
 
 	env := containerEnv(t, pod, container)
+	for k, v := range envOverrides {
+		env[k] = v
+	}
 	envList := []string{"KUBECONFIG=" + kubeconfig}
 	for k, v := range env {
 		envList = append(envList, k+"="+v)
 	}
 	// In a pod, the leader election namespace defaults to the pod's own,
 	// read from the mounted ServiceAccount; out of cluster it is a flag.
-	args := append(append([]string{}, container.Args...), "--leader-election-namespace="+pod.Namespace)
+	args := append(mountedSecretArgs(t, pod, container), "--leader-election-namespace="+pod.Namespace)
+	// kube-apiserver reaches the live API at the addresses of the
+	// Deployment's pods (aggregator routing): they are brought up on this
+	// network namespace's loopback, where the manager listens.
+	for _, ip := range podIPs(t, dep) {
+		Expect(addLoopbackAddress(ip)).To(Succeed())
+	}
 	p, err := processes.start("manager", manager, envList, args...)
 	Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = p.stop() })
 	return &operatorProcess{process: p, env: env}
+}
+
+// mountedSecretArgs returns the container's arguments with the paths
+// under its Secret mounts (as OLM mounts the live API's certificate)
+// pointing at a temporary directory holding the Secret's keys, as the
+// kubelet would project them.
+func mountedSecretArgs(t *testing.T, pod *corev1.Pod, c corev1.Container) []string {
+	t.Helper()
+	args := append([]string{}, c.Args...)
+	for _, m := range c.VolumeMounts {
+		for _, v := range pod.Spec.Volumes {
+			if v.Name != m.Name || v.Secret == nil {
+				continue
+			}
+			secret := &corev1.Secret{}
+			Expect(k8sClient.Get(context.Background(), client.ObjectKey{Namespace: pod.Namespace, Name: v.Secret.SecretName}, secret)).To(Succeed())
+			dir := t.TempDir()
+			files := map[string]string{}
+			for k := range secret.Data {
+				files[k] = k
+			}
+			if len(v.Secret.Items) > 0 {
+				files = map[string]string{}
+				for _, item := range v.Secret.Items {
+					files[item.Key] = item.Path
+				}
+			}
+			for key, path := range files {
+				Expect(os.WriteFile(filepath.Join(dir, path), secret.Data[key], 0o600)).To(Succeed())
+			}
+			for i, a := range args {
+				args[i] = strings.ReplaceAll(a, m.MountPath, dir)
+			}
+		}
+	}
+	return args
+}
+
+// podIPs are the addresses of the Deployment's Running pods.
+func podIPs(t *testing.T, dep *appsv1.Deployment) []string {
+	t.Helper()
+	selector, err := metav1.LabelSelectorAsSelector(dep.Spec.Selector)
+	Expect(err).NotTo(HaveOccurred())
+	pods := &corev1.PodList{}
+	Expect(k8sClient.List(context.Background(), pods, client.InNamespace(dep.Namespace),
+		client.MatchingLabelsSelector{Selector: selector})).To(Succeed())
+	var ips []string
+	for _, p := range pods.Items {
+		if p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" {
+			ips = append(ips, p.Status.PodIP)
+		}
+	}
+	return ips
 }
 
 // runningPodOf returns a Running pod of the Deployment (KWOK runs none of
@@ -274,4 +337,35 @@ func writeJournal(t *testing.T, dataDir string, n int) {
 	}
 	web.Close()
 	Expect(srv.Close()).To(Succeed())
+}
+
+// waitDeploymentOf waits for the Deployment OLM creates for the CSV named
+// csv in namespace, and for a Running pod of it.
+func waitDeploymentOf(t *testing.T, namespace, csv string) *appsv1.Deployment {
+	t.Helper()
+	var dep *appsv1.Deployment
+	Eventually(func(g Gomega) {
+		deps := &appsv1.DeploymentList{}
+		g.Expect(k8sClient.List(context.Background(), deps, client.InNamespace(namespace), client.MatchingLabels{ownerLabel: csv})).To(Succeed())
+		g.Expect(deps.Items).To(HaveLen(1), "the Deployment of CSV %s", csv)
+		dep = &deps.Items[0]
+	}, timeout, interval).Should(Succeed())
+	runningPodOf(t, dep)
+	return dep
+}
+
+// expectLiveAPIAvailable checks that kube-apiserver reports the live API's
+// APIService Available and serves its resources in namespace.
+func expectLiveAPIAvailable(t *testing.T, namespace string) {
+	t.Helper()
+	ctx := context.Background()
+	apiService := newObject("apiregistration.k8s.io/v1", "APIService", "", "v1alpha1.live.echo.dev")
+	Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(apiService), apiService)).To(Succeed())
+		conds, _, _ := unstructured.NestedSlice(apiService.Object, "status", "conditions")
+		g.Expect(conds).To(ContainElement(And(HaveKeyWithValue("type", "Available"), HaveKeyWithValue("status", "True"))), "conditions: %v", conds)
+	}, timeout, interval).Should(Succeed())
+	raw, err := clientset.CoreV1().RESTClient().Get().AbsPath("/apis/live.echo.dev/v1alpha1/namespaces/" + namespace + "/echorevisions").DoRaw(ctx)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(string(raw)).To(ContainSubstring(`"kind":"EchoRevisionList"`))
 }

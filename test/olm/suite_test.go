@@ -20,6 +20,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -192,6 +193,43 @@ func loopbackUp() error {
 	return nil
 }
 
+// addLoopbackAddress brings ip up on lo, as an alias of its own, so that
+// what listens in this network namespace answers at it. Adding an address
+// already there is not an error.
+func addLoopbackAddress(ip string) error {
+	addr := net.ParseIP(ip).To4()
+	if addr == nil {
+		return fmt.Errorf("%q is not an IPv4 address", ip)
+	}
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = unix.Close(fd) }()
+	loopbackAliases.mu.Lock()
+	defer loopbackAliases.mu.Unlock()
+	if loopbackAliases.added[ip] {
+		return nil
+	}
+	ifr, err := unix.NewIfreq(fmt.Sprintf("lo:%d", len(loopbackAliases.added)+1))
+	if err != nil {
+		return err
+	}
+	if err := ifr.SetInet4Addr(addr); err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFADDR, ifr); err != nil {
+		return fmt.Errorf("adding %s to lo: %w", ip, err)
+	}
+	loopbackAliases.added[ip] = true
+	return nil
+}
+
+var loopbackAliases = struct {
+	mu    sync.Mutex
+	added map[string]bool
+}{added: map[string]bool{}}
+
 // inside runs in the network namespace: the cluster, OLM, then the tests.
 func inside(m *testing.M) int {
 	if err := loopbackUp(); err != nil {
@@ -223,6 +261,9 @@ func inside(m *testing.M) int {
 		DefaultStorageClass: true,
 		// The network namespace has no default route to take one from.
 		AdvertiseAddress: "127.0.0.1",
+		// The live API is reached at its pods' addresses, which the tests
+		// bring up on this network namespace's loopback.
+		AggregatorRouting: true,
 	})
 	if err != nil {
 		return fail(fmt.Errorf("starting the simulated cluster: %w", err))

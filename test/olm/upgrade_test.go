@@ -35,7 +35,13 @@ func TestUpgrade(t *testing.T) {
 		source: "echo-operator-upgrades", startingCSV: tc.previous, manual: true,
 	}.create(t)
 
+	// Each version's manager runs as its Deployment's pod would: OLM
+	// finishes an install only once the live API's APIService is
+	// Available. It watches a namespace of its own, with nothing in it, so
+	// that nothing but OLM could write the Echo this test watches.
+	unwatched := map[string]string{"WATCH_NAMESPACE": "upgrade-unwatched"}
 	approveInstallPlan(t, sub, tc.previous)
+	prevOp := startOperatorAsDeployment(t, waitDeploymentOf(t, globalNamespace, tc.previous), unwatched)
 	prev := waitCSVSucceeded(t, globalNamespace, tc.previous)
 	// For all namespaces, OLM lifts the CSV's namespaced permissions to a
 	// ClusterRole bound cluster-wide: the operator serves every namespace.
@@ -50,6 +56,9 @@ func TestUpgrade(t *testing.T) {
 	before := echo.DeepCopy()
 
 	approveInstallPlan(t, sub, tc.current)
+	newDep := waitDeploymentOf(t, globalNamespace, tc.current)
+	Expect(prevOp.stop()).To(Succeed())
+	startOperatorAsDeployment(t, newDep, unwatched)
 	csv := waitCSVSucceeded(t, globalNamespace, tc.current)
 	replaces, _, _ := unstructured.NestedString(csv.Object, "spec", "replaces")
 	Expect(replaces).To(Equal(tc.previous), "OLM records the upgrade edge on the new CSV")
