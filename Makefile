@@ -344,18 +344,21 @@ sed -i -e 's|^    createdAt: .*|    createdAt: "$(CREATED_AT)"|' \
 	-e 's|^    containerImage: .*|    containerImage: $(IMG)|' \
 	-e "s|^    olm.skipRange: .*|    olm.skipRange: '<$(VERSION)'|" \
 	$(if $(REPLACES),-e 's|^  version: |  replaces: $(PACKAGE).v$(REPLACES)\n&|') \
-	$(1)/bundle/manifests/$(PACKAGE).clusterserviceversion.yaml; \
-go run ./hack/almexamples $(1)/bundle/manifests/$(PACKAGE).clusterserviceversion.yaml \
-	$(1)/config/manifests/live-examples/echorevision.yaml $(1)/config/manifests/live-examples/storedbackup.yaml
+	$(1)/bundle/manifests/$(PACKAGE).clusterserviceversion.yaml
 endef
 
 # validate-bundle validates the bundle in $(1) with the optional
 # operatorframework suite (OperatorHub metadata, good practices, deprecated
-# APIs for minKubeVersion) and fails on warnings as well as errors.
+# APIs for minKubeVersion) and fails on warnings as well as errors, but one:
+# the live API's kinds (apiservicedefinitions) have no example in
+# alm-examples. They are read-only, served by the operator, and cannot be
+# created; the scorecard's descriptor tests also reject an example of a
+# kind that is not an owned CRD.
+LIVE_API_NO_EXAMPLE = Value live\.echo\.dev/v1alpha1, Kind=(EchoRevision|StoredBackup): provided API should have an example annotation
 define validate-bundle
 @out=$$($(OPERATOR_SDK) bundle validate $(1) --select-optional suite=operatorframework 2>&1) || { echo "$$out"; exit 1; }; \
 echo "$$out"; \
-! grep -qiE 'level=(warn|warning|error)|^(WARN|ERRO)' <<<"$$out" || { echo "bundle validate reported warnings: fix them."; exit 1; }
+! grep -vE '$(LIVE_API_NO_EXAMPLE)' <<<"$$out" | grep -qiE 'level=(warn|warning|error)|^(WARN|ERRO)' || { echo "bundle validate reported warnings: fix them."; exit 1; }
 endef
 
 CATALOG_ENV = OPM=$(OPM) BUNDLE_IMG=$(BUNDLE_IMG) VERSION=$(VERSION) CHANNELS=$(CHANNELS) DEFAULT_CHANNEL=$(DEFAULT_CHANNEL)
