@@ -96,6 +96,11 @@ func TestEchoBackupRunsTheDataMoverAndReportsItsResult(t *testing.T) {
 		e.Spec.Message = "remember me"
 	}))
 	echo := rollOut(t, echoKey)
+	// Ready follows the Deployment, which Helm creates before it records
+	// the release as deployed: the backup captures the release once it is.
+	Eventually(func(g Gomega) metav1.ConditionStatus {
+		return conditionStatus(getEcho(g, echoKey), echov1alpha1.EchoConditionDeployed)
+	}, timeout, interval).Should(Equal(metav1.ConditionTrue))
 
 	b := newBackup(ns, "journal-1", echoKey.Name)
 	Expect(k8sClient.Create(ctx, b)).To(Succeed())
