@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
@@ -64,6 +65,10 @@ type Server struct {
 	listener net.Listener
 }
 
+// shutdownTimeout bounds how long the server waits for in-flight requests
+// when the manager stops.
+const shutdownTimeout = 5 * time.Second
+
 // The certificate file pairs CertDir may hold, in order of preference.
 var certPairs = [][2]string{{"tls.crt", "tls.key"}, {"apiserver.crt", "apiserver.key"}}
 
@@ -79,6 +84,10 @@ func New(o Options, src Sources) (*Server, error) {
 		_ = listener.Close()
 		return nil, fmt.Errorf("creating the live API server: %w", err)
 	}
+	// Reads are short: on shutdown, in-flight requests get a few seconds,
+	// not the request timeout (60s), so the manager stops within its own
+	// graceful shutdown period.
+	server.ShutdownTimeout = shutdownTimeout
 	group := genericapiserver.NewDefaultAPIGroupInfo(livev1alpha1.GroupName, Scheme, metav1.ParameterCodec, Codecs)
 	group.VersionedResourcesStorageMap[livev1alpha1.GroupVersion.Version] = map[string]rest.Storage{
 		livev1alpha1.EchoRevisionResource: &echoRevisions{
