@@ -7,46 +7,35 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
-
-	"github.com/echo-operator/echo-operator/internal/testutil/s3server"
 )
 
 // TestDelete deletes backups from both stores: only the backup's own
 // objects go, and deleting again, or deleting what never was, succeeds.
 func TestDelete(t *testing.T) {
 	source, _ := sampleData(t)
-	stores := map[string]func(t *testing.T) Store{
-		"fs": func(t *testing.T) Store { return newFSStore(t) },
-		"s3": func(t *testing.T) Store {
-			return newTestS3Store(t, s3server.Start(t, testBucket), S3Config{Prefix: "echo-backups"})
-		},
-	}
-	for name, newStore := range stores {
-		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			s := newStore(t)
-			for key, c := range map[string]Compression{
-				"team-a/echo/b1": CompressionGzip, "team-a/echo/b1x": CompressionNone, "team-a/echo/b2": CompressionNone,
-			} {
-				if _, err := Backup(ctx, BackupOptions{DataDir: source, Store: s, Key: key, Compression: c}); err != nil {
-					t.Fatal(err)
-				}
+	inBothStores(t, func(t *testing.T, s Store) {
+		ctx := context.Background()
+		for key, c := range map[string]Compression{
+			"team-a/echo/b1": CompressionGzip, "team-a/echo/b1x": CompressionNone, "team-a/echo/b2": CompressionNone,
+		} {
+			if _, err := Backup(ctx, BackupOptions{DataDir: source, Store: s, Key: key, Compression: c}); err != nil {
+				t.Fatal(err)
 			}
-			for range 2 {
-				if err := Delete(ctx, DeleteOptions{Store: s, Key: "team-a/echo/b1"}); err != nil {
-					t.Fatalf("Delete: %v", err)
-				}
+		}
+		for range 2 {
+			if err := Delete(ctx, DeleteOptions{Store: s, Key: "team-a/echo/b1"}); err != nil {
+				t.Fatalf("Delete: %v", err)
 			}
-			if err := Delete(ctx, DeleteOptions{Store: s, Key: "team-a/echo/never"}); err != nil {
-				t.Errorf("deleting a backup that never was: %v", err)
-			}
-			got := storedKeys(t, s, "")
-			want := []string{"team-a/echo/b1x/data.tar", "team-a/echo/b1x/manifest.json", "team-a/echo/b2/data.tar", "team-a/echo/b2/manifest.json"}
-			if !slices.Equal(got, want) {
-				t.Errorf("store holds %v, want %v", got, want)
-			}
-		})
-	}
+		}
+		if err := Delete(ctx, DeleteOptions{Store: s, Key: "team-a/echo/never"}); err != nil {
+			t.Errorf("deleting a backup that never was: %v", err)
+		}
+		got := storedKeys(t, s, "")
+		want := []string{"team-a/echo/b1x/data.tar", "team-a/echo/b1x/manifest.json", "team-a/echo/b2/data.tar", "team-a/echo/b2/manifest.json"}
+		if !slices.Equal(got, want) {
+			t.Errorf("store holds %v, want %v", got, want)
+		}
+	})
 }
 
 // TestDeleteManifestFirst interrupts a deletion after its first object: the

@@ -22,6 +22,8 @@ import (
 
 	"github.com/klauspost/pgzip"
 	"golang.org/x/sys/unix"
+
+	"github.com/echo-operator/echo-operator/internal/testutil/s3server"
 )
 
 // managerBin is the manager binary built by TestMain, empty in -short mode.
@@ -293,4 +295,13 @@ func (c *countingStore) Get(ctx context.Context, key string) (io.ReadCloser, err
 	c.gets = append(c.gets, key)
 	c.mu.Unlock()
 	return c.Store.Get(ctx, key)
+}
+
+// inBothStores runs test as subtests "fs" and "s3", each with a store of
+// its own: a directory, and a prefix of a real S3 server's bucket.
+func inBothStores(t *testing.T, test func(t *testing.T, s Store)) {
+	t.Run("fs", func(t *testing.T) { test(t, newFSStore(t)) })
+	t.Run("s3", func(t *testing.T) {
+		test(t, newTestS3Store(t, s3server.Start(t, testBucket), S3Config{Prefix: "echo-backups"}))
+	})
 }

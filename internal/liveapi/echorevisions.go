@@ -59,10 +59,11 @@ func (s *echoRevisions) List(ctx context.Context, opts *metainternalversion.List
 		if !q.matches(&r.ObjectMeta, objectFields(r.ObjectMeta, r.Echo)) {
 			continue
 		}
-		if ok, err := namespaces.allows(ctx, r.Namespace); err != nil || !ok {
-			if err != nil {
-				return nil, err
-			}
+		ok, err := namespaces.allows(ctx, r.Namespace)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
 			continue
 		}
 		items = append(items, r)

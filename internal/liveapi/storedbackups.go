@@ -57,10 +57,11 @@ func (s *storedBackups) List(ctx context.Context, opts *metainternalversion.List
 		if onlyOne && loc.Name != only {
 			continue
 		}
-		if ok, err := namespaces.allows(ctx, loc.Namespace); err != nil || !ok {
-			if err != nil {
-				return nil, err
-			}
+		ok, err := namespaces.allows(ctx, loc.Namespace)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
 			continue
 		}
 		backups, err := s.listings.list(ctx, loc)
