@@ -15,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	livev1alpha1 "github.com/echo-operator/echo-operator/api/live/v1alpha1"
 	"github.com/echo-operator/echo-operator/internal/operator"
 )
 
@@ -87,7 +88,8 @@ func parseFlags() operator.Options {
 	flag.BoolVar(&o.MetricsSecure, "metrics-secure", true, "Serve metrics over HTTPS, authenticated and authorized by the API server.")
 	flag.StringVar(&o.MetricsCertDir, "metrics-cert-dir", "", "Directory holding the metrics endpoint's certificate, tls.crt and tls.key (a kubernetes.io/tls Secret mounted there), reloaded when they change; empty: a self-signed certificate made at start.")
 	flag.StringVar(&o.LiveAPI.BindAddress, "live-api-bind-address", "0", "Address of the live API's HTTPS endpoint (live.echo.dev, served to kube-apiserver through an APIService; :9443 in the deployment); 0 disables it.")
-	flag.StringVar(&o.LiveAPI.CertDir, "live-api-cert-dir", "", "Directory holding the live API's serving certificate: tls.crt and tls.key, or apiserver.crt and apiserver.key as OLM mounts them; empty: a self-signed certificate made at start.")
+	flag.StringVar(&o.LiveAPI.CertDir, "live-api-cert-dir", "", "Directory holding the live API's serving certificate: tls.crt and tls.key, or apiserver.crt and apiserver.key as OLM mounts them; empty: see --live-api-cert-secret.")
+	flag.StringVar(&o.LiveAPICertSecret, "live-api-cert-secret", "", "Secret, in the operator's namespace, where the operator keeps the live API's CA and serving certificate itself: the leader issues and renews them and writes the CA into the caBundle of APIService "+livev1alpha1.APIServiceName+"; every replica serves the certificate from it. Empty, with no --live-api-cert-dir either: a self-signed certificate made at start.")
 	flag.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints; 0 disables them.")
 	flag.StringVar(&o.PprofAddr, "pprof-bind-address", "", "Address of the pprof endpoints; empty disables them.")
 	flag.BoolVar(&o.LeaderElect, "leader-elect", false, "Elect a leader so that only one replica reconciles at a time.")

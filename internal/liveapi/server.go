@@ -23,6 +23,7 @@ import (
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	utilcompatibility "k8s.io/apiserver/pkg/util/compatibility"
 	openapiutil "k8s.io/kube-openapi/pkg/util"
@@ -42,6 +43,9 @@ type Options struct {
 	// apiserver.key (as OLM mounts the certificate of an APIService it
 	// manages). The files are reloaded when they change.
 	CertDir string
+	// ServingCert, when set, serves the certificate instead of CertDir
+	// (servingcert.SecretProvider); the server runs it.
+	ServingCert dynamiccertificates.CertKeyContentProvider
 	// Kubeconfig is the file the server reaches kube-apiserver with for
 	// TokenReviews, SubjectAccessReviews and the front-proxy CA; empty
 	// in a pod, which uses its ServiceAccount.
@@ -117,14 +121,19 @@ func New(o Options, src Sources) (*Server, error) {
 func serverConfig(o Options) (*genericapiserver.Config, net.Listener, error) {
 	serving := genericoptions.NewSecureServingOptions().WithLoopback()
 	serving.ServerCert.CertDirectory, serving.ServerCert.PairName = "", ""
-	if o.CertDir != "" {
+	switch {
+	case o.ServingCert != nil:
+		// Set on the serving info below.
+	case o.CertDir != "":
 		certFile, keyFile, err := certFiles(o.CertDir)
 		if err != nil {
 			return nil, nil, err
 		}
 		serving.ServerCert.CertKey.CertFile, serving.ServerCert.CertKey.KeyFile = certFile, keyFile
-	} else if err := serving.MaybeDefaultWithSelfSignedCerts("localhost", nil, nil); err != nil {
-		return nil, nil, fmt.Errorf("making a self-signed certificate for the live API: %w", err)
+	default:
+		if err := serving.MaybeDefaultWithSelfSignedCerts("localhost", nil, nil); err != nil {
+			return nil, nil, fmt.Errorf("making a self-signed certificate for the live API: %w", err)
+		}
 	}
 	listener, port, err := listen(o.BindAddress)
 	if err != nil {
@@ -138,6 +147,9 @@ func serverConfig(o Options) (*genericapiserver.Config, net.Listener, error) {
 	if err := serving.ApplyTo(&config.SecureServing, &config.LoopbackClientConfig); err != nil {
 		_ = listener.Close()
 		return nil, nil, fmt.Errorf("configuring the live API's serving: %w", err)
+	}
+	if o.ServingCert != nil {
+		config.SecureServing.Cert = o.ServingCert
 	}
 	namer := openapinamer.NewDefinitionNamer(Scheme)
 	config.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(livev1alpha1.GetOpenAPIDefinitions, namer)

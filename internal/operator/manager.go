@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
@@ -29,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	livev1alpha1 "github.com/echo-operator/echo-operator/api/live/v1alpha1"
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	"github.com/echo-operator/echo-operator/controllers"
 	"github.com/echo-operator/echo-operator/internal/chart"
@@ -38,6 +40,7 @@ import (
 	"github.com/echo-operator/echo-operator/internal/liveapi"
 	opmetrics "github.com/echo-operator/echo-operator/internal/metrics"
 	"github.com/echo-operator/echo-operator/internal/releasetrust"
+	"github.com/echo-operator/echo-operator/internal/servingcert"
 )
 
 // Options configure the manager.
@@ -74,6 +77,10 @@ type Options struct {
 	// LiveAPI configures the aggregated API server; an empty or "0"
 	// BindAddress disables it.
 	LiveAPI liveapi.Options
+	// LiveAPICertSecret, when set, is the Secret of OperatorNamespace
+	// where the operator keeps the live API's certificate itself (see
+	// servingcert); it excludes LiveAPI.CertDir.
+	LiveAPICertSecret string
 
 	// Now is the clock of the backup schedules; nil means time.Now.
 	Now func() time.Time
@@ -170,7 +177,7 @@ func newManager(cfg *rest.Config, scheme *runtime.Scheme, broadcaster *events.Br
 	if err := setupReconcilers(mgr, o, recorder); err != nil {
 		return nil, err
 	}
-	if err := addLiveAPI(mgr, o); err != nil {
+	if err := addLiveAPI(mgr, cfg, o); err != nil {
 		return nil, err
 	}
 	if err := opmetrics.Register(metrics.Registry, opmetrics.NewCollector(mgr.GetClient())); err != nil {
@@ -236,10 +243,21 @@ func setupReconcilers(mgr ctrl.Manager, o Options, recorder record.EventRecorder
 }
 
 // addLiveAPI adds the aggregated API server, when it is enabled: it
-// serves on every replica, from the manager's cache.
-func addLiveAPI(mgr ctrl.Manager, o Options) error {
+// serves on every replica, from the manager's cache. With
+// LiveAPICertSecret, the leader keeps the certificate in that Secret too.
+func addLiveAPI(mgr ctrl.Manager, cfg *rest.Config, o Options) error {
 	if o.LiveAPI.BindAddress == "" || o.LiveAPI.BindAddress == "0" {
 		return nil
+	}
+	if o.LiveAPICertSecret != "" {
+		if o.LiveAPI.CertDir != "" {
+			return errors.New("--live-api-cert-dir and --live-api-cert-secret exclude each other: the certificate is either mounted or kept by the operator")
+		}
+		provider, err := addServingCertRotator(mgr, cfg, o)
+		if err != nil {
+			return err
+		}
+		o.LiveAPI.ServingCert = provider
 	}
 	server, err := liveapi.New(o.LiveAPI, liveapi.Sources{Cache: mgr.GetCache(), API: mgr.GetAPIReader(), Verifier: o.Helm.Signer})
 	if err != nil {
@@ -249,6 +267,32 @@ func addLiveAPI(mgr ctrl.Manager, o Options) error {
 		return fmt.Errorf("adding the live API server: %w", err)
 	}
 	return nil
+}
+
+// addServingCertRotator adds, on the leader, the Rotator that keeps the
+// live API's certificate in the Secret LiveAPICertSecret, and returns the
+// provider every replica serves it from.
+func addServingCertRotator(mgr ctrl.Manager, cfg *rest.Config, o Options) (*servingcert.SecretProvider, error) {
+	clientset, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating a client for the live API's certificate: %w", err)
+	}
+	log := ctrl.Log.WithName("servingcert")
+	provider := servingcert.NewSecretProvider(clientset, o.OperatorNamespace, o.LiveAPICertSecret, log)
+	rotator := &servingcert.Rotator{
+		Client:     mgr.GetClient(),
+		Reader:     mgr.GetAPIReader(),
+		Namespace:  o.OperatorNamespace,
+		SecretName: o.LiveAPICertSecret,
+		APIService: livev1alpha1.APIServiceName,
+		Lifetimes:  servingcert.DefaultLifetimes,
+		Changes:    provider.Changes(),
+		Log:        log,
+	}
+	if err := mgr.Add(rotator); err != nil {
+		return nil, fmt.Errorf("adding the live API's certificate rotator: %w", err)
+	}
+	return provider, nil
 }
 
 // cacheSynced is ready once every informer the controllers started has

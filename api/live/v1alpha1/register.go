@@ -6,8 +6,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// GroupName is the API group of the live resources.
-const GroupName = "live.echo.dev"
+const (
+	// GroupName is the API group of the live resources.
+	GroupName = "live.echo.dev"
+	// APIServiceName is the APIService that registers this group and
+	// version with kube-apiserver's aggregation layer.
+	APIServiceName = "v1alpha1." + GroupName
+)
 
 var (
 	// GroupVersion is the group and version of every kind in this package.
