@@ -57,7 +57,7 @@ func TestInstallFromCatalog(t *testing.T) {
 	if !t.Run("OLM installs the CSV", func(t *testing.T) {
 		RegisterTestingT(t)
 		csv = waitCSVSucceeded(t, installNS, tc.current)
-		expectLiveAPIAvailable(t, targetNS)
+		expectLiveAPIAvailable(t, op, targetNS)
 		Eventually(func(g Gomega) {
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(sub), sub)).To(Succeed())
 			installed, _, _ := unstructured.NestedString(sub.Object, "status", "installedCSV")

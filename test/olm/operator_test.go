@@ -355,12 +355,14 @@ func waitDeploymentOf(t *testing.T, namespace, csv string) *appsv1.Deployment {
 }
 
 // expectLiveAPIAvailable checks that kube-apiserver reports the live API's
-// APIService Available and serves its resources in namespace.
-func expectLiveAPIAvailable(t *testing.T, namespace string) {
+// APIService Available and serves its resources in namespace, which op
+// serves.
+func expectLiveAPIAvailable(t *testing.T, op *operatorProcess, namespace string) {
 	t.Helper()
 	ctx := context.Background()
 	apiService := newObject("apiregistration.k8s.io/v1", "APIService", "", "v1alpha1.live.echo.dev")
 	Eventually(func(g Gomega) {
+		op.expectHealthy()
 		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(apiService), apiService)).To(Succeed())
 		conds, _, _ := unstructured.NestedSlice(apiService.Object, "status", "conditions")
 		g.Expect(conds).To(ContainElement(And(HaveKeyWithValue("type", "Available"), HaveKeyWithValue("status", "True"))), "conditions: %v", conds)

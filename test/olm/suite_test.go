@@ -1,12 +1,15 @@
 //go:build linux
 
-// Package olm installs the operator the way OLM users do: the catalog built
-// from bundle/ is served by `opm serve`, and Operator Lifecycle Manager's
-// own `olm` and `catalog` commands, run as processes against a simulated
-// cluster (internal/simcluster), resolve a Subscription, install the CSV
-// with its CRDs, ServiceAccount and RBAC, and upgrade it. The manager
-// binary then runs with the identity OLM gave it (its ServiceAccount's
-// token), which proves the CSV's permissions are enough.
+// Package olm installs the operator the way its users do. TestDeploy
+// applies config/default with kubectl, as `make deploy` does. The other
+// tests install it the way OLM users do: the catalog built from bundle/ is
+// served by `opm serve`, and Operator Lifecycle Manager's own `olm` and
+// `catalog` commands, run as processes against a simulated cluster
+// (internal/simcluster), resolve a Subscription, install the CSV with its
+// CRDs, ServiceAccount and RBAC, and upgrade it. Either way, the manager
+// binary then runs with the identity the install gave it (its
+// ServiceAccount's token), which proves the install's permissions are
+// enough.
 //
 // olm and catalog both serve metrics on :8080 and opm on a port of every
 // interface, so the suite runs in a network namespace of its own: the test
@@ -68,8 +71,10 @@ const (
 )
 
 var (
-	repoRoot  string
-	workDir   string
+	repoRoot string
+	workDir  string
+	// kubectl is the cluster's kubectl, for what users apply with it.
+	kubectl   string
 	tools     olmTools
 	manager   string
 	cluster   *simcluster.Cluster
@@ -244,6 +249,7 @@ func inside(m *testing.M) int {
 	if err != nil {
 		return fail(err)
 	}
+	kubectl = bins.Kubectl
 	if tools, err = locateOLMTools(repoRoot); err != nil {
 		return fail(err)
 	}
