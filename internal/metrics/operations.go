@@ -101,7 +101,7 @@ func operationCollectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		releaseOperations, releaseOperationDuration, driftRepairs, releaseRecoveries,
 		backupRuns, backupDuration, backupSize, backupFiles,
-		restoreRuns, restoreDuration, moverFailures,
+		restoreRuns, restoreDuration, moverFailures, apiRequests,
 	}
 }
 

@@ -98,6 +98,10 @@ func NewScheme() *runtime.Scheme {
 // Event it records goes through the events.k8s.io/v1 API, from one
 // broadcaster that stops once the manager has stopped.
 func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
+	// Every client below, Helm's included, is built from cfg: each counts
+	// its requests (echo_operator_kube_api_requests_total).
+	cfg = rest.CopyConfig(cfg)
+	opmetrics.CountAPIRequests(cfg)
 	signer, err := loadSigner(cfg, o.OperatorNamespace)
 	if err != nil {
 		return nil, err

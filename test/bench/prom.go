@@ -16,7 +16,10 @@ import (
 
 // Metric names read by the benchmark.
 const (
-	apiserverRequestsMetric  = "apiserver_request_total"
+	apiserverRequestsMetric = "apiserver_request_total"
+	// operatorRequestsMetric is echo-operator's count of its own requests,
+	// labelled as apiserverRequestsMetric is.
+	operatorRequestsMetric   = "echo_operator_kube_api_requests_total"
 	restClientRequestsMetric = "rest_client_requests_total"
 	reconcileTotalMetric     = "controller_runtime_reconcile_total"
 	heapAllocMetric          = "go_memstats_heap_alloc_bytes"
@@ -136,8 +139,14 @@ type requestCounts map[requestKey]float64
 // the scrapes of /metrics. A long-running request (WATCH) is counted when
 // it ends, not when it starts.
 func apiserverRequests(m metricFamilies) requestCounts {
+	return requestsOf(m, apiserverRequestsMetric)
+}
+
+// requestsOf reads a counter of requests labelled verb, group, resource
+// and subresource, summed over its other labels.
+func requestsOf(m metricFamilies, metricName string) requestCounts {
 	out := requestCounts{}
-	mf, ok := m[apiserverRequestsMetric]
+	mf, ok := m[metricName]
 	if !ok {
 		return out
 	}

@@ -5,6 +5,7 @@ package main
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -183,6 +184,7 @@ func markdown(res *results) string {
 			}
 			return r.Idle.Rows, true
 		})
+		writeClientKindsTable(&b, runs[systemEcho])
 		writeStartupTable(&b, runs)
 	}
 	writeRatioTable(&b, res)
@@ -364,6 +366,36 @@ func writeRequestTable(b *strings.Builder, title string, runs map[string]*runRes
 		}
 		t.row(cells...)
 	}
+}
+
+// writeClientKindsTable lists echo-operator's own requests by kind,
+// during the rollout and the mass update, in all and per Echo.
+func writeClientKindsTable(b *strings.Builder, r *runResult) {
+	if r == nil || r.RolloutRequests == nil || len(r.RolloutRequests.ClientKinds) == 0 {
+		return
+	}
+	update := map[string]float64{}
+	if r.UpdateRequests != nil {
+		for _, row := range r.UpdateRequests.ClientKinds {
+			update[row.Request] = row.Net
+		}
+	}
+	perEcho := func(v float64) string { return fmt.Sprintf("%.2f", v/float64(r.N)) }
+	fmt.Fprintf(b, "\nRequests sent by echo-operator, by kind (its own count):\n\n")
+	t := table{b}
+	t.header("Request", "rollout", "per Echo", "update", "per Echo")
+	var rollout, upd float64
+	for _, row := range r.RolloutRequests.ClientKinds {
+		t.row("`"+row.Request+"`", count(row.Net), perEcho(row.Net), count(update[row.Request]), perEcho(update[row.Request]))
+		rollout += row.Net
+		upd += update[row.Request]
+		delete(update, row.Request)
+	}
+	for _, req := range slices.Sorted(maps.Keys(update)) {
+		t.row("`"+req+"`", "·", "·", count(update[req]), perEcho(update[req]))
+		upd += update[req]
+	}
+	t.row("all", count(rollout), perEcho(rollout), count(upd), perEcho(upd))
 }
 
 func writeStartupTable(b *strings.Builder, runs map[string]*runResult) {

@@ -38,10 +38,12 @@ func TestMarkdown(t *testing.T) {
 		Settings: settings{N: []int{10}},
 		Runs: []*runResult{
 			{System: systemEcho, N: 10,
-				Rollout:         &convergence{Want: 10, Reached: 10, AllSeconds: 5, P50Seconds: 2, P99Seconds: 4},
-				RolloutRequests: &requestWindow{Net: 500, Top: []requestRow{{Request: "LIST core/secrets", Net: 30}}},
-				Idle:            &idleResult{Minutes: []float64{40, 42}, Mean: 41, NetMean: 20, BaselinePerMinute: 21},
-				Process:         &processResult{Total: usage{HWMBytes: 100 * mib}},
+				Rollout: &convergence{Want: 10, Reached: 10, AllSeconds: 5, P50Seconds: 2, P99Seconds: 4},
+				RolloutRequests: &requestWindow{Net: 500, Top: []requestRow{{Request: "LIST core/secrets", Net: 30}},
+					ClientKinds: []requestRow{{Request: "POST apps/deployments", Net: 10}, {Request: "APPLY echo.dev/echoes/status", Net: 25}}},
+				UpdateRequests: &requestWindow{ClientKinds: []requestRow{{Request: "PUT core/secrets", Net: 20}, {Request: "APPLY echo.dev/echoes/status", Net: 15}}},
+				Idle:           &idleResult{Minutes: []float64{40, 42}, Mean: 41, NetMean: 20, BaselinePerMinute: 21},
+				Process:        &processResult{Total: usage{HWMBytes: 100 * mib}},
 			},
 			{System: systemStock, N: 10,
 				Rollout:         &convergence{Want: 10, Reached: 10, AllSeconds: 10, P50Seconds: 4, P99Seconds: 8},
@@ -64,6 +66,10 @@ func TestMarkdown(t *testing.T) {
 		"| `GET apps/deployments` | · | 10 | – |",
 		"| 10 | 0.50 | – | 0.50 | – | 9.20 | 2.50 |",
 		"`go run ./test/bench -n 10`",
+		"| Request | rollout | per Echo | update | per Echo |",
+		"| `APPLY echo.dev/echoes/status` | 25 | 2.50 | 15 | 1.50 |",
+		"| `PUT core/secrets` | · | · | 20 | 2.00 |",
+		"| all | 35 | 3.50 | 35 | 3.50 |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("the Markdown lacks %q:\n%s", want, md)

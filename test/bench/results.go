@@ -126,6 +126,9 @@ type requestWindow struct {
 	// the operator's client-go counter, or the floor's own client.
 	Client      map[string]float64 `json:"client,omitempty"`
 	ClientTotal float64            `json:"clientTotal"`
+	// ClientKinds are the operator's requests by kind, when it counts
+	// them (echo-operator's echo_operator_kube_api_requests_total).
+	ClientKinds []requestRow `json:"clientKinds,omitempty"`
 	// Top lists the kinds of requests with the largest net counts.
 	Top []requestRow `json:"top"`
 

@@ -337,6 +337,9 @@ type counters struct {
 	at     time.Time
 	api    requestCounts
 	client map[string]float64
+	// clientKinds are the operator's own requests by kind, if it counts
+	// them.
+	clientKinds requestCounts
 }
 
 func (r *run) counters(ctx context.Context) (counters, error) {
@@ -347,6 +350,13 @@ func (r *run) counters(ctx context.Context) (counters, error) {
 	}
 	if c.client, err = r.sys.clientRequests(ctx, r.proc); err != nil {
 		return c, fmt.Errorf("reading the client's request counts: %w", err)
+	}
+	if r.proc != nil {
+		m, err := r.proc.metrics.scrape(ctx)
+		if err != nil {
+			return c, fmt.Errorf("reading the operator's request counts: %w", err)
+		}
+		c.clientKinds = requestsOf(m, operatorRequestsMetric)
 	}
 	return c, nil
 }
@@ -367,6 +377,9 @@ func (r *run) requestWindow(before, after counters) *requestWindow {
 		Top:       rows(raw, base, topRows),
 	}
 	w.Net = w.Total - w.Baseline
+	if len(after.clientKinds) > 0 {
+		w.ClientKinds = rows(after.clientKinds.sub(before.clientKinds), nil, 0)
+	}
 	for method, v := range after.client {
 		if d := v - before.client[method]; d != 0 {
 			w.Client[method] = d
