@@ -85,6 +85,12 @@ type guardedKubeClient struct {
 	log   func(msg string, keysAndValues ...any)
 }
 
+// IsReachable answers without asking the API server: Helm calls it
+// before every install and upgrade only to fail early, and the operator,
+// which has just read the object from its watch, learns of an unreachable
+// API server from the action's first request all the same.
+func (*guardedKubeClient) IsReachable() error { return nil }
+
 // Build implements kube.Interface.
 func (c *guardedKubeClient) Build(reader io.Reader, validate bool) (kube.ResourceList, error) {
 	list, err := c.Client.Build(reader, validate)

@@ -37,6 +37,7 @@ import (
 	"helm.sh/helm/v3/pkg/kube"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -180,7 +181,11 @@ func newActionClientGetter(mgr ctrl.Manager, signer *releasetrust.Signer, record
 	if err != nil {
 		return nil, fmt.Errorf("creating the Helm action config getter: %w", err)
 	}
-	guarded := guardedConfigGetter{inner: acg, kinds: kinds, log: log}
+	dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	if err != nil {
+		return nil, fmt.Errorf("creating the discovery client of Helm's capabilities: %w", err)
+	}
+	guarded := guardedConfigGetter{inner: acg, kinds: kinds, capabilities: newCapabilitiesCache(dc), log: log}
 	if g.inner, err = helmclient.NewActionClientGetter(guarded); err != nil {
 		return nil, fmt.Errorf("creating the Helm action client getter: %w", err)
 	}
@@ -188,17 +193,22 @@ func newActionClientGetter(mgr ctrl.Manager, signer *releasetrust.Signer, record
 }
 
 // guardedConfigGetter hands Helm's actions a Kubernetes client confined by
-// a manifestGuard to the chart's kinds in the object's namespace.
+// a manifestGuard to the chart's kinds in the object's namespace, and the
+// cluster's capabilities as the process last discovered them.
 type guardedConfigGetter struct {
-	inner helmclient.ActionConfigGetter
-	kinds map[schema.GroupVersionKind]bool
-	log   logr.Logger
+	inner        helmclient.ActionConfigGetter
+	kinds        map[schema.GroupVersionKind]bool
+	capabilities *capabilitiesCache
+	log          logr.Logger
 }
 
 // ActionConfigFor implements helmclient.ActionConfigGetter.
 func (g guardedConfigGetter) ActionConfigFor(ctx context.Context, obj client.Object) (*action.Configuration, error) {
 	cfg, err := g.inner.ActionConfigFor(ctx, obj)
 	if err != nil {
+		return nil, err
+	}
+	if cfg.Capabilities, err = g.capabilities.get(); err != nil {
 		return nil, err
 	}
 	kc, ok := cfg.KubeClient.(*kube.Client)
