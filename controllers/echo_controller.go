@@ -1,8 +1,10 @@
 package controllers
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -33,6 +35,12 @@ type EchoReconciler struct {
 	Recorder record.EventRecorder
 	// MaxConcurrentReconciles is the number of workers; 0 means 1.
 	MaxConcurrentReconciles int
+	// ProgressStatusDelay holds back status changes that only report
+	// progress (see onlyProgress); 0 means DefaultProgressStatusDelay.
+	ProgressStatusDelay time.Duration
+	Clock               Clock
+
+	pacer *statusPacer
 }
 
 // +kubebuilder:rbac:groups=echo.dev,resources=echoes,verbs=get;list;watch
@@ -47,10 +55,12 @@ type EchoReconciler struct {
 func (r *EchoReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	echo := &echov1alpha1.Echo{}
 	if err := r.Get(ctx, req.NamespacedName, echo); err != nil {
+		r.pacer.forget(req.NamespacedName)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !echo.DeletionTimestamp.IsZero() {
 		// The release is being uninstalled; there is no readiness to report.
+		r.pacer.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 
@@ -58,7 +68,23 @@ func (r *EchoReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, r.ensureStatus(ctx, echo, computeWorkloadStatus(echo, world, metav1.Now()))
+	now := r.Clock.Now()
+	desired := computeWorkloadStatus(echo, world, metav1.NewTime(now))
+	current := currentWorkloadStatus(echo)
+	if sameWorkloadStatus(current, desired) {
+		r.pacer.forget(req.NamespacedName)
+		return ctrl.Result{}, nil
+	}
+	if onlyProgress(current, desired) {
+		if wait := r.pacer.wait(req.NamespacedName, now); wait > 0 {
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
+	}
+	if err := r.ensureStatus(ctx, echo, current, desired); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.pacer.forget(req.NamespacedName)
+	return ctrl.Result{}, nil
 }
 
 // observe reads the children of an Echo. They carry the Echo's name.
@@ -81,14 +107,9 @@ func (r *EchoReconciler) observe(ctx context.Context, echo *echov1alpha1.Echo) (
 	return w, err
 }
 
-// ensureStatus applies the workload status when it differs from what the
-// Echo holds, and records an Event when readiness flips.
-func (r *EchoReconciler) ensureStatus(ctx context.Context, echo *echov1alpha1.Echo, desired workloadStatus) error {
-	current := currentWorkloadStatus(echo)
-	if sameWorkloadStatus(current, desired) {
-		return nil
-	}
-
+// ensureStatus applies the desired workload status over the current one,
+// and records an Event when readiness flips.
+func (r *EchoReconciler) ensureStatus(ctx context.Context, echo *echov1alpha1.Echo, current, desired workloadStatus) error {
 	patch := &unstructured.Unstructured{Object: map[string]any{"status": desired.toApplyMap()}}
 	patch.SetGroupVersionKind(echov1alpha1.GroupVersion.WithKind("Echo"))
 	patch.SetName(echo.Name)
@@ -133,6 +154,7 @@ func getOptional[T client.Object](ctx context.Context, c client.Reader, key clie
 // Echo through the owner reference the Helm release puts on them, release
 // Secrets (the only Secrets the cache holds) through their release name.
 func (r *EchoReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.pacer = newStatusPacer(cmp.Or(r.ProgressStatusDelay, DefaultProgressStatusDelay))
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("echo-status").
 		WithOptions(controllerOptions(r.MaxConcurrentReconciles)).

@@ -140,6 +140,8 @@ func startManager(ctx context.Context) (<-chan struct{}, error) {
 		ProbeAddr:   "0",
 		MoverImage:  testMoverImage,
 		Now:         clock.Now,
+		// Progress reaches the status within a second here, not ten.
+		ProgressStatusDelay: time.Second,
 		// The release signing key is created there on start.
 		OperatorNamespace: testOperatorNamespace,
 		Helm: helmreconciler.Options{

@@ -74,6 +74,10 @@ type Options struct {
 	// MoverImage is the operator's own image, run by backup and restore Jobs.
 	MoverImage string
 
+	// ProgressStatusDelay holds back Echo status changes that only report
+	// progress; 0 means controllers.DefaultProgressStatusDelay.
+	ProgressStatusDelay time.Duration
+
 	// LiveAPI configures the aggregated API server; an empty or "0"
 	// BindAddress disables it.
 	LiveAPI liveapi.Options
@@ -207,6 +211,7 @@ func setupReconcilers(mgr ctrl.Manager, o Options, recorder record.EventRecorder
 		Client:                  mgr.GetClient(),
 		Recorder:                recorder,
 		MaxConcurrentReconciles: o.Helm.DefaultMaxConcurrentReconciles,
+		ProgressStatusDelay:     o.ProgressStatusDelay,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Echo controller: %w", err)
 	}
