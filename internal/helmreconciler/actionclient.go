@@ -34,7 +34,9 @@ import (
 //   - keep the release until the final backup is done (uninstallgate.go);
 //   - record an Event for every install, upgrade and uninstall.
 //
-// Helm's own clients are only built when a reconcile needs them.
+// Helm's own clients are only built when a reconcile needs them; they read
+// the release's objects from the cache (cachereads.go) and get the
+// cluster's capabilities from the process (capabilities.go).
 type actionClientGetter struct {
 	inner helmclient.ActionClientGetter
 	// cache holds the release Secrets (see ReleaseSecretTransform) and the

@@ -177,7 +177,8 @@ func newActionClientGetter(mgr ctrl.Manager, signer *releasetrust.Signer, record
 		log:         log,
 	}
 	acg, err := helmclient.NewActionConfigGetter(mgr.GetConfig(), mgr.GetRESTMapper(),
-		helmclient.StorageDriverMapper(g.storageDriverMapper()))
+		helmclient.StorageDriverMapper(g.storageDriverMapper()),
+		helmclient.ClientRestConfigMapper(g.clientRestConfig))
 	if err != nil {
 		return nil, fmt.Errorf("creating the Helm action config getter: %w", err)
 	}
