@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 	_ "time/tzdata" // schedules name IANA time zones; the image has no zone database
@@ -31,6 +32,17 @@ const defaultOperatorImage = "quay.io/echo-operator/echo-operator:v0.1.0"
 // a heap goal of 1.5x the live heap instead of 2x trims the peaks of a mass
 // rollout for little CPU.
 const managerGCPercent = 50
+
+// memoryLimitEnv holds the container's memory limit in bytes, from the
+// downward API (config/manager/manager.yaml). Unless GOMEMLIMIT is set,
+// the Go runtime's soft memory limit is that limit less memoryHeadroom,
+// the share left to what the runtime does not count (thread stacks, the
+// binary's mapped code): the collector works harder as the heap nears it,
+// instead of the kernel killing the pod.
+const (
+	memoryLimitEnv = "MEMORY_LIMIT"
+	memoryHeadroom = 0.15
+)
 
 // Leader election defaults, measured by test/failover on a simulated
 // cluster (docs/benchmarks.md, "Leader failover").
@@ -73,6 +85,9 @@ func main() {
 	opts := parseFlags()
 	if _, ok := os.LookupEnv("GOGC"); !ok {
 		debug.SetGCPercent(managerGCPercent)
+	}
+	if limit, ok := goMemoryLimit(); ok {
+		debug.SetMemoryLimit(limit)
 	}
 	if err := run(opts); err != nil {
 		ctrl.Log.Error(err, "Manager exited with an error")
@@ -121,6 +136,19 @@ func parseFlags() operator.Options {
 		o.OperatorNamespace = o.LeaderElectionNS
 	}
 	return o
+}
+
+// goMemoryLimit is the soft memory limit to set from the container's
+// memory limit, unless GOMEMLIMIT sets one.
+func goMemoryLimit() (int64, bool) {
+	if _, ok := os.LookupEnv("GOMEMLIMIT"); ok {
+		return 0, false
+	}
+	limit, err := strconv.ParseInt(os.Getenv(memoryLimitEnv), 10, 64)
+	if err != nil || limit <= 0 {
+		return 0, false
+	}
+	return int64(float64(limit) * (1 - memoryHeadroom)), true
 }
 
 // kubeconfigFile is the kubeconfig the manager was given (--kubeconfig,

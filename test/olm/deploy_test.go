@@ -55,6 +55,7 @@ func TestDeploy(t *testing.T) {
 	if !t.Run("the operator keeps the live API's certificate and caBundle", func(t *testing.T) {
 		RegisterTestingT(t)
 		Expect(op.env).To(HaveKeyWithValue("WATCH_NAMESPACE", ""), "make deploy watches every namespace")
+		Expect(op.env).To(HaveKeyWithValue("MEMORY_LIMIT", "1073741824"), "the container's memory limit, for the Go runtime's")
 		expectLiveAPIAvailable(t, op, "default")
 		secret := expectCertificateTrusted(t, op, dep)
 		Expect(secret.Type).To(Equal(corev1.SecretTypeTLS))

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -224,11 +225,36 @@ func containerEnv(t *testing.T, pod *corev1.Pod, c corev1.Container) map[string]
 			v, ok := podField(pod, e.ValueFrom.FieldRef.FieldPath)
 			Expect(ok).To(BeTrue(), "env %s: unsupported fieldRef %s", e.Name, e.ValueFrom.FieldRef.FieldPath)
 			env[e.Name] = v
+		case e.ValueFrom.ResourceFieldRef != nil:
+			env[e.Name] = containerResource(t, pod, c, e.ValueFrom.ResourceFieldRef)
 		default:
-			t.Fatalf("env %s: only values and fieldRefs are resolved here", e.Name)
+			t.Fatalf("env %s: only values, fieldRefs and resourceFieldRefs are resolved here", e.Name)
 		}
 	}
 	return env
+}
+
+// containerResource resolves a resourceFieldRef as the kubelet does for a
+// limit or request the container sets: the quantity in units of the
+// divisor (1 when unset), rounded up.
+func containerResource(t *testing.T, pod *corev1.Pod, c corev1.Container, ref *corev1.ResourceFieldSelector) string {
+	t.Helper()
+	if ref.ContainerName != "" {
+		for _, other := range pod.Spec.Containers {
+			if other.Name == ref.ContainerName {
+				c = other
+			}
+		}
+	}
+	kind, name, _ := strings.Cut(ref.Resource, ".")
+	list := map[string]corev1.ResourceList{"limits": c.Resources.Limits, "requests": c.Resources.Requests}[kind]
+	q, ok := list[corev1.ResourceName(name)]
+	Expect(ok).To(BeTrue(), "resourceFieldRef %s: the container sets none", ref.Resource)
+	divisor := ref.Divisor.Value()
+	if divisor == 0 {
+		divisor = 1
+	}
+	return strconv.FormatInt((q.Value()+divisor-1)/divisor, 10)
 }
 
 var keyedField = regexp.MustCompile(`^metadata\.(annotations|labels)\['(.+)'\]$`)
