@@ -105,7 +105,7 @@ var mainMetrics = []metric{
 	convergenceMetric("Rollout: first create → all Echos Ready (s)", echoReadyOf, allSeconds),
 	windowMetric("Rollout: API requests, net of baseline", rolloutRequests, func(w *requestWindow) float64 { return w.Net }),
 	windowMetric("Rollout: API writes, net of baseline", rolloutRequests, func(w *requestWindow) float64 { return w.NetWrites }),
-	windowMetric("Rollout: requests sent by the operator / client", rolloutRequests, func(w *requestWindow) float64 { return w.ClientTotal }),
+	windowMetric("Rollout: requests sent by the operator / client", rolloutRequests, (*requestWindow).sent),
 	convergenceMetric("Update: first patch → all rolled out (s)", updateOf, allSeconds),
 	convergenceMetric("Update: patch → rolled out p50 (s)", updateOf, p50),
 	convergenceMetric("Update: patch → rolled out p99 (s)", updateOf, p99),
@@ -418,7 +418,7 @@ func writeStartupTable(b *strings.Builder, runs map[string]*runResult) {
 	t.row(fmt.Sprintf("Deployment writes in the %.0fs window", s.WindowSeconds), count(s.DeploymentWrites))
 	if s.Requests != nil {
 		t.row("API requests in the window, net of baseline", count(s.Requests.Net))
-		t.row("Requests sent by the operator", count(s.Requests.ClientTotal))
+		t.row("Requests sent by the operator", count(s.Requests.sent()))
 	}
 	t.row("Peak RSS (MiB)", mebibytes(float64(s.Process.HWMBytes)))
 	t.row("CPU (s)", seconds(s.Process.CPUSeconds))

@@ -136,6 +136,20 @@ type requestWindow struct {
 	raw, base requestCounts
 }
 
+// sent is the number of requests the actor sent to the API server: its
+// own count by kind when it keeps one (echo-operator's excludes the reads
+// its cache answers, which client-go counts), else client-go's.
+func (w *requestWindow) sent() float64 {
+	if len(w.ClientKinds) == 0 {
+		return w.ClientTotal
+	}
+	var total float64
+	for _, row := range w.ClientKinds {
+		total += row.Net
+	}
+	return total
+}
+
 // idleResult is the traffic once everything has converged.
 type idleResult struct {
 	// Minutes are the requests per minute of each minute; NetMinutes the
