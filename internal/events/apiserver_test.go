@@ -16,7 +16,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/echo-operator/echo-operator/internal/testutil/controlplane"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 )
@@ -27,7 +28,7 @@ const (
 )
 
 func TestEventsAPI(t *testing.T) {
-	cfg := startControlPlane(t)
+	cfg := controlplane.Start(t)
 	t.Run("an Event lands in events.k8s.io/v1, its repeats in its series", func(t *testing.T) {
 		testEventsLandAsSeries(t, cfg)
 	})
@@ -139,19 +140,4 @@ func testScheme() *runtime.Scheme {
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(echov1alpha1.AddToScheme(s))
 	return s
-}
-
-// startControlPlane starts a kube-apiserver and etcd for one test.
-func startControlPlane(t *testing.T) *rest.Config {
-	t.Helper()
-	if testing.Short() || os.Getenv("TEST_ASSET_KUBE_APISERVER") == "" || os.Getenv("TEST_ASSET_ETCD") == "" {
-		t.Skip("needs the control plane (TEST_ASSET_KUBE_APISERVER, TEST_ASSET_ETCD): run with `make test`")
-	}
-	env := &envtest.Environment{}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("starting the control plane: %v", err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	return cfg
 }

@@ -3,7 +3,6 @@ package servingcert
 import (
 	"context"
 	"encoding/base64"
-	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,7 +17,8 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/echo-operator/echo-operator/internal/testutil/controlplane"
 )
 
 const (
@@ -31,7 +31,7 @@ const (
 )
 
 func TestRotator(t *testing.T) {
-	cfg := startControlPlane(t)
+	cfg := controlplane.Start(t)
 	c, err := client.New(cfg, client.Options{Scheme: clientgoscheme.Scheme})
 	if err != nil {
 		t.Fatal(err)
@@ -184,18 +184,4 @@ func caBundleOf(apiService *unstructured.Unstructured) []byte {
 	encoded, _, _ := unstructured.NestedString(apiService.Object, "spec", "caBundle")
 	raw, _ := base64.StdEncoding.DecodeString(encoded)
 	return raw
-}
-
-func startControlPlane(t *testing.T) *rest.Config {
-	t.Helper()
-	if testing.Short() || os.Getenv("TEST_ASSET_KUBE_APISERVER") == "" || os.Getenv("TEST_ASSET_ETCD") == "" {
-		t.Skip("needs the control plane (TEST_ASSET_KUBE_APISERVER, TEST_ASSET_ETCD): run with `make test`")
-	}
-	env := &envtest.Environment{}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("starting the control plane: %v", err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	return cfg
 }
