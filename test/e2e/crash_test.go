@@ -108,6 +108,9 @@ func TestOperatorKilledMidOperationConverges(t *testing.T) {
 		Expect(landed).To(BeTrue(), "no kill landed inside an upgrade in %d attempts", attempts)
 	})
 
+	// The subtests bound the package's Gomega to themselves; a failure
+	// from here on is this test's.
+	RegisterTestingT(t)
 	Eventually(func(g Gomega) {
 		for _, key := range keys {
 			expectNoPendingRelease(g, key)
