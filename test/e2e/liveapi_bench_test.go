@@ -123,7 +123,7 @@ func countItems(g Gomega, path string) int {
 
 // managerRSS is the manager process's resident set size in bytes.
 func managerRSS() int64 {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", op.cmd.Process.Pid))
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", op.pid()))
 	Expect(err).NotTo(HaveOccurred())
 	for _, line := range strings.Split(string(raw), "\n") {
 		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {

@@ -11,11 +11,8 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
-	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -98,6 +95,9 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "stopping the operator:", err)
 		code = 1
 	}
+	for _, exit := range op.unexpectedExits() {
+		fmt.Fprintln(os.Stderr, exit)
+	}
 	if code != 0 {
 		simsuite.DumpLog(op.logPath, 20000)
 		simsuite.DumpLog(filepath.Join(env.WorkDir, "cluster", "kube-controller-manager.log"), 20000)
@@ -119,75 +119,4 @@ func freeLoopbackAddr() (string, error) {
 func fail(err error) int {
 	fmt.Fprintln(os.Stderr, err)
 	return 1
-}
-
-// operatorProcess is the manager binary, run as a user would run it out of
-// cluster: from the project's directory (watches.yaml, helm-charts/) with a
-// kubeconfig.
-type operatorProcess struct {
-	binary, kubeconfig, logPath string
-	// metricsAddr is where the manager serves its metrics: HTTPS,
-	// authenticated and authorized by the API server, as deployed, with
-	// the certificate of metricsCertDir, which metricsCA issued.
-	metricsAddr, metricsCertDir, metricsCA string
-	// liveAPIAddr is where the manager serves the live API, with the
-	// certificate of liveAPICertDir, which liveAPICA issued.
-	liveAPIAddr, liveAPICertDir, liveAPICA string
-	cmd                                    *exec.Cmd
-	log                                    *os.File
-}
-
-func (p *operatorProcess) start() error {
-	log, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command(p.binary,
-		"--leader-elect",
-		"--leader-election-namespace="+operatorNamespace,
-		// Short leases, so a killed operator's successor takes over quickly.
-		"--leader-elect-lease-duration=4s",
-		"--leader-elect-renew-deadline=3s",
-		"--leader-elect-retry-period=500ms",
-		"--health-probe-bind-address=0",
-		"--metrics-bind-address="+p.metricsAddr,
-		"--metrics-cert-dir="+p.metricsCertDir,
-		"--live-api-bind-address="+p.liveAPIAddr,
-		"--live-api-cert-dir="+p.liveAPICertDir,
-	)
-	cmd.Dir = repoRoot
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+p.kubeconfig, "RELATED_IMAGE_ECHO="+echoImage, "WATCH_NAMESPACE=")
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		_ = log.Close()
-		return fmt.Errorf("starting the operator: %w", err)
-	}
-	_, _ = fmt.Fprintf(log, "==== operator started, pid %d ====\n", cmd.Process.Pid)
-	p.cmd, p.log = cmd, log
-	return nil
-}
-
-// kill ends the operator at once, as an OOM kill or a node loss would.
-func (p *operatorProcess) kill() {
-	_ = p.cmd.Process.Kill()
-	_ = p.cmd.Wait()
-	_ = p.log.Close()
-}
-
-// stop asks the operator to shut down gracefully and waits for it.
-func (p *operatorProcess) stop() error {
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		return err
-	}
-	done := make(chan error, 1)
-	go func() { done <- p.cmd.Wait() }()
-	defer func() { _ = p.log.Close() }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(45 * time.Second):
-		_ = p.cmd.Process.Kill()
-		return fmt.Errorf("the operator did not stop within 45s of SIGTERM")
-	}
 }

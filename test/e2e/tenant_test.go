@@ -251,7 +251,7 @@ func recreatedService(t *testing.T, tn tenant, key types.NamespacedName) {
 
 // peakRSS reads the operator process's peak resident set size in KiB.
 func peakRSS(g Gomega) int {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", op.cmd.Process.Pid))
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", op.pid()))
 	g.Expect(err).NotTo(HaveOccurred(), "the operator is not running")
 	for _, line := range strings.Split(string(raw), "\n") {
 		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
@@ -418,7 +418,7 @@ func TestHostileTenantStaysInItsNamespace(t *testing.T) {
 	bystanderNS := newRestrictedNamespace(t)
 	Expect(k8sClient.Create(ctx, &echov1alpha1.Echo{ObjectMeta: metav1.ObjectMeta{Namespace: bystanderNS, Name: "later"}})).To(Succeed())
 	waitReady(t, types.NamespacedName{Namespace: bystanderNS, Name: "later"}, 1)
-	Expect(op.cmd.ProcessState).To(BeNil(), "the operator exited")
+	Expect(op.unexpectedExits()).To(BeEmpty(), "the operator exited")
 }
 
 // admissionAttack is an object the API server must refuse, as a user
