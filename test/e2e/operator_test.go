@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -40,6 +41,9 @@ type operatorProcess struct {
 	exits []string
 	// stopped is set once the suite has stopped the operator for good.
 	stopped bool
+	// gen counts the processes handed to callers to end; a restart
+	// scheduled under an older count is dropped.
+	gen int
 }
 
 // operatorRun is one process of the operator.
@@ -57,6 +61,9 @@ func (p *operatorProcess) start() error {
 }
 
 func (p *operatorProcess) startLocked() error {
+	if p.run != nil {
+		return fmt.Errorf("the operator already runs, pid %d", p.run.cmd.Process.Pid)
+	}
 	log, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		return err
@@ -99,9 +106,7 @@ func (p *operatorProcess) watch(r *operatorRun) {
 	defer p.mu.Unlock()
 	asked := p.run != r
 	if !asked {
-		exit := fmt.Sprintf("==== operator pid %d exited on its own: %v ====", r.cmd.Process.Pid, err)
-		_, _ = fmt.Fprintln(r.log, exit)
-		p.exits = append(p.exits, exit)
+		p.recordExit(r, err)
 		p.run = nil
 	}
 	_ = r.log.Close()
@@ -109,16 +114,24 @@ func (p *operatorProcess) watch(r *operatorRun) {
 	if asked {
 		return
 	}
+	gen := p.gen
 	time.AfterFunc(restartDelay, func() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		if p.run != nil || p.stopped {
-			return // started again meanwhile, or the suite is ending
+		if p.gen != gen || p.run != nil || p.stopped {
+			return // killed, started again or stopped meanwhile
 		}
 		if err := p.startLocked(); err != nil {
 			p.exits = append(p.exits, "restarting: "+err.Error())
 		}
 	})
+}
+
+// recordExit notes an exit nobody asked for, in the log and in exits.
+func (p *operatorProcess) recordExit(r *operatorRun, err error) {
+	exit := fmt.Sprintf("==== operator pid %d exited on its own: %v ====", r.cmd.Process.Pid, err)
+	_, _ = fmt.Fprintln(r.log, exit)
+	p.exits = append(p.exits, exit)
 }
 
 // pid is the running operator's process ID, 0 when none runs.
@@ -139,13 +152,28 @@ func (p *operatorProcess) unexpectedExits() []string {
 }
 
 // take hands the running process to the caller, who ends it: the watcher
-// then neither records its exit nor restarts it.
+// then neither records its exit nor restarts it, and a restart already
+// scheduled is dropped.
 func (p *operatorProcess) take() *operatorRun {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.gen++
 	r := p.run
 	p.run = nil
 	return r
+}
+
+// signal sends sig to a process taken with take. One that had already
+// exited on its own, before its watcher noticed, is recorded as such.
+func (p *operatorProcess) signal(r *operatorRun, sig os.Signal) error {
+	err := r.cmd.Process.Signal(sig)
+	if errors.Is(err, os.ErrProcessDone) {
+		<-r.done
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.exits = append(p.exits, fmt.Sprintf("==== operator pid %d had exited on its own: %v ====", r.cmd.Process.Pid, r.cmd.ProcessState))
+	}
+	return err
 }
 
 // kill ends the operator at once, as an OOM kill or a node loss would.
@@ -154,7 +182,7 @@ func (p *operatorProcess) kill() {
 	if r == nil {
 		return
 	}
-	_ = r.cmd.Process.Kill()
+	_ = p.signal(r, os.Kill)
 	<-r.done
 }
 
@@ -168,7 +196,7 @@ func (p *operatorProcess) stop() error {
 	if r == nil {
 		return nil
 	}
-	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.signal(r, syscall.SIGTERM); err != nil {
 		return err
 	}
 	select {
