@@ -38,6 +38,16 @@ const (
 	caSubject = "echo-operator live API CA"
 )
 
+// backdate is how long before its issue a certificate is valid from, for
+// clocks a little behind.
+const backdate = time.Minute
+
+// caTrustDelay is how long a new CA is in the caBundle before it signs
+// what is served, while the certificate served until then is still valid.
+// kube-apiserver's aggregator sees an APIService change within a second
+// or two; this leaves room for a busy one.
+const caTrustDelay = 30 * time.Second
+
 // Lifetimes of what is issued. Either is renewed once two thirds of its
 // lifetime have passed.
 type Lifetimes struct {
@@ -69,9 +79,11 @@ func ensureCA(data map[string][]byte, now time.Time, lifetime time.Duration) (bo
 		return false, err
 	}
 	newCert := parseCerts(certPEM)
+	// The CA before it, if any, stays trusted while it is valid: replicas
+	// still serve what it signed. That holds when only its key was lost.
 	var previous []*x509.Certificate
-	if current != nil && now.Before(current.NotAfter) {
-		previous = []*x509.Certificate{current}
+	if len(bundle) > 0 && bundle[0].IsCA && now.Before(bundle[0].NotAfter) {
+		previous = bundle[:1]
 	}
 	data[CABundle] = encodeCerts(append(newCert, previous...))
 	data[CAKeyKey] = keyPEM
@@ -115,18 +127,49 @@ func nextRenewal(data map[string][]byte) time.Time {
 	return b
 }
 
+// servingHeldUntil is when a serving certificate of data's current CA may
+// be issued, or the zero time when it may be now. A CA younger than
+// caTrustDelay may not be trusted by kube-apiserver yet (the caBundle
+// reaches it through its own watch of the APIService), so while the pair
+// served now still verifies against the bundle it goes on being served
+// until then.
+func servingHeldUntil(data map[string][]byte, dnsNames []string, now time.Time) time.Time {
+	ca, _, err := currentCA(data)
+	if err != nil {
+		return time.Time{}
+	}
+	trusted := ca.NotBefore.Add(backdate + caTrustDelay)
+	if !now.Before(trusted) || servingValid(data, ca, dnsNames, now) ||
+		!servingVerifies(data, parseCerts(data[CABundle]), dnsNames, now) {
+		return time.Time{}
+	}
+	return trusted
+}
+
 // servingValid reports whether data's serving pair is one, signed by ca,
 // names every one of dnsNames and is not due for renewal at now.
 func servingValid(data map[string][]byte, ca *x509.Certificate, dnsNames []string, now time.Time) bool {
-	if _, err := tls.X509KeyPair(data[CertKey], data[KeyKey]); err != nil {
-		return false
-	}
 	certs := parseCerts(data[CertKey])
 	if len(certs) == 0 || renewalDue(certs[0], now) {
 		return false
 	}
+	return servingVerifies(data, []*x509.Certificate{ca}, dnsNames, now)
+}
+
+// servingVerifies reports whether data's serving pair is one and verifies
+// at now, against roots, for every one of dnsNames.
+func servingVerifies(data map[string][]byte, roots []*x509.Certificate, dnsNames []string, now time.Time) bool {
+	if _, err := tls.X509KeyPair(data[CertKey], data[KeyKey]); err != nil {
+		return false
+	}
+	certs := parseCerts(data[CertKey])
+	if len(certs) == 0 {
+		return false
+	}
 	pool := x509.NewCertPool()
-	pool.AddCert(ca)
+	for _, root := range roots {
+		pool.AddCert(root)
+	}
 	for _, name := range dnsNames {
 		if _, err := certs[0].Verify(x509.VerifyOptions{DNSName: name, Roots: pool, CurrentTime: now}); err != nil {
 			return false
@@ -152,9 +195,11 @@ func currentCA(data map[string][]byte) (*x509.Certificate, *ecdsa.PrivateKey, er
 	return bundle[0], key, nil
 }
 
-// renewalTime is when two thirds of cert's lifetime have passed.
+// renewalTime is when two thirds of cert's lifetime have passed (divided
+// first: a lifetime of centuries, as a CA put there by hand may have,
+// must not overflow).
 func renewalTime(cert *x509.Certificate) time.Time {
-	return cert.NotBefore.Add(cert.NotAfter.Sub(cert.NotBefore) * 2 / 3)
+	return cert.NotBefore.Add(cert.NotAfter.Sub(cert.NotBefore) / 3 * 2)
 }
 
 func renewalDue(cert *x509.Certificate, now time.Time) bool {
@@ -186,7 +231,7 @@ func newServing(ca *x509.Certificate, caKey *ecdsa.PrivateKey, dnsNames []string
 }
 
 // issue signs tmpl with a new key, by parent (self-signed when nil), valid
-// from a minute before now (for clocks a little behind) for lifetime.
+// from backdate before now for lifetime.
 func issue(tmpl, parent *x509.Certificate, parentKey *ecdsa.PrivateKey, now time.Time, lifetime time.Duration) (certPEM, keyPEM []byte, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -197,7 +242,7 @@ func issue(tmpl, parent *x509.Certificate, parentKey *ecdsa.PrivateKey, now time
 		return nil, nil, fmt.Errorf("generating a serial number: %w", err)
 	}
 	tmpl.SerialNumber = serial
-	tmpl.NotBefore, tmpl.NotAfter = now.Add(-time.Minute), now.Add(lifetime)
+	tmpl.NotBefore, tmpl.NotAfter = now.Add(-backdate), now.Add(lifetime)
 	if parent == nil {
 		parent, parentKey = tmpl, key
 	}

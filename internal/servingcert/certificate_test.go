@@ -88,13 +88,13 @@ func TestEnsure(t *testing.T) {
 			now:  start.Add(31 * 24 * time.Hour), newCA: true, newServing: true, bundle: 1,
 		},
 		{
-			name: "a CA key that is not the CA's replaces the CA",
+			name: "a CA key that is not the CA's replaces the CA, which stays trusted while valid",
 			data: func(t *testing.T) map[string][]byte {
 				data, other := issued(t), issued(t)
 				data[CAKeyKey] = other[CAKeyKey]
 				return data
 			},
-			now: start, newCA: true, newServing: true, bundle: 1,
+			now: start, newCA: true, newServing: true, bundle: 2,
 		},
 		{
 			name: "a serving certificate for another Service is replaced",
@@ -186,4 +186,74 @@ func TestExpiredCAsLeaveTheBundle(t *testing.T) {
 	g.Expect(ensureCA(data, start.Add(31*24*time.Hour), lifetimes.CA)).To(BeTrue())
 	g.Expect(parseCerts(data[CABundle])).To(HaveLen(1))
 	g.Expect(ensureCA(data, start.Add(32*24*time.Hour), lifetimes.CA)).To(BeFalse())
+}
+
+func TestServingHeldUntilTheNewCAIsTrusted(t *testing.T) {
+	rotatedAt := start.Add(21 * 24 * time.Hour)
+	trusted := rotatedAt.Add(caTrustDelay)
+	// rotated returns data just after a CA rotation at rotatedAt: the new
+	// CA and the old in the bundle, the old CA's certificate served.
+	rotated := func(t *testing.T) map[string][]byte {
+		data := issued(t)
+		if _, err := ensureServing(data, names, start.Add(15*24*time.Hour), lifetimes.Serving); err != nil {
+			t.Fatal(err)
+		}
+		if changed, err := ensureCA(data, rotatedAt, lifetimes.CA); err != nil || !changed {
+			t.Fatalf("no CA rotation: %v", err)
+		}
+		return data
+	}
+	tests := []struct {
+		name string
+		data func(t *testing.T) map[string][]byte
+		now  time.Time
+		want time.Time
+	}{
+		{name: "the old CA's certificate is served until the new CA is trusted", data: rotated, now: rotatedAt, want: trusted},
+		{name: "then the new CA signs", data: rotated, now: trusted},
+		{
+			name: "a certificate of the new CA is not held",
+			data: func(t *testing.T) map[string][]byte {
+				data := rotated(t)
+				if _, err := ensureServing(data, names, trusted, lifetimes.Serving); err != nil {
+					t.Fatal(err)
+				}
+				return data
+			},
+			now: rotatedAt,
+		},
+		{
+			name: "nothing served yet: nothing to wait for",
+			data: func(t *testing.T) map[string][]byte {
+				data := map[string][]byte{}
+				if _, err := ensureCA(data, start, lifetimes.CA); err != nil {
+					t.Fatal(err)
+				}
+				return data
+			},
+			now: start,
+		},
+		{
+			name: "a served pair that is not one is replaced at once",
+			data: func(t *testing.T) map[string][]byte {
+				data := rotated(t)
+				data[KeyKey] = []byte("not a key")
+				return data
+			},
+			now: rotatedAt,
+		},
+		{name: "no CA", data: func(*testing.T) map[string][]byte { return map[string][]byte{} }, now: start},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			g.Expect(servingHeldUntil(tt.data(t), names, tt.now)).To(Equal(tt.want))
+		})
+	}
+}
+
+func TestRenewalTimeOfACenturiesLongCA(t *testing.T) {
+	g := NewWithT(t)
+	cert := &x509.Certificate{NotBefore: start, NotAfter: start.AddDate(200, 0, 0)}
+	g.Expect(renewalTime(cert)).To(BeTemporally(">", start.AddDate(100, 0, 0)))
 }

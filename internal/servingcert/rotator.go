@@ -33,9 +33,12 @@ const (
 // leader only. Everything it knows is read back from the Secret and the
 // APIService at each check, so a restart, or a new leader, carries on.
 //
-// A new CA is written to the Secret and to the caBundle, next to the one
-// before it, before any certificate it signs is served: replicas that
-// still serve the old certificate stay trusted until they load the new.
+// A new CA is written to the Secret, then to the caBundle next to the one
+// before it, and signs a serving certificate only caTrustDelay later, as
+// long as the certificate served until then is valid: kube-apiserver
+// trusts the new CA before any replica serves what it signed, and
+// replicas that still serve the old certificate stay trusted until they
+// load the new.
 type Rotator struct {
 	// Client writes the Secret and the APIService; Reader reads them from
 	// the API server, not from a cache.
@@ -90,7 +93,7 @@ func (r *Rotator) Start(ctx context.Context) error {
 }
 
 // Ensure brings the Secret and the caBundle up to date and returns when
-// the next renewal is due.
+// to check next: the next renewal, or when a new CA may sign.
 func (r *Rotator) Ensure(ctx context.Context) (time.Time, error) {
 	now := r.now()
 	apiService, dnsNames, err := r.readAPIService(ctx)
@@ -109,25 +112,38 @@ func (r *Rotator) Ensure(ctx context.Context) (time.Time, error) {
 		data = map[string][]byte{}
 	}
 
+	// A new CA is stored before it is trusted (a CA whose key was never
+	// stored is never trusted), and trusted before it signs what is
+	// served.
 	caChanged, err := ensureCA(data, now, r.Lifetimes.CA)
 	if err != nil {
 		return time.Time{}, err
 	}
-	// A rotated CA is stored, and trusted, before it signs what is served.
-	if caChanged && exists && len(data[CertKey]) > 0 && len(data[KeyKey]) > 0 {
+	if !exists {
+		// Nothing is served yet, and a kubernetes.io/tls Secret holds a
+		// pair from the start: the first certificate goes with the CA.
+		if _, err := ensureServing(data, dnsNames, now, r.Lifetimes.Serving); err != nil {
+			return time.Time{}, err
+		}
+	}
+	if caChanged || !exists {
 		if err := r.writeSecret(ctx, secret, data, exists); err != nil {
 			return time.Time{}, err
 		}
-		caChanged = false
+		exists = true
 	}
 	if err := r.ensureCABundle(ctx, apiService, data[CABundle]); err != nil {
 		return time.Time{}, err
+	}
+	if until := servingHeldUntil(data, dnsNames, now); !until.IsZero() {
+		r.Log.Info("Serving the previous CA's certificate until the new CA is trusted", "secret", r.Namespace+"/"+r.SecretName, "until", until)
+		return until, nil
 	}
 	issued, err := ensureServing(data, dnsNames, now, r.Lifetimes.Serving)
 	if err != nil {
 		return time.Time{}, err
 	}
-	if issued || caChanged {
+	if issued {
 		if err := r.writeSecret(ctx, secret, data, exists); err != nil {
 			return time.Time{}, err
 		}

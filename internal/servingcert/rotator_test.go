@@ -74,16 +74,36 @@ func testEnsure(t *testing.T, c client.Client) {
 	_, repaired := read(g, c, ns)
 	g.Expect(caBundleOf(repaired)).To(Equal(secret.Data[CABundle]))
 
-	// Past two thirds of the CA's lifetime: a new CA, trusted next to the
-	// old one, and a certificate it signs.
-	now = start.Add(21 * 24 * time.Hour)
+	// Day 15: the serving certificate, expired, is renewed (valid to day
+	// 24); the CA, due on day 20, is not.
+	now = start.Add(15 * 24 * time.Hour)
 	_, err = r.Ensure(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	renewed, _ := read(g, c, ns)
+	g.Expect(renewed.Data[CABundle]).To(Equal(secret.Data[CABundle]))
+	g.Expect(renewed.Data[CertKey]).NotTo(Equal(secret.Data[CertKey]))
+	secret = renewed
+
+	// Past two thirds of the CA's lifetime: a new CA, trusted next to the
+	// old one, while the certificate of the old one is still served.
+	now = start.Add(21 * 24 * time.Hour)
+	next, err := r.Ensure(ctx)
 	g.Expect(err).NotTo(HaveOccurred())
 	rotated, apiService := read(g, c, ns)
 	g.Expect(parseCerts(rotated.Data[CABundle])).To(HaveLen(2))
 	g.Expect(parseCerts(rotated.Data[CABundle])[1].Raw).To(Equal(parseCerts(secret.Data[CABundle])[0].Raw))
 	g.Expect(caBundleOf(apiService)).To(Equal(rotated.Data[CABundle]))
-	g.Expect(rotated.Data[CertKey]).NotTo(Equal(secret.Data[CertKey]))
+	g.Expect(rotated.Data[CertKey]).To(Equal(secret.Data[CertKey]), "the new CA signs nothing before it is trusted")
+	g.Expect(next).To(Equal(now.Add(caTrustDelay)))
+
+	// Once it is: a certificate it signs.
+	now = next
+	_, err = r.Ensure(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	reissued, apiService := read(g, c, ns)
+	g.Expect(reissued.Data[CABundle]).To(Equal(rotated.Data[CABundle]))
+	g.Expect(reissued.Data[CertKey]).NotTo(Equal(secret.Data[CertKey]))
+	g.Expect(verifiesFor(reissued.Data, caBundleOf(apiService), ServiceDNSNames("echo-operator-system", serviceName)[0], now)).To(BeTrue())
 }
 
 func testServeAndHeal(t *testing.T, cfg *rest.Config, c client.Client) {
