@@ -10,10 +10,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
@@ -104,6 +107,20 @@ func (r *EchoFinalBackupReconciler) ensureFinalBackup(ctx context.Context, echo 
 	return b, nil
 }
 
+// finalBackupRelevant lets through the changes of an Echo this controller
+// acts on: its spec (the policy), its deletion and its finalizer. The
+// status writes and release updates of a rollout, several per Echo, are
+// none of its business.
+var finalBackupRelevant = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	if e.ObjectOld == nil || e.ObjectNew == nil {
+		return true
+	}
+	return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() ||
+		e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero() ||
+		controllerutil.ContainsFinalizer(e.ObjectOld, echov1alpha1.FinalBackupFinalizer) !=
+			controllerutil.ContainsFinalizer(e.ObjectNew, echov1alpha1.FinalBackupFinalizer)
+}}
+
 func finalBackupWanted(echo *echov1alpha1.Echo) bool {
 	return echo.Spec.Backup != nil && echo.Spec.Backup.BeforeDelete != nil &&
 		echo.Spec.Backup.BeforeDelete.Enabled && echo.Spec.Backup.BeforeDelete.Storage != nil
@@ -125,7 +142,7 @@ func (r *EchoFinalBackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("echo-finalbackup").
 		WithOptions(controllerOptions(1)).
-		For(&echov1alpha1.Echo{}).
+		For(&echov1alpha1.Echo{}, builder.WithPredicates(finalBackupRelevant)).
 		Watches(&echov1alpha1.EchoBackup{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			name, ok := o.GetLabels()[echov1alpha1.FinalBackupOfLabel]
 			if !ok {
