@@ -130,6 +130,9 @@ func (r *Rotator) Ensure(ctx context.Context) (time.Time, error) {
 		if err := r.writeSecret(ctx, secret, data, exists); err != nil {
 			return time.Time{}, err
 		}
+		if !exists {
+			r.Log.Info("Issued the live API's CA and serving certificate", "secret", r.Namespace+"/"+r.SecretName, "dnsNames", dnsNames)
+		}
 		exists = true
 	}
 	if err := r.ensureCABundle(ctx, apiService, data[CABundle]); err != nil {
