@@ -5,12 +5,11 @@ package chaos
 import (
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/echo-operator/echo-operator/internal/testutil/simsuite"
 )
 
 // stopTimeout bounds a graceful stop of the manager.
@@ -28,9 +27,7 @@ type managerProcess struct {
 	logPath    string
 
 	mu       sync.Mutex
-	cmd      *exec.Cmd
-	log      *os.File
-	exited   chan struct{}
+	proc     *simsuite.Manager
 	restarts int
 }
 
@@ -38,35 +35,23 @@ type managerProcess struct {
 func (m *managerProcess) Start() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.cmd != nil {
+	if m.proc != nil {
 		return errors.New("the manager is already running")
 	}
-	log, err := os.OpenFile(m.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	proc, err := simsuite.StartManager(simsuite.ManagerOptions{
+		Binary: managerBinary, Dir: repoRoot, Kubeconfig: m.kubeconfig, LogPath: m.logPath, Name: "manager",
+		Env: []string{"RELATED_IMAGE_ECHO=" + echoImage, "WATCH_NAMESPACE=" + strings.Join(m.namespaces, ",")},
+		Args: []string{
+			"--operator-namespace=" + operatorNamespace,
+			"--health-probe-bind-address=0",
+			"--metrics-bind-address=0",
+			"--graceful-shutdown-timeout=5s",
+		},
+	})
 	if err != nil {
-		return fmt.Errorf("opening the manager's log: %w", err)
+		return err
 	}
-	cmd := exec.Command(managerBinary,
-		"--operator-namespace="+operatorNamespace,
-		"--health-probe-bind-address=0",
-		"--metrics-bind-address=0",
-		"--graceful-shutdown-timeout=5s",
-	)
-	cmd.Dir = repoRoot
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+m.kubeconfig, "RELATED_IMAGE_ECHO="+echoImage,
-		"WATCH_NAMESPACE="+strings.Join(m.namespaces, ","))
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		_ = log.Close()
-		return fmt.Errorf("starting the manager: %w", err)
-	}
-	_, _ = fmt.Fprintf(log, "==== manager started, pid %d ====\n", cmd.Process.Pid)
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	m.cmd, m.log, m.exited = cmd, log, exited
+	m.proc = proc
 	return nil
 }
 
@@ -74,14 +59,13 @@ func (m *managerProcess) Start() error {
 func (m *managerProcess) Kill() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.cmd == nil {
+	if m.proc == nil {
 		return
 	}
-	_ = m.cmd.Process.Kill()
-	<-m.exited
-	_, _ = fmt.Fprintf(m.log, "==== manager killed, pid %d ====\n", m.cmd.Process.Pid)
-	_ = m.log.Close()
-	m.cmd, m.log = nil, nil
+	m.proc.Kill()
+	_, _ = fmt.Fprintf(m.proc.Log, "==== manager killed, pid %d ====\n", m.proc.Pid())
+	_ = m.proc.Log.Close()
+	m.proc = nil
 }
 
 // KillAndRestart SIGKILLs the manager and starts a new one.
@@ -97,37 +81,22 @@ func (m *managerProcess) KillAndRestart() error {
 func (m *managerProcess) Exited() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.cmd == nil {
-		return false
-	}
-	select {
-	case <-m.exited:
-		return true
-	default:
-		return false
-	}
+	return m.proc != nil && !m.proc.Running()
 }
 
 // Stop asks the manager to shut down and waits for it.
 func (m *managerProcess) Stop() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.cmd == nil {
+	if m.proc == nil {
 		return nil
 	}
 	defer func() {
-		_ = m.log.Close()
-		m.cmd, m.log = nil, nil
+		_ = m.proc.Log.Close()
+		m.proc = nil
 	}()
-	if err := m.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := m.proc.Stop(stopTimeout); err != nil {
 		return fmt.Errorf("stopping the manager: %w", err)
 	}
-	select {
-	case <-m.exited:
-		return nil
-	case <-time.After(stopTimeout):
-		_ = m.cmd.Process.Kill()
-		<-m.exited
-		return fmt.Errorf("the manager did not stop within %s of SIGTERM", stopTimeout)
-	}
+	return nil
 }

@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/echo-operator/echo-operator/internal/testutil/simsuite"
 )
 
 // restartDelay is how long the suite waits before it starts an operator
@@ -48,9 +48,9 @@ type operatorProcess struct {
 
 // operatorRun is one process of the operator.
 type operatorRun struct {
-	cmd *exec.Cmd
-	log *os.File
-	// done is closed once the process has exited and its log is closed.
+	proc *simsuite.Manager
+	// done is closed once the process has exited and its watcher is done
+	// with it (its log closed).
 	done chan struct{}
 }
 
@@ -62,37 +62,31 @@ func (p *operatorProcess) start() error {
 
 func (p *operatorProcess) startLocked() error {
 	if p.run != nil {
-		return fmt.Errorf("the operator already runs, pid %d", p.run.cmd.Process.Pid)
+		return fmt.Errorf("the operator already runs, pid %d", p.run.proc.Pid())
 	}
-	log, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	proc, err := simsuite.StartManager(simsuite.ManagerOptions{
+		Binary: p.binary, Dir: repoRoot, Kubeconfig: p.kubeconfig, LogPath: p.logPath, Name: "operator",
+		Env: []string{"RELATED_IMAGE_ECHO=" + echoImage, "WATCH_NAMESPACE="},
+		Args: []string{
+			"--leader-elect",
+			"--leader-election-namespace=" + operatorNamespace,
+			// Short leases, so a killed operator's successor takes over
+			// quickly, with room for an API server slowed by the other
+			// test packages running beside this one.
+			"--leader-elect-lease-duration=8s",
+			"--leader-elect-renew-deadline=6s",
+			"--leader-elect-retry-period=1s",
+			"--health-probe-bind-address=0",
+			"--metrics-bind-address=" + p.metricsAddr,
+			"--metrics-cert-dir=" + p.metricsCertDir,
+			"--live-api-bind-address=" + p.liveAPIAddr,
+			"--live-api-cert-dir=" + p.liveAPICertDir,
+		},
+	})
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(p.binary,
-		"--leader-elect",
-		"--leader-election-namespace="+operatorNamespace,
-		// Short leases, so a killed operator's successor takes over
-		// quickly, with room for an API server slowed by the other test
-		// packages running beside this one.
-		"--leader-elect-lease-duration=8s",
-		"--leader-elect-renew-deadline=6s",
-		"--leader-elect-retry-period=1s",
-		"--health-probe-bind-address=0",
-		"--metrics-bind-address="+p.metricsAddr,
-		"--metrics-cert-dir="+p.metricsCertDir,
-		"--live-api-bind-address="+p.liveAPIAddr,
-		"--live-api-cert-dir="+p.liveAPICertDir,
-	)
-	cmd.Dir = repoRoot
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+p.kubeconfig, "RELATED_IMAGE_ECHO="+echoImage, "WATCH_NAMESPACE=")
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		_ = log.Close()
-		return fmt.Errorf("starting the operator: %w", err)
-	}
-	_, _ = fmt.Fprintf(log, "==== operator started, pid %d ====\n", cmd.Process.Pid)
-	r := &operatorRun{cmd: cmd, log: log, done: make(chan struct{})}
+	r := &operatorRun{proc: proc, done: make(chan struct{})}
 	p.run = r
 	go p.watch(r)
 	return nil
@@ -101,7 +95,7 @@ func (p *operatorProcess) startLocked() error {
 // watch waits for r to exit and, unless it was stopped or killed on
 // purpose, records the exit and starts the operator again.
 func (p *operatorProcess) watch(r *operatorRun) {
-	err := r.cmd.Wait()
+	err := r.proc.Err()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	asked := p.run != r
@@ -109,7 +103,7 @@ func (p *operatorProcess) watch(r *operatorRun) {
 		p.recordExit(r, err)
 		p.run = nil
 	}
-	_ = r.log.Close()
+	_ = r.proc.Log.Close()
 	close(r.done)
 	if asked {
 		return
@@ -129,8 +123,8 @@ func (p *operatorProcess) watch(r *operatorRun) {
 
 // recordExit notes an exit nobody asked for, in the log and in exits.
 func (p *operatorProcess) recordExit(r *operatorRun, err error) {
-	exit := fmt.Sprintf("==== operator pid %d exited on its own: %v ====", r.cmd.Process.Pid, err)
-	_, _ = fmt.Fprintln(r.log, exit)
+	exit := fmt.Sprintf("==== operator pid %d exited on its own: %v ====", r.proc.Pid(), err)
+	_, _ = fmt.Fprintln(r.proc.Log, exit)
 	p.exits = append(p.exits, exit)
 }
 
@@ -141,7 +135,7 @@ func (p *operatorProcess) pid() int {
 	if p.run == nil {
 		return 0
 	}
-	return p.run.cmd.Process.Pid
+	return p.run.proc.Pid()
 }
 
 // unexpectedExits are the exits nobody asked for so far.
@@ -163,17 +157,13 @@ func (p *operatorProcess) take() *operatorRun {
 	return r
 }
 
-// signal sends sig to a process taken with take. One that had already
-// exited on its own, before its watcher noticed, is recorded as such.
-func (p *operatorProcess) signal(r *operatorRun, sig os.Signal) error {
-	err := r.cmd.Process.Signal(sig)
-	if errors.Is(err, os.ErrProcessDone) {
-		<-r.done
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		p.exits = append(p.exits, fmt.Sprintf("==== operator pid %d had exited on its own: %v ====", r.cmd.Process.Pid, r.cmd.ProcessState))
-	}
-	return err
+// hadExited records, once its watcher is done with it, a process taken
+// with take that turned out to have exited on its own before.
+func (p *operatorProcess) hadExited(r *operatorRun) {
+	<-r.done
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.exits = append(p.exits, fmt.Sprintf("==== operator pid %d had exited on its own: %v ====", r.proc.Pid(), r.proc.Err()))
 }
 
 // kill ends the operator at once, as an OOM kill or a node loss would.
@@ -182,7 +172,11 @@ func (p *operatorProcess) kill() {
 	if r == nil {
 		return
 	}
-	_ = p.signal(r, os.Kill)
+	if !r.proc.Running() {
+		p.hadExited(r)
+		return
+	}
+	r.proc.Kill()
 	<-r.done
 }
 
@@ -196,18 +190,16 @@ func (p *operatorProcess) stop() error {
 	if r == nil {
 		return nil
 	}
-	if err := p.signal(r, syscall.SIGTERM); err != nil {
-		return err
+	err := r.proc.Stop(45 * time.Second)
+	if errors.Is(err, os.ErrProcessDone) {
+		p.hadExited(r)
 	}
-	select {
-	case <-r.done:
-		if !r.cmd.ProcessState.Success() {
-			return fmt.Errorf("the operator exited with %v", r.cmd.ProcessState)
-		}
-		return nil
-	case <-time.After(45 * time.Second):
-		_ = r.cmd.Process.Kill()
-		<-r.done
-		return fmt.Errorf("the operator did not stop within 45s of SIGTERM")
+	<-r.done
+	if err != nil {
+		return fmt.Errorf("stopping the operator: %w", err)
 	}
+	if err := r.proc.Err(); err != nil {
+		return fmt.Errorf("the operator exited with %w", err)
+	}
+	return nil
 }

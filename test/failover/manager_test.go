@@ -9,9 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -48,9 +46,7 @@ type manager struct {
 	metricsAddr string
 	probeAddr   string
 
-	cmd    *exec.Cmd
-	log    *os.File
-	exited chan struct{} // closed once the process has been waited for
+	proc *simsuite.Manager
 }
 
 // startManager starts a replica; it is stopped (SIGTERM) when the test
@@ -67,32 +63,22 @@ func startManager(tb testing.TB, name string) *manager {
 		metricsAddr: addrs[0],
 		probeAddr:   addrs[1],
 	}
-	log, err := os.OpenFile(m.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	proc, err := simsuite.StartManager(simsuite.ManagerOptions{
+		Binary: managerPath, Dir: repoRoot, Kubeconfig: cluster.KubeconfigPath(), LogPath: m.logPath, Name: "manager " + name,
+		Env: []string{"RELATED_IMAGE_ECHO=" + echoImage, "WATCH_NAMESPACE="},
+		Args: []string{
+			"--leader-elect",
+			"--leader-election-namespace=" + operatorNamespace,
+			"--metrics-bind-address=" + m.metricsAddr,
+			"--metrics-secure=false",
+			"--health-probe-bind-address=" + m.probeAddr,
+			"--graceful-shutdown-timeout=5s",
+		},
+	})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cmd := exec.Command(managerPath,
-		"--leader-elect",
-		"--leader-election-namespace="+operatorNamespace,
-		"--metrics-bind-address="+m.metricsAddr,
-		"--metrics-secure=false",
-		"--health-probe-bind-address="+m.probeAddr,
-		"--graceful-shutdown-timeout=5s",
-	)
-	cmd.Dir = repoRoot
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.KubeconfigPath(), "RELATED_IMAGE_ECHO="+echoImage, "WATCH_NAMESPACE=")
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		_ = log.Close()
-		tb.Fatalf("starting manager %s: %v", name, err)
-	}
-	_, _ = fmt.Fprintf(log, "==== manager %s started, pid %d ====\n", name, cmd.Process.Pid)
-	m.cmd, m.log, m.exited = cmd, log, make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(m.exited)
-	}()
+	m.proc = proc
 	tb.Cleanup(func() {
 		if err := m.stop(); err != nil {
 			tb.Errorf("stopping manager %s: %v", name, err)
@@ -104,40 +90,24 @@ func startManager(tb testing.TB, name string) *manager {
 	return m
 }
 
-func (m *manager) pid() int { return m.cmd.Process.Pid }
+func (m *manager) pid() int { return m.proc.Pid() }
 
 // running reports whether the process has not exited.
-func (m *manager) running() bool {
-	select {
-	case <-m.exited:
-		return false
-	default:
-		return true
-	}
-}
+func (m *manager) running() bool { return m.proc.Running() }
 
 // kill SIGKILLs the process and returns once it is gone.
-func (m *manager) kill() {
-	_ = m.cmd.Process.Kill()
-	<-m.exited
-}
+func (m *manager) kill() { m.proc.Kill() }
 
 // stop sends SIGTERM and waits for the process; nothing if it has exited.
 func (m *manager) stop() error {
-	defer func() { _ = m.log.Close() }()
+	defer func() { _ = m.proc.Log.Close() }()
 	if !m.running() {
 		return nil
 	}
-	if err := m.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+	if err := m.proc.Stop(stopTimeout); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return err
 	}
-	select {
-	case <-m.exited:
-		return nil
-	case <-time.After(stopTimeout):
-		m.kill()
-		return fmt.Errorf("did not stop within %s of SIGTERM", stopTimeout)
-	}
+	return nil
 }
 
 // ready reports whether /readyz passes: every informer has synced.
