@@ -1,5 +1,17 @@
 package v1alpha1
 
+// StorageSecretLabel opts a Secret in as storage credentials for
+// echo-operator. A backup, schedule, restore or location may name (as its
+// credentials or its CA bundle) only a Secret of its namespace that carries
+// this label with the value "true"; the operator refuses any other before
+// it hands the Secret to a data mover Job or reads it. Setting the label
+// takes the right to edit Secrets, which the Echo roles do not grant.
+const StorageSecretLabel = "echo.dev/storage-credentials"
+
+// ReasonSecretNotOptedIn is the condition and Event reason of a backup,
+// restore or location that names a Secret without StorageSecretLabel.
+const ReasonSecretNotOptedIn = "SecretNotOptedIn"
+
 // BackupStorage is where backup artifacts are kept: S3-compatible object
 // storage or a PersistentVolumeClaim. Exactly one is set.
 //
