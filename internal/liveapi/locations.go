@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -111,11 +112,19 @@ func (l *locationListings) read(ctx context.Context, loc *echov1alpha1.EchoBacku
 	if err != nil {
 		return nil, err
 	}
-	backups, err := datamover.ListBackups(ctx, store, &l.manifests)
+	listing, err := datamover.ListBackups(ctx, store, datamover.ListOptions{Manifests: &l.manifests, Scope: locationScope(loc)})
 	if errors.Is(err, context.DeadlineExceeded) {
 		return nil, fmt.Errorf("the storage did not answer within %s: %w", listingTimeout, err)
 	}
-	return backups, err
+	return listing.Backups, err
+}
+
+// locationScope is the identity of a location's storage for the cache of
+// manifests: what one location read is never shown for another, even of
+// the same bucket and key on an endpoint of the same name.
+func locationScope(loc *echov1alpha1.EchoBackupLocation) string {
+	s3 := loc.Spec.S3
+	return strings.Join([]string{loc.Namespace, loc.Name, string(loc.UID), s3.Endpoint, s3.Bucket, s3.Prefix}, "\x00")
 }
 
 // open builds the store of loc with the credentials of its Secret.

@@ -1,0 +1,113 @@
+package datamover
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/echo-operator/echo-operator/internal/testutil/fakes3"
+)
+
+// The storage of a listing may be a tenant's: these tests list buckets
+// of a fake S3 service that answers with endless or huge listings and
+// manifests, or not at all, and check that the listing's bounds hold.
+
+func hostileStore(t *testing.T, srv *fakes3.Server, bucket string) *S3Store {
+	t.Helper()
+	s, err := NewS3StoreWithCredentials(S3Config{Endpoint: srv.Endpoint, Bucket: bucket, Prefix: "tenant", PathStyle: true, MaxRetries: 1}, "id", "secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestListBackupsOfEndlessPages: a listing whose pages say more follow,
+// forever, stops after MaxObjects objects (pages of keys) or MaxPages
+// pages (empty ones), and says it was cut.
+func TestListBackupsOfEndlessPages(t *testing.T) {
+	srv := fakes3.Start(t)
+	srv.Add("full-pages", fakes3.EndlessPages(1000))
+	srv.Add("empty-pages", fakes3.EndlessPages(0))
+	ctx := context.Background()
+
+	listing, err := ListBackups(ctx, hostileStore(t, srv, "full-pages"), ListOptions{MaxObjects: 4000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !listing.Cut || len(listing.Backups) != 2000 {
+		t.Errorf("listed %d backups, cut %v; want the 2,000 of the first 4,000 objects, cut", len(listing.Backups), listing.Cut)
+	}
+	for _, b := range listing.Backups {
+		if b.Problem != "" || b.Files != 1 {
+			t.Fatalf("%s: files %d, problem %q", b.Key, b.Files, b.Problem)
+		}
+	}
+	if pages := srv.Stats("full-pages").ListRequests.Load(); pages > 6 {
+		t.Errorf("the listing asked for %d pages of 1,000 keys to list 4,000", pages)
+	}
+
+	listing, err = ListBackups(ctx, hostileStore(t, srv, "empty-pages"), ListOptions{MaxPages: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !listing.Cut || len(listing.Backups) != 0 {
+		t.Errorf("listed %d backups, cut %v; want none, cut", len(listing.Backups), listing.Cut)
+	}
+	if pages := srv.Stats("empty-pages").ListRequests.Load(); pages != 10 {
+		t.Errorf("the listing asked for %d pages; want 10, its bound", pages)
+	}
+}
+
+// TestListBackupsOfAHugePage: a page larger than MaxResponseBytes fails
+// the listing once that much is read.
+func TestListBackupsOfAHugePage(t *testing.T) {
+	srv := fakes3.Start(t)
+	srv.Add("huge", fakes3.HugePage(1<<30))
+	_, err := ListBackups(context.Background(), hostileStore(t, srv, "huge"), ListOptions{MaxResponseBytes: 1 << 20})
+	var tooLarge *ResponseTooLargeError
+	if !errors.As(err, &tooLarge) || tooLarge.Limit != 1<<20 {
+		t.Fatalf("error %v; want a response too large", err)
+	}
+	if sent := srv.Stats("huge").BytesSent.Load(); sent > 32<<20 {
+		t.Errorf("the server sent %d MiB of a 1 GiB page", sent>>20)
+	}
+}
+
+// TestListBackupsOfHugeManifests: manifests of 256 MiB whose summary
+// comes after their files are read up to ManifestBytes each, and listed
+// with a problem that says why; the listing goes on.
+func TestListBackupsOfHugeManifests(t *testing.T) {
+	srv := fakes3.Start(t)
+	srv.Add("huge", fakes3.HugeManifests(3, 256<<20))
+	listing, err := ListBackups(context.Background(), hostileStore(t, srv, "huge"), ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(listing.Backups) != 3 || listing.Cut {
+		t.Fatalf("listed %+v", listing)
+	}
+	for _, b := range listing.Backups {
+		if !strings.Contains(b.Problem, "larger than the 1048576 bytes a listing reads") || b.Source.Name != fakes3.BackupEcho {
+			t.Errorf("%s: problem %q, source %+v", b.Key, b.Problem, b.Source)
+		}
+	}
+	// What the connections buffered aside, the server sent about 1 MiB of
+	// each manifest.
+	if sent := srv.Stats("huge").BytesSent.Load(); sent > 3*16<<20 {
+		t.Errorf("the server sent %d MiB of three manifests of 256 MiB", sent>>20)
+	}
+}
+
+// TestListBackupsOfAStorageThatDoesNotAnswer: the listing ends with its
+// context.
+func TestListBackupsOfAStorageThatDoesNotAnswer(t *testing.T) {
+	srv := fakes3.Start(t)
+	srv.Add("slow", fakes3.Slow())
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := ListBackups(ctx, hostileStore(t, srv, "slow"), ListOptions{}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("error %v; want the context's deadline", err)
+	}
+}
