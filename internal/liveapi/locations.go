@@ -6,14 +6,15 @@ import (
 	"fmt"
 	"net"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	livev1alpha1 "github.com/echo-operator/echo-operator/api/live/v1alpha1"
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	"github.com/echo-operator/echo-operator/internal/datamover"
 )
@@ -23,100 +24,135 @@ const (
 	// a busy `kubectl get storedbackups` reads the storage at most this
 	// often per location.
 	listingTTL = 15 * time.Second
-	// listingTimeout bounds reading a location's storage, well within
-	// the API server's request timeout (60s): an unreachable storage
-	// fails the request with a message instead of hanging it.
-	listingTimeout = 20 * time.Second
 )
 
+// listingLimits bound what listings of locations' storage cost the
+// process: a location's storage is the tenant's choice, and may answer
+// with endless listings, huge manifests, or not at all. docs/live-api.md
+// tells them, and what they add up to.
+type listingLimits struct {
+	// timeout bounds reading one location, from when it holds a slot;
+	// wait bounds waiting for that slot, or for the listing of the same
+	// location that another request runs. Together they stay within the
+	// API server's request timeout (60s).
+	timeout, wait time.Duration
+	// listings bounds the locations read at once, perNamespace of them
+	// for one namespace; manifests and manifestsPerNamespace the manifests.
+	listings, listingsPerNamespace   int
+	manifests, manifestsPerNamespace int
+	// objects, pages, responseBytes and manifestBytes bound one listing
+	// (datamover.ListOptions).
+	objects, pages               int
+	responseBytes, manifestBytes int64
+	// cachedBackups and cachedBytes bound the listings remembered across
+	// locations.
+	cachedBackups, cachedBytes int
+}
+
+var defaultListingLimits = listingLimits{
+	timeout:               20 * time.Second,
+	wait:                  30 * time.Second,
+	listings:              8,
+	listingsPerNamespace:  2,
+	manifests:             16,
+	manifestsPerNamespace: 4,
+	objects:               datamover.DefaultListMaxObjects,
+	pages:                 datamover.DefaultListMaxPages,
+	responseBytes:         datamover.DefaultListMaxResponseBytes,
+	manifestBytes:         datamover.DefaultManifestSummaryBytes,
+	cachedBackups:         100_000,
+	cachedBytes:           64 << 20,
+}
+
 // locationListings reads, and remembers for listingTTL, the backups in
-// the storage of each EchoBackupLocation. Listings of one location do not
-// run at once: concurrent requests wait for the one running.
+// the storage of each EchoBackupLocation, within listingLimits. Listings
+// of one location do not run at once: concurrent requests wait for the
+// one running.
 type locationListings struct {
 	// api reads the Secrets that hold the storage credentials: they are
 	// not cached.
 	api       client.Reader
 	manifests datamover.ManifestCache
-	now       func() time.Time
-
-	mu      sync.Mutex
-	entries map[string]*listing
+	limits    listingLimits
+	// listingSlots and manifestSlots bound the listings and manifest
+	// reads across the process, and each namespace's share.
+	listingSlots, manifestSlots *namespaceLimiter
+	cache                       *listingCache
 }
 
-// listing is the latest listing of one location.
-type listing struct {
-	mu sync.Mutex
-	// version is the location's resourceVersion when it was read.
-	version string
-	at      time.Time
-	backups []datamover.StoredBackup
-}
-
-func newLocationListings(api client.Reader) *locationListings {
-	return &locationListings{api: api, now: time.Now, entries: map[string]*listing{}}
+func newLocationListings(api client.Reader, limits listingLimits) *locationListings {
+	return &locationListings{
+		api:           api,
+		limits:        limits,
+		listingSlots:  newNamespaceLimiter(limits.listings, limits.listingsPerNamespace),
+		manifestSlots: newNamespaceLimiter(limits.manifests, limits.manifestsPerNamespace),
+		cache:         newListingCache(limits.cachedBackups, limits.cachedBytes),
+	}
 }
 
 // list returns the backups of loc's storage, read now or less than
-// listingTTL ago with the location as it is. A storage that cannot be
-// read fails with 503 Service Unavailable and a message that says why.
-func (l *locationListings) list(ctx context.Context, loc *echov1alpha1.EchoBackupLocation) ([]datamover.StoredBackup, error) {
-	id := loc.Namespace + "/" + loc.Name
-	l.mu.Lock()
-	entry, ok := l.entries[id]
-	if !ok {
-		l.forgetStale()
-		entry = &listing{}
-		l.entries[id] = entry
+// listingTTL ago with the location as it is. Its error, when the storage
+// cannot be read in time, names the location and says why.
+func (l *locationListings) list(ctx context.Context, loc *echov1alpha1.EchoBackupLocation) (locationListing, error) {
+	entry := l.cache.entry(loc.Namespace + "/" + loc.Name)
+	wait, cancel := context.WithTimeout(ctx, l.limits.wait)
+	defer cancel()
+	if err := entry.lockContext(wait); err != nil {
+		return locationListing{}, locationError(loc, fmt.Errorf("another request has been listing it for %s: %w", l.limits.wait, err))
 	}
-	l.mu.Unlock()
-
-	entry.mu.Lock()
-	defer entry.mu.Unlock()
-	if entry.version == loc.ResourceVersion && l.now().Sub(entry.at) < listingTTL {
-		return entry.backups, nil
+	defer entry.unlock()
+	if listing, ok, err := l.cache.fresh(entry, loc.ResourceVersion); ok {
+		return listing, err
 	}
-	backups, err := l.read(ctx, loc)
+	release, err := l.listingSlots.acquire(wait, loc.Namespace)
 	if err != nil {
-		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("EchoBackupLocation %s/%s: %v", loc.Namespace, loc.Name, err))
+		return locationListing{}, locationError(loc, fmt.Errorf("the operator is listing as many locations as it may at once, and none ended within %s: %w", l.limits.wait, err))
 	}
-	entry.version, entry.at, entry.backups = loc.ResourceVersion, l.now(), backups
-	return backups, nil
-}
-
-// forgetStale drops, once there are many, the listings older than
-// listingTTL, which the next request reads again anyway: those of deleted
-// locations go with them. l.mu is held.
-func (l *locationListings) forgetStale() {
-	if len(l.entries) < maxListings {
-		return
-	}
-	for id, e := range l.entries {
-		if e.mu.TryLock() {
-			if l.now().Sub(e.at) >= listingTTL {
-				delete(l.entries, id)
-			}
-			e.mu.Unlock()
+	defer release()
+	listing, err := l.read(ctx, loc)
+	if err != nil {
+		err = locationError(loc, err)
+		if ctx.Err() != nil {
+			// The request ended, not the storage's time.
+			return locationListing{}, err
 		}
 	}
+	// A storage that failed is not read again for listingTTL either: the
+	// requests meanwhile get its error at once.
+	l.cache.keep(entry, loc.ResourceVersion, listing, err)
+	return listing, err
 }
 
-// maxListings is the number of locations whose listings are kept before
-// stale ones are dropped.
-const maxListings = 256
-
-// read lists loc's storage through the data mover's code.
-func (l *locationListings) read(ctx context.Context, loc *echov1alpha1.EchoBackupLocation) ([]datamover.StoredBackup, error) {
-	ctx, cancel := context.WithTimeout(ctx, listingTimeout)
+// read lists loc's storage through the data mover's code, within the
+// limits.
+func (l *locationListings) read(ctx context.Context, loc *echov1alpha1.EchoBackupLocation) (locationListing, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.limits.timeout)
 	defer cancel()
 	store, err := l.open(ctx, loc)
 	if err != nil {
-		return nil, err
+		return locationListing{}, err
 	}
-	listing, err := datamover.ListBackups(ctx, store, datamover.ListOptions{Manifests: &l.manifests, Scope: locationScope(loc)})
+	listing, err := datamover.ListBackups(ctx, store, datamover.ListOptions{
+		Manifests: &l.manifests,
+		Scope:     locationScope(loc),
+		// Only the backups a StoredBackup can name are listed, and their
+		// manifests read.
+		Keep: func(key string) bool {
+			_, ok := livev1alpha1.StoredBackupName(loc.Name, key)
+			return ok
+		},
+		MaxObjects:       l.limits.objects,
+		MaxPages:         l.limits.pages,
+		MaxResponseBytes: l.limits.responseBytes,
+		ManifestBytes:    l.limits.manifestBytes,
+		Gate: func(ctx context.Context) (func(), error) {
+			return l.manifestSlots.acquire(ctx, loc.Namespace)
+		},
+	})
 	if errors.Is(err, context.DeadlineExceeded) {
-		return nil, fmt.Errorf("the storage did not answer within %s: %w", listingTimeout, err)
+		return locationListing{}, fmt.Errorf("the storage did not answer within %s: %w", l.limits.timeout, err)
 	}
-	return listing.Backups, err
+	return locationListing{backups: listing.Backups, cut: listing.Cut}, err
 }
 
 // locationScope is the identity of a location's storage for the cache of
@@ -125,6 +161,29 @@ func (l *locationListings) read(ctx context.Context, loc *echov1alpha1.EchoBacku
 func locationScope(loc *echov1alpha1.EchoBackupLocation) string {
 	s3 := loc.Spec.S3
 	return strings.Join([]string{loc.Namespace, loc.Name, string(loc.UID), s3.Endpoint, s3.Bucket, s3.Prefix}, "\x00")
+}
+
+// maxMessageLength bounds the messages of a location's failure, which may
+// quote what its storage answered.
+const maxMessageLength = 1024
+
+// locationError is err of loc, as a message for people: one line (a
+// warning has no control characters), at most maxMessageLength bytes.
+func locationError(loc *echov1alpha1.EchoBackupLocation, err error) error {
+	msg := strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(err.Error(), "?"))
+	if len(msg) > maxMessageLength {
+		cut := maxMessageLength - len(" ...")
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut--
+		}
+		msg = msg[:cut] + " ..."
+	}
+	return fmt.Errorf("EchoBackupLocation %s/%s: %s", loc.Namespace, loc.Name, msg)
 }
 
 // open builds the store of loc with the credentials of its Secret.
