@@ -60,18 +60,37 @@ func TestListBackupsOfEndlessPages(t *testing.T) {
 	}
 }
 
-// TestListBackupsOfAHugePage: a page larger than MaxResponseBytes fails
-// the listing once that much is read.
-func TestListBackupsOfAHugePage(t *testing.T) {
+// TestListBackupsOfHugePages: a page of more keys than S3 sends fails
+// the listing at the first key too many; a page larger than
+// MaxResponseBytes once that much is read; a page of many things about
+// one object within it is read for the object alone.
+func TestListBackupsOfHugePages(t *testing.T) {
 	srv := fakes3.Start(t)
-	srv.Add("huge", fakes3.HugePage(1<<30))
-	_, err := ListBackups(context.Background(), hostileStore(t, srv, "huge"), ListOptions{MaxResponseBytes: 1 << 20})
+	srv.Add("many-keys", fakes3.HugePage(1<<30))
+	srv.Add("bloated", fakes3.BloatedPage(1<<30))
+	srv.Add("bloated-within", fakes3.BloatedPage(3<<20))
+	ctx := context.Background()
+
+	_, err := ListBackups(ctx, hostileStore(t, srv, "many-keys"), ListOptions{})
+	if err == nil || !strings.Contains(err.Error(), "a page of more than 1000 objects") {
+		t.Errorf("a page of a billion bytes of keys: %v; want a page of too many objects", err)
+	}
+	if sent := srv.Stats("many-keys").BytesSent.Load(); sent > 32<<20 {
+		t.Errorf("the server sent %d MiB of a 1 GiB page", sent>>20)
+	}
+
+	_, err = ListBackups(ctx, hostileStore(t, srv, "bloated"), ListOptions{MaxResponseBytes: 1 << 20})
 	var tooLarge *ResponseTooLargeError
 	if !errors.As(err, &tooLarge) || tooLarge.Limit != 1<<20 {
-		t.Fatalf("error %v; want a response too large", err)
+		t.Errorf("a page of a billion bytes about one object: %v; want a response too large", err)
 	}
-	if sent := srv.Stats("huge").BytesSent.Load(); sent > 32<<20 {
+	if sent := srv.Stats("bloated").BytesSent.Load(); sent > 32<<20 {
 		t.Errorf("the server sent %d MiB of a 1 GiB page", sent>>20)
+	}
+
+	listing, err := ListBackups(ctx, hostileStore(t, srv, "bloated-within"), ListOptions{})
+	if err != nil || len(listing.Backups) != 1 {
+		t.Errorf("a page of 3 MiB about one manifest: %+v, %v; want its backup", listing, err)
 	}
 }
 

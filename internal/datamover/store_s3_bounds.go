@@ -1,11 +1,14 @@
 package datamover
 
 import (
+	"bytes"
 	"context"
+	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"sync"
 )
 
@@ -15,6 +18,13 @@ import (
 // the S3 client sends for it, and the store's transport enforces them:
 // the store itself keeps no state, so the same store serves a Backup or
 // Restore, which carry no bounds and are not limited, and a listing.
+//
+// Under bounds, the transport also reads each page of a listing itself
+// before minio-go does: minio-go decodes a page whole, each object into a
+// struct of almost 500 bytes with lists and maps of what S3 may say of
+// it, so that a page of a few MiB of tiny or repeated elements would take
+// a hundred MiB. The transport keeps of a page only what a listing uses,
+// of at most maxPageKeys objects, and hands minio-go that.
 
 // requestBounds bound the requests sent under a context.
 type requestBounds struct {
@@ -85,10 +95,93 @@ func (t boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	resp, err := t.base.RoundTrip(req)
-	if limit := requestBoundsFrom(req.Context()).maxResponseBytes; err == nil && limit > 0 {
-		resp.Body = &boundedBody{body: resp.Body, left: limit, limit: limit}
+	limit := requestBoundsFrom(req.Context()).maxResponseBytes
+	if err != nil || limit <= 0 {
+		return resp, err
 	}
-	return resp, err
+	resp.Body = &boundedBody{body: resp.Body, left: limit, limit: limit}
+	if resp.StatusCode == http.StatusOK && req.Method == http.MethodGet && req.URL.Query().Get("list-type") == "2" {
+		page, err := readListPage(resp.Body)
+		_ = resp.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(page)), int64(len(page))
+		resp.Header.Set("Content-Length", strconv.Itoa(len(page)))
+	}
+	return resp, nil
+}
+
+// maxPageKeys is the most keys a page of a listing may hold: S3 sends
+// 1,000 at most.
+const maxPageKeys = 1000
+
+// listPage is what a listing reads of a ListObjectsV2 answer.
+type listPage struct {
+	XMLName               xml.Name    `xml:"ListBucketResult"`
+	Name                  string      `xml:"Name,omitempty"`
+	Prefix                string      `xml:"Prefix"`
+	KeyCount              string      `xml:"KeyCount,omitempty"`
+	MaxKeys               string      `xml:"MaxKeys,omitempty"`
+	EncodingType          string      `xml:"EncodingType,omitempty"`
+	IsTruncated           string      `xml:"IsTruncated,omitempty"`
+	ContinuationToken     string      `xml:"ContinuationToken,omitempty"`
+	NextContinuationToken string      `xml:"NextContinuationToken,omitempty"`
+	Contents              []listEntry `xml:"Contents"`
+}
+
+// listEntry is what a listing reads of an object of a page.
+type listEntry struct {
+	Key          string `xml:"Key"`
+	LastModified string `xml:"LastModified,omitempty"`
+	ETag         string `xml:"ETag,omitempty"`
+	Size         string `xml:"Size,omitempty"`
+}
+
+// readListPage reads a ListObjectsV2 answer, element by element, keeping
+// what a listing reads of it and skipping the rest, and encodes that
+// again. A page of more than maxPageKeys objects is an error.
+func readListPage(body io.Reader) ([]byte, error) {
+	dec := xml.NewDecoder(body)
+	var page listPage
+	fields := map[string]*string{
+		"Name": &page.Name, "Prefix": &page.Prefix, "KeyCount": &page.KeyCount, "MaxKeys": &page.MaxKeys,
+		"EncodingType": &page.EncodingType, "IsTruncated": &page.IsTruncated,
+		"ContinuationToken": &page.ContinuationToken, "NextContinuationToken": &page.NextContinuationToken,
+	}
+	root := false
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) && root {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading a page of the listing: %w", err)
+		}
+		start, ok := tok.(xml.StartElement)
+		switch {
+		case !ok:
+		case !root:
+			root = true
+		case start.Name.Local == "Contents" && len(page.Contents) == maxPageKeys:
+			return nil, fmt.Errorf("the storage sent a page of more than %d objects, the most S3 sends", maxPageKeys)
+		case start.Name.Local == "Contents":
+			var e listEntry
+			if err := dec.DecodeElement(&e, &start); err != nil {
+				return nil, fmt.Errorf("reading a page of the listing: %w", err)
+			}
+			page.Contents = append(page.Contents, e)
+		case fields[start.Name.Local] != nil:
+			if err := dec.DecodeElement(fields[start.Name.Local], &start); err != nil {
+				return nil, fmt.Errorf("reading a page of the listing: %w", err)
+			}
+		default:
+			if err := dec.Skip(); err != nil {
+				return nil, fmt.Errorf("reading a page of the listing: %w", err)
+			}
+		}
+	}
+	return xml.Marshal(page)
 }
 
 // boundedBody fails once more than limit bytes are read.

@@ -151,7 +151,7 @@ func names(list *livev1alpha1.StoredBackupList) []string {
 
 // TestStoredBackupsAcrossLocations: a list of several locations shows the
 // backups of those it could read, and a warning for each of the others
-// (one that does not answer, one whose listing never ends, one whose
+// (one that does not answer, two whose page never ends, one whose
 // listing is too long); a list or get of one location that cannot be read
 // fails with 503.
 func TestStoredBackupsAcrossLocations(t *testing.T) {
@@ -159,10 +159,11 @@ func TestStoredBackupsAcrossLocations(t *testing.T) {
 	srv.Add("good", fakes3.Objects(backupObjects(t, "team-a/web/nightly.1", "team-a/web/nightly.2")))
 	srv.Add("slow", fakes3.Slow())
 	srv.Add("huge-page", fakes3.HugePage(1<<30))
+	srv.Add("bloated-page", fakes3.BloatedPage(1<<30))
 	srv.Add("endless", fakes3.EndlessPages(1000))
 	var objects []client.Object
 	objects = append(objects, fakeLocation(srv, "team-a", "offsite", "good")...)
-	for _, bad := range []string{"slow", "huge-page", "endless"} {
+	for _, bad := range []string{"slow", "huge-page", "bloated-page", "endless"} {
 		objects = append(objects, fakeLocation(srv, "tenant", bad, bad)...)
 	}
 	s := storedBackupsOf(t, testLimits(), objects...)
@@ -182,6 +183,8 @@ func TestStoredBackupsAcrossLocations(t *testing.T) {
 	for _, want := range []string{
 		"EchoBackupLocation tenant/slow: the storage did not answer within 3s",
 		"EchoBackupLocation tenant/huge-page: ",
+		"a page of more than 1000 objects",
+		"EchoBackupLocation tenant/bloated-page: ",
 		"more than 4194304 bytes",
 		"EchoBackupLocation tenant/endless: its storage holds more than a listing reads (4000 objects, 100 pages)",
 	} {

@@ -13,7 +13,7 @@ import (
 )
 
 // Bucket is how a bucket answers: build one with Objects, HugePage,
-// EndlessPages, HugeManifests or Slow.
+// BloatedPage, EndlessPages, HugeManifests or Slow.
 type Bucket interface {
 	// list answers a ListObjectsV2 request for a page of the keys under
 	// prefix, after the continuation token.
@@ -125,6 +125,36 @@ func (h hugePage) list(q request, prefix, _ string) {
 }
 
 func (hugePage) object(q request, key string) { serveGenerated(q, key) }
+
+// --- BloatedPage
+
+// BloatedPage answers the listing with a page of one backup's manifest
+// that S3 says size bytes of things about: the object's grants, each a
+// small element a client decodes into a struct of its own.
+func BloatedPage(size int64) Bucket { return bloatedPage(size) }
+
+type bloatedPage int64
+
+var grant = []byte(`<Grant><Permission>READ</Permission></Grant>`)
+
+func (b bloatedPage) list(q request, prefix, _ string) {
+	writeListHeader(q, prefix, "")
+	key, size := generatedObject(1)
+	entry := contents(prefix+key, size, "")
+	end := bytes.Index(entry, []byte("</Contents>"))
+	if q.write(entry[:end]) != nil {
+		return
+	}
+	chunk := bytes.Repeat(grant, 1024)
+	for sent := int64(0); sent < int64(b); sent += int64(len(chunk)) {
+		if q.write(chunk) != nil {
+			return
+		}
+	}
+	_ = q.write([]byte("</Contents>" + listFooter))
+}
+
+func (bloatedPage) object(q request, key string) { serveGenerated(q, key) }
 
 // --- EndlessPages
 
