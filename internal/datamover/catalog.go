@@ -42,7 +42,7 @@ func (b *StoredBackup) Footprint() int {
 
 // maxProblemLength bounds a backup's Problem, which may quote what the
 // store answered.
-const maxProblemLength = 1024
+const maxProblemLength = 512
 
 // Defaults of ListOptions: what a listing of a store that someone else
 // names may cost.

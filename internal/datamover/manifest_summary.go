@@ -21,9 +21,12 @@ const DefaultManifestSummaryBytes = 1 << 20
 // listing reads of it.
 var errManifestTooLarge = errors.New("manifest too large for a listing")
 
-// Bounds of the source a summary carries: the namespace, name and UID of
-// an Echo are far shorter.
-const maxSourceFieldLength = 253
+// Bounds of the source a summary carries: those of a namespace's name,
+// an object's name, and more than a UID's.
+const (
+	maxSourceNamespaceLength = 63
+	maxSourceFieldLength     = 253
+)
 
 // manifestSummary is what a listing shows of a manifest.
 type manifestSummary struct {
@@ -203,7 +206,7 @@ func (s *manifestSummary) validate() error {
 	if s.DataFiles < 0 {
 		return fmt.Errorf("%w: manifest says %d data files", ErrCorruptArchive, s.DataFiles)
 	}
-	if len(s.Source.Namespace) > maxSourceFieldLength || len(s.Source.Name) > maxSourceFieldLength || len(s.Source.UID) > maxSourceFieldLength {
+	if len(s.Source.Namespace) > maxSourceNamespaceLength || len(s.Source.Name) > maxSourceFieldLength || len(s.Source.UID) > maxSourceFieldLength {
 		return fmt.Errorf("%w: manifest source is longer than an Echo's namespace, name and UID can be", ErrCorruptArchive)
 	}
 	return nil

@@ -55,7 +55,7 @@ const maxS3ResponseHeaderBytes = 256 << 10
 // ETag is a checksum, at most a few dozen bytes.
 const (
 	maxS3KeyLength  = 1024
-	maxS3ETagLength = 256
+	maxS3ETagLength = 128
 )
 
 // S3Config configures an S3Store. Credentials are not part of it: they come

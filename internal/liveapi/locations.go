@@ -52,7 +52,7 @@ type listingLimits struct {
 var defaultListingLimits = listingLimits{
 	timeout:               20 * time.Second,
 	wait:                  30 * time.Second,
-	listings:              8,
+	listings:              4,
 	listingsPerNamespace:  2,
 	manifests:             16,
 	manifestsPerNamespace: 4,
@@ -61,7 +61,7 @@ var defaultListingLimits = listingLimits{
 	responseBytes:         datamover.DefaultListMaxResponseBytes,
 	manifestBytes:         datamover.DefaultManifestSummaryBytes,
 	cachedBackups:         100_000,
-	cachedBytes:           64 << 20,
+	cachedBytes:           32 << 20,
 }
 
 // locationListings reads, and remembers for listingTTL, the backups in

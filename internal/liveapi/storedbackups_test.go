@@ -42,7 +42,7 @@ func testLimits() listingLimits {
 
 // storedBackupsOf serves StoredBackups of the locations (and Secrets)
 // given, to a user allowed everything.
-func storedBackupsOf(t *testing.T, limits listingLimits, objects ...client.Object) *storedBackups {
+func storedBackupsOf(t testing.TB, limits listingLimits, objects ...client.Object) *storedBackups {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
