@@ -13,7 +13,7 @@ import (
 // DefaultManifestSummaryBytes is how much of a manifest a listing reads
 // at most (ListOptions.ManifestBytes). A manifest written with its summary
 // first needs a few hundred bytes; one of the older layout, whose summary
-// ends after the list of its files, fits when it lists up to about 6,000
+// ends after the list of its files, fits when it lists up to about 5,000
 // files.
 const DefaultManifestSummaryBytes = 1 << 20
 
