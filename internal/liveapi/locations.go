@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"sync"
 	"syscall"
 	"time"
@@ -130,13 +131,13 @@ func (l *locationListings) open(ctx context.Context, loc *echov1alpha1.EchoBacku
 		return nil, fmt.Errorf("the credentials Secret %s has no %s or no %s", creds.Name, s3.CredentialsSecretRef.AccessKeyIDKey, s3.CredentialsSecretRef.SecretAccessKeyKey)
 	}
 	cfg := datamover.S3Config{
-		Endpoint:    s3.Endpoint,
-		Region:      s3.Region,
-		Bucket:      s3.Bucket,
-		Prefix:      s3.Prefix,
-		PathStyle:   s3.ForcePathStyle,
-		MaxRetries:  1,
-		DialContext: guardedDialer.DialContext,
+		Endpoint:   s3.Endpoint,
+		Region:     s3.Region,
+		Bucket:     s3.Bucket,
+		Prefix:     s3.Prefix,
+		PathStyle:  s3.ForcePathStyle,
+		MaxRetries: 1,
+		Transport:  func(tr *http.Transport) { tr.DialContext = guardedDialer.DialContext },
 	}
 	if s3.CABundle != nil {
 		ca := &corev1.Secret{}
