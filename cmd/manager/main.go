@@ -107,11 +107,14 @@ func parseFlags() operator.Options {
 	flag.StringVar(&o.LiveAPI.BindAddress, "live-api-bind-address", "0", "Address of the live API's HTTPS endpoint (live.echo.dev, served to kube-apiserver through an APIService; :9443 in the deployment); 0 disables it.")
 	flag.StringVar(&o.LiveAPI.CertDir, "live-api-cert-dir", "", "Directory holding the live API's serving certificate: tls.crt and tls.key, or apiserver.crt and apiserver.key as OLM mounts them; empty: see --live-api-cert-secret.")
 	flag.StringVar(&o.LiveAPICertSecret, "live-api-cert-secret", "", "Secret, in the operator's namespace, where the operator keeps the live API's CA and serving certificate itself: the leader issues and renews them and writes the CA into the caBundle of APIService "+livev1alpha1.APIServiceName+"; every replica serves the certificate from it. Empty, with no --live-api-cert-dir either: a self-signed certificate made at start.")
-	var storageAllow, clusterNetworks egress.Prefixes
-	var storageProxy *url.URL
-	flag.Var(&storageAllow, egress.AllowFlag, "CIDRs (comma-separated, or the flag repeated) that the live API's listings of EchoBackupLocations may connect to although a denied range (loopback, private, CGNAT, link-local, unique local, NAT64, --"+egress.ClusterNetworksFlag+", ...) holds them, e.g. an in-cluster S3 service's address: the most specific range decides.")
-	flag.Var(&clusterNetworks, egress.ClusterNetworksFlag, "The cluster's Service and pod CIDRs (comma-separated, or the flag repeated): the live API's listings of EchoBackupLocations never connect there, unless --"+egress.AllowFlag+" names a range as specific or more.")
-	flag.Func(egress.ProxyFlag, "HTTP proxy (http://host:port) that the live API's listings of EchoBackupLocations go through, once the egress policy allowed every address of the endpoint; the proxy is trusted with what it connects to. Empty: no proxy, whatever HTTP_PROXY says.", func(v string) (err error) {
+	storageAllow, clusterNetworks, storageProxy, err := egressFromEnv(os.Getenv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	flag.Var(&storageAllow, egress.AllowFlag, "CIDRs (comma-separated, or the flag repeated) that the live API's listings of EchoBackupLocations may connect to although a denied range (loopback, private, CGNAT, link-local, unique local, NAT64, --"+egress.ClusterNetworksFlag+", ...) holds them, e.g. an in-cluster S3 service's address: the most specific range decides. Adds to $"+egress.AllowEnv+".")
+	flag.Var(&clusterNetworks, egress.ClusterNetworksFlag, "The cluster's Service and pod CIDRs (comma-separated, or the flag repeated): the live API's listings of EchoBackupLocations never connect there, unless --"+egress.AllowFlag+" names a range as specific or more. Adds to $"+egress.ClusterNetworksEnv+".")
+	flag.Func(egress.ProxyFlag, "HTTP proxy (http://host:port) that the live API's listings of EchoBackupLocations go through, once the egress policy allowed every address of the endpoint; the proxy is trusted with what it connects to. Replaces $"+egress.ProxyEnv+"; neither: no proxy, whatever HTTP_PROXY says.", func(v string) (err error) {
 		storageProxy, err = egress.ParseProxy(v)
 		return err
 	})
@@ -217,6 +220,22 @@ func namespacesForLog(ns []string) string {
 		return "all"
 	}
 	return strings.Join(ns, ",")
+}
+
+// egressFromEnv reads the egress policy's settings from the environment
+// (egress.AllowEnv, egress.ClusterNetworksEnv, egress.ProxyEnv), which the
+// flags then add to or replace.
+func egressFromEnv(getenv func(string) string) (allow, clusterNetworks egress.Prefixes, proxy *url.URL, err error) {
+	if err := allow.Set(getenv(egress.AllowEnv)); err != nil {
+		return nil, nil, nil, fmt.Errorf("$%s: %w", egress.AllowEnv, err)
+	}
+	if err := clusterNetworks.Set(getenv(egress.ClusterNetworksEnv)); err != nil {
+		return nil, nil, nil, fmt.Errorf("$%s: %w", egress.ClusterNetworksEnv, err)
+	}
+	if proxy, err = egress.ParseProxy(getenv(egress.ProxyEnv)); err != nil {
+		return nil, nil, nil, fmt.Errorf("$%s: %w", egress.ProxyEnv, err)
+	}
+	return allow, clusterNetworks, proxy, nil
 }
 
 // redacted is u without its password, or "none".

@@ -12,7 +12,9 @@
 // local, NAT64 and the IPv6 transition ranges, ...) and the cluster's own
 // Service and pod networks, which an administrator names
 // (ClusterNetworksFlag). An administrator opens ranges with an allow-list
-// (AllowFlag), for example an in-cluster S3 service. The most specific
+// (AllowFlag), for example an in-cluster S3 service. The same settings may
+// come from the environment (AllowEnv, ClusterNetworksEnv, ProxyEnv),
+// where OLM's Subscription puts them. The most specific
 // range holding an address decides, the allow-list winning a tie: allowing
 // 10.0.0.0/8 leaves the cluster networks inside it denied, and allowing
 // 0.0.0.0/0 opens no denied range. Unspecified, multicast, broadcast and

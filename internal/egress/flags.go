@@ -16,6 +16,16 @@ const (
 	ProxyFlag           = "storage-proxy"
 )
 
+// The environment variables that set the same, for installs whose
+// Deployment's arguments an administrator does not write (with OLM, the
+// Subscription's spec.config.env sets them): the flags' ranges add to
+// theirs, and ProxyFlag replaces ProxyEnv.
+const (
+	AllowEnv           = "STORAGE_EGRESS_ALLOW"
+	ClusterNetworksEnv = "CLUSTER_NETWORKS"
+	ProxyEnv           = "STORAGE_PROXY"
+)
+
 // Prefixes is a flag.Value of CIDRs, comma-separated; the flag may also
 // be repeated. A bare address is a range of one address.
 type Prefixes []netip.Prefix
