@@ -4,17 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"sync"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	"github.com/echo-operator/echo-operator/internal/datamover"
+	"github.com/echo-operator/echo-operator/internal/egress"
 )
 
 const (
@@ -38,6 +36,9 @@ type locationListings struct {
 	manifests datamover.ManifestCache
 	now       func() time.Time
 
+	// egress decides where the storage connections may go.
+	egress *egress.Policy
+
 	mu      sync.Mutex
 	entries map[string]*listing
 }
@@ -51,8 +52,11 @@ type listing struct {
 	backups []datamover.StoredBackup
 }
 
-func newLocationListings(api client.Reader) *locationListings {
-	return &locationListings{api: api, now: time.Now, entries: map[string]*listing{}}
+func newLocationListings(api client.Reader, policy *egress.Policy) *locationListings {
+	if policy == nil {
+		policy = &egress.Policy{}
+	}
+	return &locationListings{api: api, egress: policy, now: time.Now, entries: map[string]*listing{}}
 }
 
 // list returns the backups of loc's storage, read now or less than
@@ -76,7 +80,7 @@ func (l *locationListings) list(ctx context.Context, loc *echov1alpha1.EchoBacku
 	}
 	backups, err := l.read(ctx, loc)
 	if err != nil {
-		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("EchoBackupLocation %s/%s: %v", loc.Namespace, loc.Name, err))
+		return nil, listingError(loc, err)
 	}
 	entry.version, entry.at, entry.backups = loc.ResourceVersion, l.now(), backups
 	return backups, nil
@@ -118,51 +122,39 @@ func (l *locationListings) read(ctx context.Context, loc *echov1alpha1.EchoBacku
 	return backups, err
 }
 
-// open builds the store of loc with the credentials of its Secret.
+// open builds the store of loc with the credentials of its Secret. Its
+// errors are the location's own (a Secret missing, an endpoint that is no
+// URL): nothing has been asked of the storage yet. The store connects
+// only where l.egress allows.
 func (l *locationListings) open(ctx context.Context, loc *echov1alpha1.EchoBackupLocation) (datamover.Store, error) {
 	s3 := loc.Spec.S3
 	creds := &corev1.Secret{}
 	if err := l.api.Get(ctx, client.ObjectKey{Namespace: loc.Namespace, Name: s3.CredentialsSecretRef.Name}, creds); err != nil {
-		return nil, fmt.Errorf("reading the credentials Secret %s: %w", s3.CredentialsSecretRef.Name, err)
+		return nil, &locationError{fmt.Errorf("reading the credentials Secret %s: %w", s3.CredentialsSecretRef.Name, err)}
 	}
 	id, secret := creds.Data[s3.CredentialsSecretRef.AccessKeyIDKey], creds.Data[s3.CredentialsSecretRef.SecretAccessKeyKey]
 	if len(id) == 0 || len(secret) == 0 {
-		return nil, fmt.Errorf("the credentials Secret %s has no %s or no %s", creds.Name, s3.CredentialsSecretRef.AccessKeyIDKey, s3.CredentialsSecretRef.SecretAccessKeyKey)
+		return nil, &locationError{fmt.Errorf("the credentials Secret %s has no %s or no %s", creds.Name, s3.CredentialsSecretRef.AccessKeyIDKey, s3.CredentialsSecretRef.SecretAccessKeyKey)}
 	}
 	cfg := datamover.S3Config{
-		Endpoint:    s3.Endpoint,
-		Region:      s3.Region,
-		Bucket:      s3.Bucket,
-		Prefix:      s3.Prefix,
-		PathStyle:   s3.ForcePathStyle,
-		MaxRetries:  1,
-		DialContext: guardedDialer.DialContext,
+		Endpoint:   s3.Endpoint,
+		Region:     s3.Region,
+		Bucket:     s3.Bucket,
+		Prefix:     s3.Prefix,
+		PathStyle:  s3.ForcePathStyle,
+		MaxRetries: 1,
+		Transport:  l.egress.ConfigureTransport,
 	}
 	if s3.CABundle != nil {
 		ca := &corev1.Secret{}
 		if err := l.api.Get(ctx, client.ObjectKey{Namespace: loc.Namespace, Name: s3.CABundle.Name}, ca); err != nil {
-			return nil, fmt.Errorf("reading the CA bundle Secret %s: %w", s3.CABundle.Name, err)
+			return nil, &locationError{fmt.Errorf("reading the CA bundle Secret %s: %w", s3.CABundle.Name, err)}
 		}
 		cfg.CABundle = ca.Data[s3.CABundle.Key]
 	}
-	return datamover.NewS3StoreWithCredentials(cfg, string(id), string(secret))
-}
-
-// guardedDialer opens the connections to the storage of locations, which
-// tenants name: it refuses link-local addresses (where clouds serve
-// instance metadata and credentials), multicast and unspecified ones,
-// whatever name resolved to them.
-var guardedDialer = &net.Dialer{
-	Timeout: 10 * time.Second,
-	Control: func(_, address string, _ syscall.RawConn) error {
-		host, _, err := net.SplitHostPort(address)
-		if err != nil {
-			return err
-		}
-		if ip := net.ParseIP(host); ip == nil || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-			ip.IsInterfaceLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified() {
-			return fmt.Errorf("the operator does not connect to %s: link-local, multicast and unspecified addresses are refused", host)
-		}
-		return nil
-	},
+	store, err := datamover.NewS3StoreWithCredentials(cfg, string(id), string(secret))
+	if err != nil {
+		return nil, &locationError{err}
+	}
+	return store, nil
 }
