@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"sync/atomic"
 	"testing"
 
@@ -134,7 +136,7 @@ func TestHostileTenantStorageEndpointsReachOnlyWhatThePolicyAllows(t *testing.T)
 
 	t.Run("private, cluster, CGNAT, unique local and metadata addresses", func(t *testing.T) {
 		RegisterTestingT(t)
-		for _, c := range []struct{ name, endpoint, addr, rule string }{
+		cases := []struct{ name, endpoint, addr, rule string }{
 			{"private", "http://10.1.2.3:9000", "10.1.2.3", "private network 10.0.0.0/8"},
 			{"service", "http://" + net.JoinHostPort(svc.Spec.ClusterIP, "9000"), svc.Spec.ClusterIP, "cluster network 10.96.0.0/16"},
 			{"pod", "http://10.128.0.5:9000", "10.128.0.5", "cluster network 10.128.0.0/9"},
@@ -143,7 +145,13 @@ func TestHostileTenantStorageEndpointsReachOnlyWhatThePolicyAllows(t *testing.T)
 			{"unique-local", "http://[fd00::1]:9000", "fd00::1", "unique local fc00::/7"},
 			{"metadata", "http://169.254.169.254", "169.254.169.254", "link-local 169.254.0.0/16"},
 			{"mapped", "http://[::ffff:10.0.0.1]:9000", "10.0.0.1", "private network 10.0.0.0/8"},
-		} {
+		}
+		var addrs []string
+		for _, c := range cases {
+			addrs = append(addrs, c.addr)
+		}
+		blackhole(t, addrs...)
+		for _, c := range cases {
 			point(t, c.name, c.endpoint, refusal(tn.ns, c.name, c.addr, c.rule))
 		}
 	})
@@ -165,4 +173,33 @@ func TestHostileTenantStorageEndpointsReachOnlyWhatThePolicyAllows(t *testing.T)
 	Expect(loopback.requests.Load() + local.requests.Load()).To(BeZero())
 	Expect(op.unexpectedExits()).To(BeEmpty(), "the operator exited")
 	expectListed()
+}
+
+// blackhole routes each address nowhere on this host for the rest of the
+// test: were the policy to let a connection through, the host would drop
+// it before a packet left the machine. The addresses off loopback are
+// tried only where that holds (as root, as CI runs).
+func blackhole(t *testing.T, addrs ...string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("not root: the addresses off loopback are tried only behind blackhole routes, which need root")
+	}
+	for _, a := range addrs {
+		family, prefix := "-4", a+"/32"
+		if net.ParseIP(a).To4() == nil {
+			family, prefix = "-6", a+"/128"
+		}
+		out, err := exec.Command("ip", family, "route", "replace", "blackhole", prefix).CombinedOutput()
+		if err != nil && family == "-6" && !ipv6Enabled() {
+			continue // no IPv6 here: nothing can be sent to it anyway
+		}
+		Expect(err).NotTo(HaveOccurred(), "ip route replace blackhole %s: %s", prefix, out)
+		t.Cleanup(func() { _ = exec.Command("ip", family, "route", "del", "blackhole", prefix).Run() })
+	}
+}
+
+// ipv6Enabled says whether this host has IPv6.
+func ipv6Enabled() bool {
+	_, err := os.Stat("/proc/net/if_inet6")
+	return err == nil
 }
