@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"helm.sh/helm/v3/pkg/release"
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
@@ -52,7 +51,7 @@ type backedUpRelease struct {
 const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 
 // backupConfig renders the configuration of an Echo as JSON.
-func backupConfig(ctx context.Context, c client.Reader, verifier *releasetrust.Signer, echo *echov1alpha1.Echo) ([]byte, error) {
+func backupConfig(ctx context.Context, cache, api client.Reader, verifier *releasetrust.Signer, echo *echov1alpha1.Echo) ([]byte, error) {
 	annotations := map[string]string{}
 	for k, v := range echo.Annotations {
 		if k != lastAppliedAnnotation {
@@ -66,7 +65,7 @@ func backupConfig(ctx context.Context, c client.Reader, verifier *releasetrust.S
 			Labels: echo.Labels, Annotations: annotations},
 		Spec: echo.Spec,
 	}}
-	rel, err := deployedRelease(ctx, c, verifier, echo)
+	rel, err := deployedRelease(ctx, cache, api, verifier, echo)
 	if err != nil {
 		return nil, err
 	}
@@ -82,27 +81,23 @@ func backupConfig(ctx context.Context, c client.Reader, verifier *releasetrust.S
 }
 
 // deployedRelease reads the deployed revision of an Echo's Helm release
-// from its storage Secret; nil when there is none yet. Secrets echo-operator
-// did not write are passed over unread.
-func deployedRelease(ctx context.Context, c client.Reader, verifier *releasetrust.Signer, echo *echov1alpha1.Echo) (*release.Release, error) {
-	secrets := &corev1.SecretList{}
-	deployed := chart.ReleaseRecordLabels(chart.ReleaseName(echo.Name))
-	deployed[chart.ReleaseStatusLabel] = string(release.StatusDeployed)
-	if err := c.List(ctx, secrets, client.InNamespace(echo.Namespace), client.MatchingLabels(deployed)); err != nil {
+// from its storage Secret; nil when there is none yet. The revision is
+// found among the records the cache holds and verified (anyone who may
+// write Secrets in the namespace can label any number of them as the
+// release's records), then read by name from the API server.
+func deployedRelease(ctx context.Context, cache, api client.Reader, verifier *releasetrust.Signer, echo *echov1alpha1.Echo) (*release.Release, error) {
+	revisions, err := helmreconciler.CachedReleaseRevisions(ctx, cache, echo.Namespace, chart.ReleaseName(echo.Name))
+	if err != nil {
 		return nil, fmt.Errorf("listing the release of Echo %s: %w", echo.Name, err)
 	}
-	var newest *release.Release
-	for i := range secrets.Items {
-		if !verifier.Verify(&secrets.Items[i]) {
-			continue
-		}
-		rel := &release.Release{}
-		if err := helmreconciler.DecodeRelease(secrets.Items[i].Data[releasetrust.ReleaseDataKey], rel); err != nil {
-			return nil, fmt.Errorf("decoding release Secret %s: %w", secrets.Items[i].Name, err)
-		}
-		if newest == nil || rel.Version > newest.Version {
-			newest = rel
+	var newest *helmreconciler.Revision
+	for i := range revisions {
+		if revisions[i].Status == release.StatusDeployed && (newest == nil || revisions[i].Version > newest.Version) {
+			newest = &revisions[i]
 		}
 	}
-	return newest, nil
+	if newest == nil {
+		return nil, nil
+	}
+	return helmreconciler.ReadRevision(ctx, api, verifier, echo.Namespace, newest.Record)
 }

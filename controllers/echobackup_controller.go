@@ -141,7 +141,7 @@ func (r *EchoBackupReconciler) ensureConfigMap(ctx context.Context, b *echov1alp
 	if err := r.Get(ctx, key, &corev1.ConfigMap{}); err == nil || !apierrors.IsNotFound(err) {
 		return client.IgnoreNotFound(err)
 	}
-	config, err := backupConfig(ctx, r.APIReader, r.ReleaseVerifier, echo)
+	config, err := backupConfig(ctx, r.Client, r.APIReader, r.ReleaseVerifier, echo)
 	if err != nil {
 		return err
 	}

@@ -40,8 +40,9 @@ func finishMoverJob(t *testing.T, job *batchv1.Job, result string, succeeded boo
 	t.Helper()
 	ctx := context.Background()
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name + "-pod", Labels: job.Spec.Template.Labels},
-		Spec:       job.Spec.Template.Spec,
+		ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name + "-pod", Labels: job.Spec.Template.Labels,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))}},
+		Spec: job.Spec.Template.Spec,
 	}
 	Expect(k8sClient.Create(ctx, pod)).To(Succeed())
 	exit := int32(0)

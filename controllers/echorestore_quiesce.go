@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -55,13 +56,15 @@ func (r *EchoRestoreReconciler) quiesced(ctx context.Context, echo *echov1alpha1
 		return false, fmt.Sprintf("Waiting for Echo %s to report Restoring", echo.Name), nil
 	}
 	// The Deployment no longer counts pods that are shutting down, which
-	// may still write: ask the API server (the cache holds no echo pods).
-	pods := &corev1.PodList{}
+	// may still write: ask the API server (the cache holds no echo pods)
+	// for one page of one pod's metadata and the count of the rest.
+	pods := &metav1.PartialObjectMetadataList{}
+	pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
 	if err := r.APIReader.List(ctx, pods, client.InNamespace(echo.Namespace),
-		client.MatchingLabels(chart.SelectorLabels(echo.Name))); err != nil {
+		client.MatchingLabels(chart.SelectorLabels(echo.Name)), client.Limit(1)); err != nil {
 		return false, "", fmt.Errorf("listing the pods of Echo %s: %w", echo.Name, err)
 	}
-	if n := len(pods.Items); n > 0 {
+	if n := int64(len(pods.Items)) + ptr.Deref(pods.RemainingItemCount, 0); n > 0 {
 		return false, fmt.Sprintf("Waiting for the %d pods of Echo %s to shut down", n, echo.Name), nil
 	}
 	return true, "", nil

@@ -7,6 +7,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -224,9 +225,12 @@ func decodeFailure(msg string) *moverprotocol.Failure {
 }
 
 // jobTerminationMessage is the mover's termination message from the newest
-// pod of the Job that ended with one. Pods are matched by the Job's UID:
-// the pods of an earlier Job of the same name, or of the owner's other
-// Jobs, which may linger, do not answer.
+// pod of the Job that ended with one. Only the Job's own pods answer
+// (genuineMoverPod). The controller-uid label narrows the list, but anyone
+// who may create pods in the namespace can set it, so a pod a tenant made
+// to report a backup as complete is not read; nor are the pods of an
+// earlier Job of the same name, or of the owner's other Jobs, which may
+// linger.
 func jobTerminationMessage(ctx context.Context, c client.Reader, job *batchv1.Job) (string, bool, error) {
 	pods := &corev1.PodList{}
 	if err := c.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.ControllerUidLabel: string(job.UID)}); err != nil {
@@ -236,6 +240,9 @@ func jobTerminationMessage(ctx context.Context, c client.Reader, job *batchv1.Jo
 	var newestAt time.Time
 	found := false
 	for i := range pods.Items {
+		if !genuineMoverPod(&pods.Items[i], job) {
+			continue
+		}
 		msg, at, ok := terminationMessage(&pods.Items[i])
 		if !ok || (found && !at.After(newestAt)) {
 			continue
@@ -243,6 +250,57 @@ func jobTerminationMessage(ctx context.Context, c client.Reader, job *batchv1.Jo
 		newest, newestAt, found = msg, at, true
 	}
 	return newest, found, nil
+}
+
+// genuineMoverPod says whether pod is one the Job made to run the data
+// mover: its controller is the Job, by UID, and its mover container runs
+// what the Job's template says, on the same volumes. The Job controller
+// adopts any orphan pod its selector matches, so a controller reference
+// alone does not tell the Job's pods from one a tenant labelled; a pod
+// that ran the template's mover on the template's volumes reports what
+// the Job's own pod would have.
+func genuineMoverPod(pod *corev1.Pod, job *batchv1.Job) bool {
+	owner := metav1.GetControllerOf(pod)
+	if owner == nil || owner.UID != job.UID || owner.Kind != "Job" {
+		return false
+	}
+	got, want := moverRun(&pod.Spec), moverRun(&job.Spec.Template.Spec)
+	return got != nil && want != nil && equality.Semantic.DeepEqual(got, want)
+}
+
+// moverRun is what decides what a pod's mover container does: its image,
+// command, arguments, environment and mounts, and the volumes mounted.
+// Nil when the pod has no mover container.
+func moverRun(spec *corev1.PodSpec) *moverRunSpec {
+	for i := range spec.Containers {
+		c := &spec.Containers[i]
+		if c.Name != moverprotocol.ContainerName {
+			continue
+		}
+		run := &moverRunSpec{Image: c.Image, Command: c.Command, Args: c.Args, WorkingDir: c.WorkingDir,
+			Env: c.Env, EnvFrom: c.EnvFrom, Mounts: c.VolumeMounts}
+		for _, m := range c.VolumeMounts {
+			for _, v := range spec.Volumes {
+				if v.Name == m.Name {
+					run.Volumes = append(run.Volumes, v)
+				}
+			}
+		}
+		return run
+	}
+	return nil
+}
+
+// moverRunSpec is the part of a pod that moverRun compares.
+type moverRunSpec struct {
+	Image      string
+	Command    []string
+	Args       []string
+	WorkingDir string
+	Env        []corev1.EnvVar
+	EnvFrom    []corev1.EnvFromSource
+	Mounts     []corev1.VolumeMount
+	Volumes    []corev1.Volume
 }
 
 // terminationMessage is the termination message of a pod's mover

@@ -9,7 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -21,6 +23,7 @@ func TestReadMoverJob(t *testing.T) {
 	finished := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	job := func(condition batchv1.JobConditionType) *batchv1.Job {
 		j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b1-backup", UID: "job-uid"}}
+		j.Spec.Template.Spec = moverPodSpec()
 		if condition != "" {
 			j.Status.Conditions = []batchv1.JobCondition{{Type: condition, Status: corev1.ConditionTrue,
 				LastTransitionTime: metav1.NewTime(finished), Message: "BackoffLimitExceeded"}}
@@ -29,7 +32,9 @@ func TestReadMoverJob(t *testing.T) {
 	}
 	pod := func(name, jobUID, message string, at time.Time) client.Object {
 		return &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{batchv1.ControllerUidLabel: jobUID}},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{batchv1.ControllerUidLabel: jobUID},
+				OwnerReferences: []metav1.OwnerReference{jobOwner(jobUID)}},
+			Spec: moverPodSpec(),
 			Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
 				Name:  moverprotocol.ContainerName,
 				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Message: message, FinishedAt: metav1.NewTime(at)}},
@@ -37,6 +42,21 @@ func TestReadMoverJob(t *testing.T) {
 		}
 	}
 	success := `{"size":10,"checksum":"sha256:aa","location":"s3://b/k","files":1}`
+	// forged is a pod that carries the Job's label but that the Job does
+	// not control: made by whoever may create pods in the namespace.
+	forged := func(name, jobUID, message string, at time.Time) client.Object {
+		p := pod(name, jobUID, message, at)
+		p.SetOwnerReferences(nil)
+		return p
+	}
+	// adopted is a forged pod the Job controller adopted, as it adopts
+	// every orphan its selector matches, running something else than the
+	// template's mover.
+	adopted := func(change func(*corev1.PodSpec)) client.Object {
+		p := pod("p1", "job-uid", success, finished).(*corev1.Pod)
+		change(&p.Spec)
+		return p
+	}
 	denied := `{"error":"access denied","reason":"AccessDenied","retryable":false}`
 	cases := []struct {
 		name        string
@@ -51,6 +71,20 @@ func TestReadMoverJob(t *testing.T) {
 		{"complete with its result", job(batchv1.JobComplete), []client.Object{pod("p1", "job-uid", success, finished)}, finished, moverSucceeded, "", true},
 		{"complete, result not shown yet", job(batchv1.JobComplete), nil, finished.Add(time.Minute), moverAwaitingResult, "", false},
 		{"complete, result lost", job(batchv1.JobComplete), nil, finished.Add(resultGracePeriod), moverSilent, "", false},
+		{"complete, a forged pod with the Job's label", job(batchv1.JobComplete), []client.Object{forged("p1", "job-uid", success, finished)}, finished.Add(resultGracePeriod), moverSilent, "", false},
+		{"complete, an adopted pod running another command", job(batchv1.JobComplete), []client.Object{adopted(func(s *corev1.PodSpec) {
+			s.Containers[0].Command = []string{"/bin/sh", "-c", "echo done > /dev/termination-log"}
+		})}, finished.Add(resultGracePeriod), moverSilent, "", false},
+		{"complete, an adopted pod of another image", job(batchv1.JobComplete), []client.Object{adopted(func(s *corev1.PodSpec) {
+			s.Containers[0].Image = "tenant/fake:1"
+		})}, finished.Add(resultGracePeriod), moverSilent, "", false},
+		{"complete, an adopted pod with the store on another claim", job(batchv1.JobComplete), []client.Object{adopted(func(s *corev1.PodSpec) {
+			s.Volumes[0].PersistentVolumeClaim.ClaimName = "tenant-claim"
+		})}, finished.Add(resultGracePeriod), moverSilent, "", false},
+		{"complete, with a sidecar beside the mover", job(batchv1.JobComplete), []client.Object{adopted(func(s *corev1.PodSpec) {
+			s.Containers = append(s.Containers, corev1.Container{Name: "proxy", Image: "mesh/proxy:1"})
+		})}, finished, moverSucceeded, "", true},
+		{"failed, a forged pod with the Job's label", job(batchv1.JobFailed), []client.Object{forged("p1", "job-uid", success, finished)}, finished, moverFailed, "", false},
 		{"complete, another Job's pod", job(batchv1.JobComplete), []client.Object{pod("p1", "old-uid", success, finished)}, finished.Add(resultGracePeriod), moverSilent, "", false},
 		{"complete, a failure reported", job(batchv1.JobComplete), []client.Object{pod("p1", "job-uid", denied, finished)}, finished, moverSilent, "", false},
 		{"failed with the mover's reason", job(batchv1.JobFailed), []client.Object{pod("p1", "job-uid", denied, finished)}, finished, moverFailed, moverprotocol.ReasonAccessDenied, false},
@@ -121,10 +155,13 @@ func TestReadMoverJobWhenTheCacheIsBehind(t *testing.T) {
 	} {
 		t.Run(string(tc.condition), func(t *testing.T) {
 			job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b1-backup", UID: "job-uid"},
+				Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: moverPodSpec()}},
 				Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: tc.condition, Status: corev1.ConditionTrue,
 					LastTransitionTime: metav1.NewTime(finished)}}}}
 			pod := &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p1", Labels: map[string]string{batchv1.ControllerUidLabel: "job-uid"}},
+				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p1", Labels: map[string]string{batchv1.ControllerUidLabel: "job-uid"},
+					OwnerReferences: []metav1.OwnerReference{jobOwner("job-uid")}},
+				Spec: moverPodSpec(),
 				Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: moverprotocol.ContainerName,
 					State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Message: tc.message, FinishedAt: metav1.NewTime(finished)}}}}},
 			}
@@ -142,5 +179,23 @@ func TestReadMoverJobWhenTheCacheIsBehind(t *testing.T) {
 				t.Errorf("failure = %+v, want the mover's AccessDenied", out.failure)
 			}
 		})
+	}
+}
+
+// jobOwner is the controller reference the Job controller sets on the pods
+// of the Job with that UID.
+func jobOwner(uid string) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: "b1-backup", UID: types.UID(uid), Controller: ptr.To(true)}
+}
+
+// moverPodSpec is a data mover pod as a backup Job's template has it.
+func moverPodSpec() corev1.PodSpec {
+	return corev1.PodSpec{
+		Volumes: []corev1.Volume{{Name: "store", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "backups"}}}},
+		Containers: []corev1.Container{{
+			Name: moverprotocol.ContainerName, Image: "echo-operator:v1", Args: []string{"backup", "--fs-root=/backup"},
+			VolumeMounts: []corev1.VolumeMount{{Name: "store", MountPath: "/backup"}},
+		}},
 	}
 }

@@ -5,6 +5,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"net/url"
 	"os"
 	"runtime/debug"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	livev1alpha1 "github.com/echo-operator/echo-operator/api/live/v1alpha1"
+	"github.com/echo-operator/echo-operator/internal/egress"
 	"github.com/echo-operator/echo-operator/internal/operator"
 )
 
@@ -105,6 +107,17 @@ func parseFlags() operator.Options {
 	flag.StringVar(&o.LiveAPI.BindAddress, "live-api-bind-address", "0", "Address of the live API's HTTPS endpoint (live.echo.dev, served to kube-apiserver through an APIService; :9443 in the deployment); 0 disables it.")
 	flag.StringVar(&o.LiveAPI.CertDir, "live-api-cert-dir", "", "Directory holding the live API's serving certificate: tls.crt and tls.key, or apiserver.crt and apiserver.key as OLM mounts them; empty: see --live-api-cert-secret.")
 	flag.StringVar(&o.LiveAPICertSecret, "live-api-cert-secret", "", "Secret, in the operator's namespace, where the operator keeps the live API's CA and serving certificate itself: the leader issues and renews them and writes the CA into the caBundle of APIService "+livev1alpha1.APIServiceName+"; every replica serves the certificate from it. Empty, with no --live-api-cert-dir either: a self-signed certificate made at start.")
+	storageAllow, clusterNetworks, storageProxy, err := egressFromEnv(os.Getenv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	flag.Var(&storageAllow, egress.AllowFlag, "CIDRs (comma-separated, or the flag repeated) that the live API's listings of EchoBackupLocations may connect to although a denied range (loopback, private, CGNAT, link-local, unique local, NAT64, --"+egress.ClusterNetworksFlag+", ...) holds them, e.g. an in-cluster S3 service's address: the most specific range decides. Adds to $"+egress.AllowEnv+".")
+	flag.Var(&clusterNetworks, egress.ClusterNetworksFlag, "The cluster's Service and pod CIDRs (comma-separated, or the flag repeated): the live API's listings of EchoBackupLocations never connect there, unless --"+egress.AllowFlag+" names a range as specific or more. Adds to $"+egress.ClusterNetworksEnv+".")
+	flag.Func(egress.ProxyFlag, "HTTP proxy (http://host:port) that the live API's listings of EchoBackupLocations go through, once the egress policy allowed every address of the endpoint; the proxy is trusted with what it connects to. Replaces $"+egress.ProxyEnv+"; neither: no proxy, whatever HTTP_PROXY says.", func(v string) (err error) {
+		storageProxy, err = egress.ParseProxy(v)
+		return err
+	})
 	flag.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints; 0 disables them.")
 	flag.StringVar(&o.PprofAddr, "pprof-bind-address", "", "Address of the pprof endpoints; empty disables them.")
 	flag.BoolVar(&o.LeaderElect, "leader-elect", false, "Elect a leader so that only one replica reconciles at a time.")
@@ -132,6 +145,9 @@ func parseFlags() operator.Options {
 	o.WatchNamespaces = splitNamespaces(os.Getenv("WATCH_NAMESPACE"))
 	o.QPS, o.Burst = float32(qps), burst
 	o.LiveAPI.Kubeconfig = kubeconfigFile()
+	o.LiveAPI.StorageEgress = egress.New(egress.Config{Allow: storageAllow, ClusterNetworks: clusterNetworks, Proxy: storageProxy})
+	ctrl.Log.WithName("setup").Info("Storage egress policy", "allow", storageAllow.String(),
+		"clusterNetworks", clusterNetworks.String(), "proxy", redacted(storageProxy))
 	if o.OperatorNamespace == "" {
 		o.OperatorNamespace = o.LeaderElectionNS
 	}
@@ -204,6 +220,30 @@ func namespacesForLog(ns []string) string {
 		return "all"
 	}
 	return strings.Join(ns, ",")
+}
+
+// egressFromEnv reads the egress policy's settings from the environment
+// (egress.AllowEnv, egress.ClusterNetworksEnv, egress.ProxyEnv), which the
+// flags then add to or replace.
+func egressFromEnv(getenv func(string) string) (allow, clusterNetworks egress.Prefixes, proxy *url.URL, err error) {
+	if err := allow.Set(getenv(egress.AllowEnv)); err != nil {
+		return nil, nil, nil, fmt.Errorf("$%s: %w", egress.AllowEnv, err)
+	}
+	if err := clusterNetworks.Set(getenv(egress.ClusterNetworksEnv)); err != nil {
+		return nil, nil, nil, fmt.Errorf("$%s: %w", egress.ClusterNetworksEnv, err)
+	}
+	if proxy, err = egress.ParseProxy(getenv(egress.ProxyEnv)); err != nil {
+		return nil, nil, nil, fmt.Errorf("$%s: %w", egress.ProxyEnv, err)
+	}
+	return allow, clusterNetworks, proxy, nil
+}
+
+// redacted is u without its password, or "none".
+func redacted(u *url.URL) string {
+	if u == nil {
+		return "none"
+	}
+	return u.Redacted()
 }
 
 func envOr(key, def string) string {

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -45,5 +46,39 @@ func TestGoMemoryLimit(t *testing.T) {
 				t.Errorf("goMemoryLimit() = %d, %v; want %d, %v", got, ok, tt.want, tt.wantSet)
 			}
 		})
+	}
+}
+
+func TestEgressFromEnv(t *testing.T) {
+	env := map[string]string{
+		"STORAGE_EGRESS_ALLOW": "10.96.0.15, 192.168.10.0/24",
+		"CLUSTER_NETWORKS":     "10.96.0.0/12,10.244.0.0/16",
+		"STORAGE_PROXY":        "http://proxy.infra:3128",
+	}
+	allow, cluster, proxy, err := egressFromEnv(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if allow.String() != "10.96.0.15/32,192.168.10.0/24" || cluster.String() != "10.96.0.0/12,10.244.0.0/16" || proxy.String() != "http://proxy.infra:3128" {
+		t.Errorf("egressFromEnv = %s; %s; %v", allow.String(), cluster.String(), proxy)
+	}
+	// The flags add to the environment's ranges.
+	if err := allow.Set("127.0.0.3/32"); err != nil || allow.String() != "10.96.0.15/32,192.168.10.0/24,127.0.0.3/32" {
+		t.Errorf("after the flag: %s, %v", allow.String(), err)
+	}
+
+	allow, cluster, proxy, err = egressFromEnv(func(string) string { return "" })
+	if err != nil || len(allow) != 0 || len(cluster) != 0 || proxy != nil {
+		t.Errorf("an empty environment: %v, %v, %v, %v", allow, cluster, proxy, err)
+	}
+	for k, v := range map[string]string{"STORAGE_EGRESS_ALLOW": "10.1.2.3/8", "CLUSTER_NETWORKS": "pods", "STORAGE_PROXY": "proxy:3128"} {
+		if _, _, _, err := egressFromEnv(func(name string) string {
+			if name == k {
+				return v
+			}
+			return ""
+		}); err == nil || !strings.Contains(err.Error(), "$"+k) {
+			t.Errorf("%s=%s: %v, want an error naming the variable", k, v, err)
+		}
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -79,9 +79,10 @@ type S3Config struct {
 	// CABundle is a PEM bundle trusted in addition to the system roots,
 	// for callers that hold it in memory; it goes with CAFile.
 	CABundle []byte
-	// DialContext, when set, opens the store's connections: a caller
-	// that must not reach some addresses checks them there.
-	DialContext func(ctx context.Context, network, address string) (net.Conn, error)
+	// Transport, when set, is given the HTTP transport of the store's
+	// client once the store has set it up (TLS included): a caller that
+	// decides where connections go sets its dialer and proxy there.
+	Transport func(*http.Transport)
 	// PartSize and Threads bound Put's memory to PartSize × Threads;
 	// defaults DefaultS3PartSize and DefaultS3Threads.
 	PartSize uint64
@@ -141,9 +142,6 @@ func newS3Store(cfg S3Config, lookupEnv func(string) (string, bool)) (*S3Store, 
 	if err != nil {
 		return nil, fmt.Errorf("s3 transport: %w", err)
 	}
-	if cfg.DialContext != nil {
-		transport.DialContext = cfg.DialContext
-	}
 	// S3's headers are a few KiB (AWS allows 2 KiB of user metadata),
 	// far below Go's default bound of 10 MiB.
 	transport.MaxResponseHeaderBytes = maxS3ResponseHeaderBytes
@@ -156,6 +154,9 @@ func newS3Store(cfg S3Config, lookupEnv func(string) (string, bool)) (*S3Store, 
 			transport.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 		}
 		transport.TLSClientConfig.RootCAs = pool
+	}
+	if cfg.Transport != nil {
+		cfg.Transport(transport)
 	}
 	lookup := minio.BucketLookupDNS
 	if cfg.PathStyle {
@@ -436,6 +437,17 @@ func (s *S3Store) classify(op, key string, err error) error {
 		err = fmt.Errorf("s3 %s %s: %w", op, loc, err)
 	}
 	return withKind(kind, err)
+}
+
+// HTTPStatus is the HTTP status of the S3 answer err reports, or 0 when
+// err carries none (the service was not reached, or its answer was not
+// an S3 error).
+func HTTPStatus(err error) int {
+	var resp minio.ErrorResponse
+	if errors.As(err, &resp) {
+		return resp.StatusCode
+	}
+	return 0
 }
 
 // s3ErrorKind maps an S3 error response to a sentinel, or nil.

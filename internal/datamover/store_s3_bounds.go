@@ -83,6 +83,14 @@ func (e *ResponseTooLargeError) Error() string {
 	return fmt.Sprintf("the storage answered with more than %d bytes, the most the operator reads of one answer here", e.Limit)
 }
 
+// PageTooLargeError is the error of a page of a listing of more objects
+// than S3 sends.
+type PageTooLargeError struct{ Limit int }
+
+func (e *PageTooLargeError) Error() string {
+	return fmt.Sprintf("the storage sent a page of more than %d objects, the most S3 sends", e.Limit)
+}
+
 // boundedTransport enforces the bounds of each request's context.
 type boundedTransport struct {
 	base http.RoundTripper
@@ -164,7 +172,7 @@ func readListPage(body io.Reader) ([]byte, error) {
 		case !root:
 			root = true
 		case start.Name.Local == "Contents" && len(page.Contents) == maxPageKeys:
-			return nil, fmt.Errorf("the storage sent a page of more than %d objects, the most S3 sends", maxPageKeys)
+			return nil, &PageTooLargeError{Limit: maxPageKeys}
 		case start.Name.Local == "Contents":
 			var e listEntry
 			if err := dec.DecodeElement(&e, &start); err != nil {

@@ -9,16 +9,19 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 
 	"github.com/echo-operator/echo-operator/internal/testutil/s3server"
+	"github.com/echo-operator/echo-operator/internal/testutil/testcerts"
 )
 
 const testBucket = "backups"
@@ -181,11 +184,12 @@ func TestS3StoreErrors(t *testing.T) {
 		env       func(string) (string, bool)
 		want      error
 		retryable bool
+		status    int
 	}{
-		{"wrong secret", S3Config{}, s3Env(srv.AccessKey, wrongSecret), ErrAccessDenied, false},
-		{"unknown access key", S3Config{}, s3Env("nobody", wrongSecret), ErrAccessDenied, false},
-		{"missing bucket", S3Config{Bucket: "no-such-bucket"}, nil, ErrBucketNotFound, false},
-		{"unreachable", S3Config{Endpoint: unreachable, MaxRetries: 1}, nil, ErrUnavailable, true},
+		{"wrong secret", S3Config{}, s3Env(srv.AccessKey, wrongSecret), ErrAccessDenied, false, 403},
+		{"unknown access key", S3Config{}, s3Env("nobody", wrongSecret), ErrAccessDenied, false, 403},
+		{"missing bucket", S3Config{Bucket: "no-such-bucket"}, nil, ErrBucketNotFound, false, 404},
+		{"unreachable", S3Config{Endpoint: unreachable, MaxRetries: 1}, nil, ErrUnavailable, true, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -216,6 +220,9 @@ func TestS3StoreErrors(t *testing.T) {
 				if !errors.Is(err, c.want) || Retryable(err) != c.retryable {
 					t.Errorf("%s = %v; want %v, retryable %v", op, err, c.want, c.retryable)
 				}
+				if got := HTTPStatus(err); got != c.status {
+					t.Errorf("HTTPStatus(%s error) = %d, want %d", op, got, c.status)
+				}
 				if err != nil && (strings.Contains(err.Error(), wrongSecret) || strings.Contains(err.Error(), srv.SecretKey)) {
 					t.Errorf("%s error reveals a secret: %v", op, err)
 				}
@@ -240,6 +247,45 @@ func TestS3StoreTLS(t *testing.T) {
 	_, err = untrusted.Stat(ctx, "tls/object")
 	if err == nil || Retryable(err) || !strings.Contains(err.Error(), "certificate") {
 		t.Errorf("Stat without the CA = %v; want a non-retryable certificate error", err)
+	}
+}
+
+// The caller's Transport sees the transport the store set up, TLS roots
+// included, and what it sets there is what the store's requests use.
+func TestS3ConfigTransport(t *testing.T) {
+	ca, err := testcerts.NewCA("store test CA", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errDialled := errors.New("dialled through the caller's transport")
+	var dialled []string
+	var sawRoots bool
+	s, err := newS3Store(S3Config{
+		Endpoint: "https://s3.example.test", Bucket: testBucket, CABundle: ca.CertPEM(), MaxRetries: 1,
+		Transport: func(tr *http.Transport) {
+			sawRoots = tr.TLSClientConfig != nil && tr.TLSClientConfig.RootCAs != nil
+			tr.Proxy = nil
+			tr.DialContext = func(_ context.Context, _, address string) (net.Conn, error) {
+				dialled = append(dialled, address)
+				return nil, errDialled
+			}
+		},
+	}, s3Env("AKID", "secret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sawRoots {
+		t.Error("the caller's Transport ran before the store set its TLS roots")
+	}
+	_, err = s.Stat(context.Background(), "k/manifest.json")
+	if !errors.Is(err, errDialled) {
+		t.Errorf("Stat = %v, want the caller's dial error", err)
+	}
+	if !slices.Equal(dialled, []string{"backups.s3.example.test:443"}) {
+		t.Errorf("dialled %v", dialled)
+	}
+	if HTTPStatus(err) != 0 || HTTPStatus(nil) != 0 {
+		t.Error("an error without an S3 answer has an HTTP status")
 	}
 }
 

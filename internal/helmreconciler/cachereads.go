@@ -16,6 +16,8 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/echo-operator/echo-operator/internal/cachetrim"
 )
 
 // cachedReads answers, from the manager's cache, the reads of single
@@ -88,6 +90,9 @@ func (c *cachedReads) RoundTrip(req *http.Request) (*http.Response, error) {
 		return c.next.RoundTrip(req)
 	}
 	switch err := c.cache.Get(req.Context(), key, cobj); {
+	case err == nil && cachetrim.IsStub(cobj):
+		// The cache keeps only the identity of an oversized object.
+		return c.next.RoundTrip(req)
 	case err == nil:
 		cobj.GetObjectKind().SetGroupVersionKind(gvk)
 		return jsonResponse(req, http.StatusOK, cobj)

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/echo-operator/echo-operator/internal/cachetrim"
 	opmetrics "github.com/echo-operator/echo-operator/internal/metrics"
 )
 
@@ -95,7 +96,7 @@ func (c *actionClient) current(want *unstructured.Unstructured) (map[string]any,
 		}
 		obj := typed.(client.Object)
 		err = c.g.cache.Get(c.ctx, key, obj)
-		if err == nil {
+		if err == nil && !cachetrim.IsStub(obj) {
 			m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 			if err != nil {
 				return nil, err
@@ -104,7 +105,7 @@ func (c *actionClient) current(want *unstructured.Unstructured) (map[string]any,
 			m["apiVersion"], m["kind"] = gvk.GroupVersion().String(), gvk.Kind
 			return m, nil
 		}
-		if !apierrors.IsNotFound(err) {
+		if err != nil && !apierrors.IsNotFound(err) {
 			return nil, err
 		}
 	}

@@ -52,7 +52,7 @@ const (
 //
 // The signature is checked before anything is decoded: a Secret the
 // operator did not write, however large or however deeply compressed, is
-// never decompressed and costs the cache only its metadata.
+// never decompressed and costs the cache only its name and record labels.
 func ReleaseSecretTransform(signer *releasetrust.Signer) func(any) (any, error) {
 	return func(obj any) (any, error) {
 		s, ok := obj.(*corev1.Secret)
@@ -65,7 +65,11 @@ func ReleaseSecretTransform(signer *releasetrust.Signer) func(any) (any, error) 
 		verified := signer.Verify(s)
 		s.ManagedFields = nil
 		releasetrust.MarkCachedCopy(s, verified)
-		if !verified || len(encoded) == 0 {
+		if !verified {
+			keepRecordMetadata(s)
+			return s, nil
+		}
+		if len(encoded) == 0 {
 			return s, nil
 		}
 		var rel storedRelease
@@ -82,6 +86,20 @@ func ReleaseSecretTransform(signer *releasetrust.Signer) func(any) (any, error) 
 		}
 		return s, nil
 	}
+}
+
+// keepRecordMetadata drops, from the cache's copy of a release Secret the
+// operator did not write, the annotations, and the labels other than
+// Helm's record labels: whoever wrote it chose their size.
+func keepRecordMetadata(s *corev1.Secret) {
+	s.Annotations = nil
+	labels := map[string]string{}
+	for _, k := range []string{chart.ReleaseOwnerLabel, chart.ReleaseNameLabel, chart.ReleaseStatusLabel, chart.ReleaseVersionLabel} {
+		if v, ok := s.Labels[k]; ok {
+			labels[k] = v
+		}
+	}
+	s.Labels = labels
 }
 
 // storedRelease is the part of a stored release the cache keeps.

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -165,6 +166,8 @@ func TestReleaseSecretTransform(t *testing.T) {
 	} {
 		t.Run(name+" is cached unverified and without data", func(t *testing.T) {
 			in.Data["padding"] = make([]byte, 1<<20)
+			in.Annotations = map[string]string{"padding": strings.Repeat("a", 200<<10)}
+			in.Labels["team.example.com/padding"] = strings.Repeat("b", 63)
 			out, err := transformReleaseSecret(in)
 			if err != nil {
 				t.Fatal(err)
@@ -172,6 +175,9 @@ func TestReleaseSecretTransform(t *testing.T) {
 			s := out.(*corev1.Secret)
 			if releasetrust.CachedVerified(s) || len(cachedData(s)) != 0 {
 				t.Errorf("verified = %v, data = %q; want unverified and no data", releasetrust.CachedVerified(s), cachedData(s))
+			}
+			if len(s.Annotations) != 0 || s.Labels["team.example.com/padding"] != "" || s.Labels[chart.ReleaseNameLabel] == "" {
+				t.Errorf("annotations = %d, labels = %v; want none, and Helm's record labels only", len(s.Annotations), s.Labels)
 			}
 		})
 	}

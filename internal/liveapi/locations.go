@@ -4,19 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
-	"syscall"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	livev1alpha1 "github.com/echo-operator/echo-operator/api/live/v1alpha1"
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	"github.com/echo-operator/echo-operator/internal/datamover"
+	"github.com/echo-operator/echo-operator/internal/egress"
 )
 
 const (
@@ -78,27 +76,34 @@ type locationListings struct {
 	// reads across the process, and each namespace's share.
 	listingSlots, manifestSlots *namespaceLimiter
 	cache                       *listingCache
+	// egress decides where the storage connections may go.
+	egress *egress.Policy
 }
 
-func newLocationListings(api client.Reader, limits listingLimits) *locationListings {
+func newLocationListings(api client.Reader, policy *egress.Policy, limits listingLimits) *locationListings {
+	if policy == nil {
+		policy = &egress.Policy{}
+	}
 	return &locationListings{
 		api:           api,
 		limits:        limits,
 		listingSlots:  newNamespaceLimiter(limits.listings, limits.listingsPerNamespace),
 		manifestSlots: newNamespaceLimiter(limits.manifests, limits.manifestsPerNamespace),
 		cache:         newListingCache(limits.cachedBackups, limits.cachedBytes),
+		egress:        policy,
 	}
 }
 
 // list returns the backups of loc's storage, read now or less than
 // listingTTL ago with the location as it is. Its error, when the storage
-// cannot be read in time, names the location and says why.
+// cannot be read in time, is a 503 Service Unavailable that names the
+// location and says why (listingError).
 func (l *locationListings) list(ctx context.Context, loc *echov1alpha1.EchoBackupLocation) (locationListing, error) {
 	entry := l.cache.entry(loc.Namespace + "/" + loc.Name)
 	wait, cancel := context.WithTimeout(ctx, l.limits.wait)
 	defer cancel()
 	if err := entry.lockContext(wait); err != nil {
-		return locationListing{}, locationError(loc, fmt.Errorf("another request has been listing it for %s: %w", l.limits.wait, err))
+		return locationListing{}, busyError(loc, fmt.Sprintf("another request has been listing it for %s", l.limits.wait))
 	}
 	defer entry.unlock()
 	if listing, ok, err := l.cache.fresh(entry, loc.ResourceVersion); ok {
@@ -106,12 +111,13 @@ func (l *locationListings) list(ctx context.Context, loc *echov1alpha1.EchoBacku
 	}
 	release, err := l.listingSlots.acquire(wait, loc.Namespace)
 	if err != nil {
-		return locationListing{}, locationError(loc, fmt.Errorf("the operator is listing as many locations as it may at once, and none ended within %s: %w", l.limits.wait, err))
+		return locationListing{}, busyError(loc, fmt.Sprintf("the operator is listing as many locations as it may at once (%d, %d per namespace), and none ended within %s",
+			l.limits.listings, l.limits.listingsPerNamespace, l.limits.wait))
 	}
 	defer release()
 	listing, err := l.read(ctx, loc)
 	if err != nil {
-		err = locationError(loc, err)
+		err = listingError(loc, err)
 		if ctx.Err() != nil {
 			// The request ended, not the storage's time.
 			return locationListing{}, err
@@ -121,6 +127,12 @@ func (l *locationListings) list(ctx context.Context, loc *echov1alpha1.EchoBacku
 	// requests meanwhile get its error at once.
 	l.cache.keep(entry, loc.ResourceVersion, listing, err)
 	return listing, err
+}
+
+// busyError is the 503 Service Unavailable of a location the operator had
+// no time to read: nothing was asked of its storage.
+func busyError(loc *echov1alpha1.EchoBackupLocation, why string) error {
+	return apierrors.NewServiceUnavailable(fmt.Sprintf("EchoBackupLocation %s/%s: not read: %s", loc.Namespace, loc.Name, why))
 }
 
 // read lists loc's storage through the data mover's code, within the
@@ -163,74 +175,39 @@ func locationScope(loc *echov1alpha1.EchoBackupLocation) string {
 	return strings.Join([]string{loc.Namespace, loc.Name, string(loc.UID), s3.Endpoint, s3.Bucket, s3.Prefix}, "\x00")
 }
 
-// maxMessageLength bounds the messages of a location's failure, which may
-// quote what its storage answered.
-const maxMessageLength = 1024
-
-// locationError is err of loc, as a message for people: one line (a
-// warning has no control characters), at most maxMessageLength bytes.
-func locationError(loc *echov1alpha1.EchoBackupLocation, err error) error {
-	msg := strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return ' '
-		}
-		return r
-	}, strings.ToValidUTF8(err.Error(), "?"))
-	if len(msg) > maxMessageLength {
-		cut := maxMessageLength - len(" ...")
-		for cut > 0 && !utf8.RuneStart(msg[cut]) {
-			cut--
-		}
-		msg = msg[:cut] + " ..."
-	}
-	return fmt.Errorf("EchoBackupLocation %s/%s: %s", loc.Namespace, loc.Name, msg)
-}
-
-// open builds the store of loc with the credentials of its Secret.
+// open builds the store of loc with the credentials of its Secret. Its
+// errors are the location's own (a Secret missing, an endpoint that is no
+// URL): nothing has been asked of the storage yet. The store connects
+// only where l.egress allows.
 func (l *locationListings) open(ctx context.Context, loc *echov1alpha1.EchoBackupLocation) (datamover.Store, error) {
 	s3 := loc.Spec.S3
 	creds := &corev1.Secret{}
 	if err := l.api.Get(ctx, client.ObjectKey{Namespace: loc.Namespace, Name: s3.CredentialsSecretRef.Name}, creds); err != nil {
-		return nil, fmt.Errorf("reading the credentials Secret %s: %w", s3.CredentialsSecretRef.Name, err)
+		return nil, &locationError{fmt.Errorf("reading the credentials Secret %s: %w", s3.CredentialsSecretRef.Name, err)}
 	}
 	id, secret := creds.Data[s3.CredentialsSecretRef.AccessKeyIDKey], creds.Data[s3.CredentialsSecretRef.SecretAccessKeyKey]
 	if len(id) == 0 || len(secret) == 0 {
-		return nil, fmt.Errorf("the credentials Secret %s has no %s or no %s", creds.Name, s3.CredentialsSecretRef.AccessKeyIDKey, s3.CredentialsSecretRef.SecretAccessKeyKey)
+		return nil, &locationError{fmt.Errorf("the credentials Secret %s has no %s or no %s", creds.Name, s3.CredentialsSecretRef.AccessKeyIDKey, s3.CredentialsSecretRef.SecretAccessKeyKey)}
 	}
 	cfg := datamover.S3Config{
-		Endpoint:    s3.Endpoint,
-		Region:      s3.Region,
-		Bucket:      s3.Bucket,
-		Prefix:      s3.Prefix,
-		PathStyle:   s3.ForcePathStyle,
-		MaxRetries:  1,
-		DialContext: guardedDialer.DialContext,
+		Endpoint:   s3.Endpoint,
+		Region:     s3.Region,
+		Bucket:     s3.Bucket,
+		Prefix:     s3.Prefix,
+		PathStyle:  s3.ForcePathStyle,
+		MaxRetries: 1,
+		Transport:  l.egress.ConfigureTransport,
 	}
 	if s3.CABundle != nil {
 		ca := &corev1.Secret{}
 		if err := l.api.Get(ctx, client.ObjectKey{Namespace: loc.Namespace, Name: s3.CABundle.Name}, ca); err != nil {
-			return nil, fmt.Errorf("reading the CA bundle Secret %s: %w", s3.CABundle.Name, err)
+			return nil, &locationError{fmt.Errorf("reading the CA bundle Secret %s: %w", s3.CABundle.Name, err)}
 		}
 		cfg.CABundle = ca.Data[s3.CABundle.Key]
 	}
-	return datamover.NewS3StoreWithCredentials(cfg, string(id), string(secret))
-}
-
-// guardedDialer opens the connections to the storage of locations, which
-// tenants name: it refuses link-local addresses (where clouds serve
-// instance metadata and credentials), multicast and unspecified ones,
-// whatever name resolved to them.
-var guardedDialer = &net.Dialer{
-	Timeout: 10 * time.Second,
-	Control: func(_, address string, _ syscall.RawConn) error {
-		host, _, err := net.SplitHostPort(address)
-		if err != nil {
-			return err
-		}
-		if ip := net.ParseIP(host); ip == nil || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-			ip.IsInterfaceLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified() {
-			return fmt.Errorf("the operator does not connect to %s: link-local, multicast and unspecified addresses are refused", host)
-		}
-		return nil
-	},
+	store, err := datamover.NewS3StoreWithCredentials(cfg, string(id), string(secret))
+	if err != nil {
+		return nil, &locationError{err}
+	}
+	return store, nil
 }

@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	livev1alpha1 "github.com/echo-operator/echo-operator/api/live/v1alpha1"
+	"github.com/echo-operator/echo-operator/internal/egress"
 	"github.com/echo-operator/echo-operator/internal/releasetrust"
 )
 
@@ -50,6 +51,10 @@ type Options struct {
 	// TokenReviews, SubjectAccessReviews and the front-proxy CA; empty
 	// in a pod, which uses its ServiceAccount.
 	Kubeconfig string
+	// StorageEgress decides where the listings of EchoBackupLocations
+	// may connect; nil: the default policy, which allows only the public
+	// internet, with no proxy.
+	StorageEgress *egress.Policy
 }
 
 // Sources are what the live resources are read from.
@@ -103,7 +108,7 @@ func New(o Options, src Sources) (*Server, error) {
 		},
 		livev1alpha1.StoredBackupResource: &storedBackups{
 			cache:    src.Cache,
-			listings: newLocationListings(src.API, defaultListingLimits),
+			listings: newLocationListings(src.API, o.StorageEgress, defaultListingLimits),
 			readOnlyResource: readOnlyResource{resource: storedBackupsResource,
 				access: accessCheck{authz: config.Authorization.Authorizer, resource: "echobackups"}},
 		},

@@ -74,7 +74,7 @@ func (s *storedBackups) List(ctx context.Context, opts *metainternalversion.List
 		for _, loc := range locations {
 			listing, err := s.listings.list(ctx, loc)
 			if err != nil {
-				return nil, apierrors.NewServiceUnavailable(err.Error())
+				return nil, err
 			}
 			add(loc, listing)
 		}
@@ -172,7 +172,7 @@ func (s *storedBackups) Get(ctx context.Context, name string, _ *metav1.GetOptio
 	}
 	listing, err := s.listings.list(ctx, loc)
 	if err != nil {
-		return nil, apierrors.NewServiceUnavailable(err.Error())
+		return nil, err
 	}
 	for _, b := range listing.backups {
 		if b.Key == key {

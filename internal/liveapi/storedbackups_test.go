@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -28,6 +29,7 @@ import (
 	livev1alpha1 "github.com/echo-operator/echo-operator/api/live/v1alpha1"
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	"github.com/echo-operator/echo-operator/internal/datamover"
+	"github.com/echo-operator/echo-operator/internal/egress"
 	"github.com/echo-operator/echo-operator/internal/testutil/fakes3"
 )
 
@@ -41,7 +43,8 @@ func testLimits() listingLimits {
 }
 
 // storedBackupsOf serves StoredBackups of the locations (and Secrets)
-// given, to a user allowed everything.
+// given, to a user allowed everything, with an egress policy that allows
+// 127.0.0.1.
 func storedBackupsOf(t testing.TB, limits listingLimits, objects ...client.Object) *storedBackups {
 	t.Helper()
 	scheme := runtime.NewScheme()
@@ -52,7 +55,10 @@ func storedBackupsOf(t testing.TB, limits listingLimits, objects ...client.Objec
 		t.Fatal(err)
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).Build()
-	return &storedBackups{cache: c, listings: newLocationListings(c, limits), readOnlyResource: readOnlyResource{
+	// The fake storage listens on loopback, which only an administrator
+	// allows.
+	allowLoopback := egress.New(egress.Config{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
+	return &storedBackups{cache: c, listings: newLocationListings(c, allowLoopback, limits), readOnlyResource: readOnlyResource{
 		resource: storedBackupsResource,
 		access:   accessCheck{authz: authorizerfactory.NewAlwaysAllowAuthorizer(), resource: "echobackups"},
 	}}
@@ -181,7 +187,7 @@ func TestStoredBackupsAcrossLocations(t *testing.T) {
 		t.Errorf("listed by location %v; want the 2 of team-a/offsite and the 2,000 of the 4,000 objects tenant/endless lists first", got)
 	}
 	for _, want := range []string{
-		"EchoBackupLocation tenant/slow: the storage did not answer within 3s",
+		"EchoBackupLocation tenant/slow: " + outcomeUnreachable,
 		"EchoBackupLocation tenant/huge-page: ",
 		"a page of more than 1000 objects",
 		"EchoBackupLocation tenant/bloated-page: ",
@@ -199,7 +205,7 @@ func TestStoredBackupsAcrossLocations(t *testing.T) {
 	// is remembered too.
 	ctx, warned = request("")
 	listStored(t, s, ctx, nil)
-	if !strings.Contains(warned.String(), "tenant/slow: the storage did not answer") || srv.Stats("slow").ListRequests.Load() != 1 {
+	if !strings.Contains(warned.String(), "tenant/slow: "+outcomeUnreachable) || srv.Stats("slow").ListRequests.Load() != 1 {
 		t.Errorf("a second list read the storage that did not answer %d times in all; warnings:\n%s", srv.Stats("slow").ListRequests.Load(), warned)
 	}
 

@@ -33,6 +33,7 @@ import (
 	livev1alpha1 "github.com/echo-operator/echo-operator/api/live/v1alpha1"
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	"github.com/echo-operator/echo-operator/controllers"
+	"github.com/echo-operator/echo-operator/internal/cachetrim"
 	"github.com/echo-operator/echo-operator/internal/chart"
 	"github.com/echo-operator/echo-operator/internal/decodeguard"
 	"github.com/echo-operator/echo-operator/internal/events"
@@ -348,13 +349,17 @@ func cacheOptions(namespaces []string, signer *releasetrust.Signer) cache.Option
 				Label:     chart.ReleaseRecordSelector(),
 				Transform: helmreconciler.ReleaseSecretTransform(signer),
 			},
-			&batchv1.Job{}:      {Label: moverObjects},
-			&corev1.ConfigMap{}: {Label: moverObjects},
-			&corev1.Pod{}:       {Label: moverObjects},
+			// Anyone who may write in a namespace can label objects as
+			// the operator's or the chart's: the cache keeps each whole
+			// only up to a bound, and a backup's ConfigMap, whose
+			// existence is all the operator reads, as a stub.
+			&batchv1.Job{}:      {Label: moverObjects, Transform: cachetrim.Bounded(cachetrim.MaxObjectBytes)},
+			&corev1.ConfigMap{}: {Label: moverObjects, Transform: cachetrim.MetadataOnly()},
+			&corev1.Pod{}:       {Label: moverObjects, Transform: cachetrim.Bounded(cachetrim.MaxObjectBytes)},
 		},
 	}
 	for _, obj := range helmreconciler.ChartObjectTypes() {
-		opts.ByObject[obj] = cache.ByObject{Label: chart.ObjectSelector()}
+		opts.ByObject[obj] = cache.ByObject{Label: chart.ObjectSelector(), Transform: cachetrim.Bounded(cachetrim.MaxObjectBytes)}
 	}
 	if len(namespaces) > 0 {
 		opts.DefaultNamespaces = map[string]cache.Config{}

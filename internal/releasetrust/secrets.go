@@ -68,20 +68,36 @@ func (c *signingSecrets) Get(ctx context.Context, name string, opts metav1.GetOp
 	return out, nil
 }
 
-// List implements corev1client.SecretInterface.
+// listPageSize is how many Secrets List reads at a time. Anyone who may
+// create Secrets in a namespace can label any number of them, each up to
+// 1 MiB, as a release's records: a page bounds what one read holds before
+// the ones the operator did not write are dropped.
+const listPageSize = 16
+
+// List implements corev1client.SecretInterface. It reads page by page and
+// keeps only the Secrets that verify.
 func (c *signingSecrets) List(ctx context.Context, opts metav1.ListOptions) (*corev1.SecretList, error) {
-	list, err := c.SecretInterface.List(ctx, opts)
-	if err != nil {
-		return list, err
+	paged := opts.Limit == 0
+	if paged {
+		opts.Limit = listPageSize
 	}
-	kept := list.Items[:0]
-	for i := range list.Items {
-		if c.signer.Verify(&list.Items[i]) {
-			kept = append(kept, list.Items[i])
+	out := &corev1.SecretList{}
+	for {
+		page, err := c.SecretInterface.List(ctx, opts)
+		if err != nil {
+			return page, err
 		}
+		for i := range page.Items {
+			if c.signer.Verify(&page.Items[i]) {
+				out.Items = append(out.Items, page.Items[i])
+			}
+		}
+		out.ListMeta = page.ListMeta
+		if !paged || page.Continue == "" {
+			return out, nil
+		}
+		opts.Continue = page.Continue
 	}
-	list.Items = kept
-	return list, nil
 }
 
 // UntrustedRecordError says that a Secret the operator did not write holds

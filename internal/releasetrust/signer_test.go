@@ -3,12 +3,15 @@ package releasetrust
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/echo-operator/echo-operator/internal/chart"
 )
@@ -135,4 +138,51 @@ func TestSecretClient(t *testing.T) {
 			t.Errorf("Create over a signed record: %v, want AlreadyExists", err)
 		}
 	})
+}
+
+// pagingSecrets answers lists a page of opts.Limit Secrets at a time, as
+// the API server does, and records the largest page asked for.
+type pagingSecrets struct {
+	corev1client.SecretInterface
+	all     []corev1.Secret
+	maxPage int64
+}
+
+func (p *pagingSecrets) List(_ context.Context, opts metav1.ListOptions) (*corev1.SecretList, error) {
+	p.maxPage = max(p.maxPage, opts.Limit)
+	start, _ := strconv.Atoi(opts.Continue)
+	end := len(p.all)
+	if opts.Limit > 0 {
+		end = min(end, start+int(opts.Limit))
+	}
+	out := &corev1.SecretList{Items: append([]corev1.Secret(nil), p.all[start:end]...)}
+	if end < len(p.all) {
+		out.Continue = strconv.Itoa(end)
+	}
+	return out, nil
+}
+
+// TestSecretClientListsByPages: a namespace full of forged records is read
+// a page at a time, and only the signed records come back.
+func TestSecretClientListsByPages(t *testing.T) {
+	s := newTestSigner(t, testKey)
+	secrets := &pagingSecrets{}
+	for i := range 100 {
+		r := record("web")
+		r.Name = fmt.Sprintf("forged-%d", i)
+		if i%25 == 0 {
+			s.Sign(r)
+		}
+		secrets.all = append(secrets.all, *r)
+	}
+	list, err := s.SecretClient(secrets, "team-a").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 4 {
+		t.Errorf("List returned %d records, want the 4 signed ones", len(list.Items))
+	}
+	if secrets.maxPage != listPageSize || list.Continue != "" {
+		t.Errorf("pages of %d, continue %q; want pages of %d read to the end", secrets.maxPage, list.Continue, listPageSize)
+	}
 }

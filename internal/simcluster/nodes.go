@@ -18,7 +18,7 @@ func nodeName(i int) string { return fmt.Sprintf("kwok-node-%d", i) }
 // node-initialize stage keeps the given capacity and addresses.
 func fakeNode(i int) *corev1.Node {
 	name := nodeName(i)
-	// Pod CIDRs of /22 (1022 pod IPs) from 10.128.0.0/9, one per node, so
+	// Pod CIDRs of /22 (1022 pod IPs) from PodNetwork, one per node, so
 	// that KWOK's pod IPs are unique across nodes.
 	off := i * 1024
 	podCIDR := fmt.Sprintf("10.%d.%d.0/22", 128+(off>>16), (off>>8)&0xff)

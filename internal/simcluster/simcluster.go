@@ -36,6 +36,11 @@ const (
 	// KwokVolumeProvisioner is that StorageClass's provisioner; KWOK's volume
 	// stages play its part.
 	KwokVolumeProvisioner = "kwok.x-k8s.io/volume"
+	// ServiceNetwork is the range the cluster's Services get their
+	// cluster IPs from.
+	ServiceNetwork = "10.96.0.0/16"
+	// PodNetwork holds the pod CIDRs of every node.
+	PodNetwork = "10.128.0.0/9"
 
 	contextName       = "simcluster"
 	adminUser         = "simcluster-admin"
@@ -425,7 +430,7 @@ func (c *Cluster) startControlPlane() error {
 		// gives every new node a not-ready taint that only the (disabled)
 		// node-lifecycle controller would remove.
 		Set("disable-admission-plugins", "TaintNodesByCondition").
-		Set("service-cluster-ip-range", "10.96.0.0/16")
+		Set("service-cluster-ip-range", ServiceNetwork)
 	if c.opts.AdvertiseAddress != "" {
 		api.Configure().Set("advertise-address", c.opts.AdvertiseAddress)
 	}

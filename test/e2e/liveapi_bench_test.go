@@ -59,7 +59,7 @@ func BenchmarkLiveAPIListings(b *testing.B) {
 
 	b.Run("storedbackups", func(b *testing.B) {
 		RegisterTestingT(b)
-		s3 := s3server.Start(b, "echo-backups")
+		s3 := s3server.StartAt(b, storageHost, "echo-backups")
 		storage := s3.Storage("echo-backups", "bench")
 		writeBackups(b, s3, *storage.S3, liveBenchItems)
 		Expect(k8sClient.Create(ctx, s3.CredentialsSecret(ns))).To(Succeed())

@@ -298,7 +298,7 @@ func TestLiveAPIStoredBackups(t *testing.T) {
 	RegisterTestingT(t)
 	ctx := context.Background()
 	registerLiveAPI(t)
-	s3 := s3server.Start(t, "echo-backups")
+	s3 := s3server.StartAt(t, storageHost, "echo-backups")
 	storage := s3.Storage("echo-backups", "dr")
 
 	// A backup of a journal a real echo server wrote.
@@ -355,8 +355,9 @@ func TestLiveAPIStoredBackups(t *testing.T) {
 
 	t.Run("an unreachable storage is a warning of the list, and fails a list of its location", func(t *testing.T) {
 		RegisterTestingT(t)
+		// A port where nothing listens, on the address the policy allows.
 		down := storage.S3.DeepCopy()
-		down.Endpoint = "http://" + closedLoopbackAddr()
+		down.Endpoint = "http://" + closedAddr(storageHost)
 		Expect(k8sClient.Create(ctx, &echov1alpha1.EchoBackupLocation{
 			ObjectMeta: metav1.ObjectMeta{Namespace: dr, Name: "down"},
 			Spec:       echov1alpha1.EchoBackupLocationSpec{S3: *down},
@@ -372,7 +373,7 @@ func TestLiveAPIStoredBackups(t *testing.T) {
 		out, err := alone.output(documented("get", "storedbackups", "-l", "live.echo.dev/location=LOCATION"))
 		Expect(err).To(HaveOccurred())
 		Expect(out).To(ContainSubstring("(ServiceUnavailable)"))
-		Expect(out).To(ContainSubstring("EchoBackupLocation " + dr + "/down: "))
+		Expect(out).To(ContainSubstring("EchoBackupLocation " + dr + "/down: the storage could not be reached (no connection, no answer in time, or a TLS certificate that is not trusted)"))
 		Expect(out).NotTo(ContainSubstring(s3.SecretKey))
 	})
 
@@ -413,9 +414,12 @@ func TestLiveAPIStoredBackups(t *testing.T) {
 	})
 }
 
-// closedLoopbackAddr is an address on 127.0.0.1 where nothing listens.
-func closedLoopbackAddr() string {
-	addr, err := freeLoopbackAddr()
+// closedAddr is an address on host, a loopback address, where nothing
+// listens.
+func closedAddr(host string) string {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	Expect(err).NotTo(HaveOccurred())
+	addr := l.Addr().String()
+	Expect(l.Close()).To(Succeed())
 	return addr
 }

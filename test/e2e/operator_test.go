@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/echo-operator/echo-operator/internal/simcluster"
 	"github.com/echo-operator/echo-operator/internal/testutil/simsuite"
 )
 
@@ -81,6 +82,8 @@ func (p *operatorProcess) startLocked() error {
 			"--metrics-cert-dir=" + p.metricsCertDir,
 			"--live-api-bind-address=" + p.liveAPIAddr,
 			"--live-api-cert-dir=" + p.liveAPICertDir,
+			"--storage-egress-allow=" + storageHost + "/32",
+			"--cluster-networks=" + simcluster.ServiceNetwork + "," + simcluster.PodNetwork,
 		},
 	})
 	if err != nil {

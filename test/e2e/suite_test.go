@@ -26,6 +26,12 @@ import (
 const (
 	echoImage         = "registry.example.test/echo-server:e2e"
 	operatorNamespace = "echo-operator-system"
+	// storageHost is the loopback address of the S3 servers whose buckets
+	// the live API lists, and the only address the manager's egress policy
+	// allows besides the public internet (--storage-egress-allow): every
+	// other loopback address, localhost among them, stays denied, as in a
+	// cluster.
+	storageHost = "127.0.0.3"
 )
 
 var (

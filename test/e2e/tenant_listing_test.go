@@ -43,7 +43,8 @@ var hostileBuckets = map[string]fakes3.Bucket{
 }
 
 // TestHostileTenantStorageListings plays a tenant that points
-// EchoBackupLocations at a storage it runs itself, on 127.0.0.1, that
+// EchoBackupLocations at a storage it runs itself, on the loopback address
+// the manager's egress policy allows (as if on the public internet), that
 // answers listings with endless pages, huge pages, huge manifests, or
 // not at all. While the operator lists it, its memory stays within
 // listingRSSBound, it stays up, another namespace's location lists
@@ -57,7 +58,8 @@ func TestHostileTenantStorageListings(t *testing.T) {
 
 	bystander, backup := bystanderWithABackup(t)
 	tn := newTenant(t)
-	storage := fakes3.Start(t)
+	// The manager's egress policy allows this loopback address alone.
+	storage := fakes3.StartAt(t, storageHost)
 	Expect(tn.c.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: tn.ns, Name: "own-storage", Labels: map[string]string{echov1alpha1.StorageSecretLabel: "true"}},
 		StringData: map[string]string{"AWS_ACCESS_KEY_ID": "tenant", "AWS_SECRET_ACCESS_KEY": "tenant-secret"},
@@ -116,7 +118,7 @@ func TestHostileTenantStorageListings(t *testing.T) {
 
 	run("a list of one of the tenant's locations says what is wrong with it", func(*testing.T) {
 		for location, says := range map[string]string{
-			"slow":      "the storage did not answer within 20s",
+			"slow":      "the storage could not be reached (no connection, no answer in time, or a TLS certificate that is not trusted)",
 			"many-keys": "a page of more than 1000 objects",
 			"bloated":   "more than 4194304 bytes",
 		} {
@@ -154,7 +156,7 @@ func TestHostileTenantStorageListings(t *testing.T) {
 func bystanderWithABackup(t *testing.T) (namespace, backup string) {
 	t.Helper()
 	ctx := context.Background()
-	s3 := s3server.Start(t, "echo-backups")
+	s3 := s3server.StartAt(t, storageHost, "echo-backups")
 	storage := s3.Storage("echo-backups", "bystander")
 	namespace = newRestrictedNamespace(t)
 	secret := s3.CredentialsSecret(namespace)

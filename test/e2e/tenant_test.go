@@ -56,8 +56,14 @@ type tenant struct {
 // and returns a client that acts as that user.
 func newTenant(t *testing.T) tenant {
 	t.Helper()
+	return tenantOf(t, newRestrictedNamespace(t))
+}
+
+// tenantOf binds a user to the edit role in namespace ns, and returns a
+// client that acts as that user.
+func tenantOf(t *testing.T, ns string) tenant {
+	t.Helper()
 	ctx := context.Background()
-	ns := newRestrictedNamespace(t)
 	user := "tenant-of-" + ns
 	Expect(k8sClient.Create(ctx, &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tenant-edit"},

@@ -1,12 +1,14 @@
 package fakes3
 
 import (
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // Server is a running fake S3 service.
@@ -41,8 +43,19 @@ type Stats struct {
 // Start starts a server on 127.0.0.1 that stops when the test ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	return StartAt(t, "127.0.0.1")
+}
+
+// StartAt is Start on host, a loopback address.
+func StartAt(t testing.TB, host string) *Server {
+	t.Helper()
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		t.Fatalf("listening for the fake S3 service: %v", err)
+	}
 	s := &Server{closing: make(chan struct{}), buckets: map[string]*bucketState{}}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.srv = &httptest.Server{Listener: l, Config: &http.Server{Handler: http.HandlerFunc(s.serve), ReadHeaderTimeout: time.Minute}}
+	s.srv.Start()
 	s.Endpoint = s.srv.URL
 	t.Cleanup(func() {
 		close(s.closing)

@@ -1,6 +1,7 @@
 // Package s3server runs a real S3 service for tests: the MinIO server named
 // by the MINIO environment variable (built by `make minio`), as a separate
-// process on 127.0.0.1 with a fresh data directory and random credentials.
+// process on 127.0.0.1 (or another loopback address) with a fresh data
+// directory and random credentials.
 // A test can stop the server and start it again on the same address and
 // data (Stop, Restart), to see how its clients ride out an outage.
 package s3server
@@ -70,17 +71,24 @@ type Server struct {
 // the test when MINIO is unset and stops the server when the test ends.
 func Start(tb testing.TB, buckets ...string) *Server {
 	tb.Helper()
-	return startServer(tb, false, buckets)
+	return startServer(tb, "127.0.0.1", false, buckets)
+}
+
+// StartAt is Start on another loopback address than 127.0.0.1, for a test
+// whose clients may connect to that one address only.
+func StartAt(tb testing.TB, host string, buckets ...string) *Server {
+	tb.Helper()
+	return startServer(tb, host, false, buckets)
 }
 
 // StartTLS is Start on HTTPS, with a certificate for 127.0.0.1 issued by a
 // throwaway CA whose PEM file is CAFile.
 func StartTLS(tb testing.TB, buckets ...string) *Server {
 	tb.Helper()
-	return startServer(tb, true, buckets)
+	return startServer(tb, "127.0.0.1", true, buckets)
 }
 
-func startServer(tb testing.TB, useTLS bool, buckets []string) *Server {
+func startServer(tb testing.TB, host string, useTLS bool, buckets []string) *Server {
 	tb.Helper()
 	bin := toolbin.Path(tb, EnvBinary, "MinIO")
 	var s *Server
@@ -88,7 +96,7 @@ func startServer(tb testing.TB, useTLS bool, buckets []string) *Server {
 	// A free port can be taken between finding it and the server binding
 	// it; another pair of ports then does.
 	for attempt := 0; attempt < 3; attempt++ {
-		if s, err = start(tb, bin, useTLS); err == nil {
+		if s, err = start(tb, bin, host, useTLS); err == nil {
 			break
 		}
 	}
@@ -108,7 +116,7 @@ func startServer(tb testing.TB, useTLS bool, buckets []string) *Server {
 	return s
 }
 
-func start(tb testing.TB, bin string, useTLS bool) (*Server, error) {
+func start(tb testing.TB, bin, host string, useTLS bool) (*Server, error) {
 	dir := tb.TempDir()
 	s := &Server{
 		AccessKey: "test-" + randomHex(6),
@@ -117,11 +125,12 @@ func start(tb testing.TB, bin string, useTLS bool) (*Server, error) {
 		logFile:   filepath.Join(dir, "minio.log"),
 		bin:       bin,
 	}
-	apiPort, consolePort := freePort(tb), freePort(tb)
-	s.Endpoint = "http://127.0.0.1:" + strconv.Itoa(apiPort)
+	apiPort, consolePort := freePort(tb, host), freePort(tb, host)
+	address := net.JoinHostPort(host, strconv.Itoa(apiPort))
+	s.Endpoint = "http://" + address
 	s.args = []string{"server", "--quiet",
-		"--address", "127.0.0.1:" + strconv.Itoa(apiPort),
-		"--console-address", "127.0.0.1:" + strconv.Itoa(consolePort)}
+		"--address", address,
+		"--console-address", net.JoinHostPort(host, strconv.Itoa(consolePort))}
 	if useTLS {
 		certs := filepath.Join(dir, "certs")
 		// MinIO's layout: public.crt and private.key.
@@ -130,7 +139,7 @@ func start(tb testing.TB, bin string, useTLS bool) (*Server, error) {
 			tb.Fatalf("writing the S3 server's certificates: %v", err)
 		}
 		s.CAFile = caFile
-		s.Endpoint = "https://127.0.0.1:" + strconv.Itoa(apiPort)
+		s.Endpoint = "https://" + address
 		s.args = append(s.args, "--certs-dir", certs)
 	}
 	s.args = append(s.args, s.DataDir)
@@ -347,10 +356,10 @@ func (s *Server) stop(tb testing.TB) {
 	}
 }
 
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort(tb testing.TB) int {
+// freePort returns a TCP port on host that was free a moment ago.
+func freePort(tb testing.TB, host string) int {
 	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		tb.Fatalf("find a free port: %v", err)
 	}

@@ -1,0 +1,61 @@
+//go:build linux
+
+package olm
+
+import (
+	"context"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+const (
+	// managerNetworkPolicy is config/network-policy's NetworkPolicy, named
+	// by config/base.
+	managerNetworkPolicy = "echo-operator-controller-manager"
+	// liveAPIPort is the port the manager serves the live API on, in both
+	// installs.
+	liveAPIPort = 9443
+)
+
+// expectManagerNetworkPolicy checks the NetworkPolicy both installs ship
+// for the manager's pods: it selects the pods of dep; anyone may reach the
+// live API's port (kube-apiserver cannot be selected), only namespaces
+// labelled metrics: enabled the metrics port, and no other port is open.
+// With ownerCSV, OLM created it for that CSV.
+func expectManagerNetworkPolicy(dep *appsv1.Deployment, ownerCSV string) {
+	np := &networkingv1.NetworkPolicy{}
+	Expect(k8sClient.Get(context.Background(), client.ObjectKey{Namespace: dep.Namespace, Name: managerNetworkPolicy}, np)).
+		To(Succeed(), "the install ships the manager's NetworkPolicy")
+	selector, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(selector.Empty()).To(BeFalse())
+	Expect(selector.Matches(labels.Set(dep.Spec.Template.Labels))).To(BeTrue(), "the NetworkPolicy selects the manager's pods")
+	Expect(np.Spec.PolicyTypes).To(ConsistOf(networkingv1.PolicyTypeIngress))
+
+	from := map[int32][]networkingv1.NetworkPolicyPeer{}
+	for _, rule := range np.Spec.Ingress {
+		for _, p := range rule.Ports {
+			Expect(p.Port).NotTo(BeNil(), "a rule opens every port")
+			from[p.Port.IntVal] = rule.From
+		}
+	}
+	metricsPort := int32(0)
+	for _, p := range dep.Spec.Template.Spec.Containers[0].Ports {
+		if p.Name == "metrics" {
+			metricsPort = p.ContainerPort
+		}
+	}
+	Expect(metricsPort).NotTo(BeZero(), "the manager has a metrics port")
+	Expect(from).To(HaveLen(2), "only the live API's and the metrics ports are open: %v", from)
+	Expect(from).To(HaveKeyWithValue(int32(liveAPIPort), BeEmpty()), "the live API's port is open to any source")
+	Expect(from[metricsPort]).To(ConsistOf(HaveField("NamespaceSelector.MatchLabels", HaveKeyWithValue("metrics", "enabled"))),
+		"the metrics port is open to namespaces labelled metrics: enabled only")
+	if ownerCSV != "" {
+		Expect(np.GetOwnerReferences()).To(ContainElement(HaveField("Name", ownerCSV)), "the NetworkPolicy belongs to the CSV")
+	}
+}
