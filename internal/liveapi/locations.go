@@ -118,8 +118,12 @@ func (l *locationListings) read(ctx context.Context, loc *echov1alpha1.EchoBacku
 	return backups, err
 }
 
-// open builds the store of loc with the credentials of its Secret.
+// open builds the store of loc with the credentials of its Secret, which
+// must have opted in.
 func (l *locationListings) open(ctx context.Context, loc *echov1alpha1.EchoBackupLocation) (datamover.Store, error) {
+	if err := l.requireOptedIn(ctx, loc); err != nil {
+		return nil, err
+	}
 	s3 := loc.Spec.S3
 	creds := &corev1.Secret{}
 	if err := l.api.Get(ctx, client.ObjectKey{Namespace: loc.Namespace, Name: s3.CredentialsSecretRef.Name}, creds); err != nil {
