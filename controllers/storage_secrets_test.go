@@ -95,10 +95,10 @@ func TestStorageSecretsOptedInReportsAPIErrors(t *testing.T) {
 }
 
 func TestSecretsNotOptedInSaysWhatToFix(t *testing.T) {
-	one := (&secretsNotOptedIn{namespace: "team", secrets: []string{"db-credentials"}}).message("create the EchoBackup again")
+	one := (&secretsNotOptedIn{namespace: "team", secrets: []string{"db-credentials"}}).message("back up again")
 	for _, want := range []string{
 		`Secret "db-credentials" has no label echo.dev/storage-credentials=true`,
-		"if it holds this storage's credentials or CA bundle, label it (kubectl label secret -n team db-credentials echo.dev/storage-credentials=true, then create the EchoBackup again)",
+		"if it holds this storage's credentials or CA bundle, label it (kubectl label secret -n team db-credentials echo.dev/storage-credentials=true, then back up again)",
 		"if not, name a Secret that has the label",
 	} {
 		if !strings.Contains(one, want) {
