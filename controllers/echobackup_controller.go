@@ -109,7 +109,7 @@ func (r *EchoBackupReconciler) reconcileBackup(ctx context.Context, b *echov1alp
 	job, err := r.ensureJob(ctx, b, echo)
 	if refused, ok := asSecretsNotOptedIn(err); ok {
 		r.failWith(b, echov1alpha1.ReasonSecretNotOptedIn, echov1alpha1.EventReasonSecretNotOptedIn,
-			refused.message("back up again: this EchoBackup has failed for good"))
+			refused.message("back up again: this EchoBackup has failed for good", ""))
 		return ctrl.Result{}, nil
 	}
 	if err != nil {

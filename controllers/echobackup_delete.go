@@ -148,7 +148,8 @@ func (r *EchoBackupReconciler) deleteRefused(b *echov1alpha1.EchoBackup, err err
 		return ctrl.Result{}, err
 	}
 	r.Recorder.Eventf(b, corev1.EventTypeWarning, echov1alpha1.EventReasonSecretNotOptedIn, "Could not delete the artifact at %s: %s",
-		b.Status.Location, refused.message("the next attempt, every minute, deletes the artifact"))
+		b.Status.Location, refused.message("the next attempt, every minute, deletes the artifact",
+			"remove the finalizer of the EchoBackup to let it go and keep the artifact"))
 	return ctrl.Result{RequeueAfter: artifactDeleteBackoff}, nil
 }
 

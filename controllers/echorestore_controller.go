@@ -252,7 +252,7 @@ func (r *EchoRestoreReconciler) ensureJob(ctx context.Context, rs *echov1alpha1.
 	job, created, err := ensureOwnedJob(ctx, r.Client, r.Scheme, rs, want, storageSecretsCheck(r.APIReader, rs.Namespace, storage))
 	if refused, ok := asSecretsNotOptedIn(err); ok {
 		r.failWith(rs, echov1alpha1.ReasonSecretNotOptedIn, echov1alpha1.EventReasonSecretNotOptedIn,
-			refused.message("restore again: this EchoRestore has failed for good"))
+			refused.message("restore again: this EchoRestore has failed for good", ""))
 		return nil, nil
 	}
 	if created {

@@ -31,12 +31,13 @@ type secretsNotOptedIn struct {
 	secrets   []string
 }
 
-func (e *secretsNotOptedIn) Error() string { return e.message("") }
+func (e *secretsNotOptedIn) Error() string { return e.message("", "") }
 
 // message says which Secrets lack the label and how to fix it; then, when
 // given, says what follows the label (the refused operation does not go
-// on by itself).
-func (e *secretsNotOptedIn) message(then string) string {
+// on by itself), and otherwise what to do when the Secrets hold no storage
+// credentials (by default, name one that does).
+func (e *secretsNotOptedIn) message(then, otherwise string) string {
 	quoted := make([]string, len(e.secrets))
 	for i, s := range e.secrets {
 		quoted[i] = fmt.Sprintf("%q", s)
@@ -49,9 +50,12 @@ func (e *secretsNotOptedIn) message(then string) string {
 	if then != "" {
 		fix += ", then " + then
 	}
+	if otherwise == "" {
+		otherwise = "name a Secret that has the label"
+	}
 	return fmt.Sprintf("%s no label %s=true, which echo-operator requires before it gives a Secret to a data mover as storage credentials or CA bundle: "+
-		"if %s %s this storage's credentials or CA bundle, label %s (%s); if not, name a Secret that has the label",
-		subject, echov1alpha1.StorageSecretLabel, they, holds, them, fix)
+		"if %s %s this storage's credentials or CA bundle, label %s (%s); if not, %s",
+		subject, echov1alpha1.StorageSecretLabel, they, holds, them, fix, otherwise)
 }
 
 // asSecretsNotOptedIn finds the refusal in err.

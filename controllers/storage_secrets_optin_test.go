@@ -170,7 +170,8 @@ func TestArtifactDeletionNeedsOptedInStorageSecrets(t *testing.T) {
 	setSecretLabels(t, ns, "s3-credentials", nil)
 	deleteBackup(t, b)
 	expectSecretNotOptedInEvent(t, b, "Could not delete the artifact at s3://echo-backups/"+ns+"/web/old",
-		"kubectl label secret -n "+ns+" s3-credentials echo.dev/storage-credentials=true")
+		"kubectl label secret -n "+ns+" s3-credentials echo.dev/storage-credentials=true",
+		"if not, remove the finalizer of the EchoBackup to let it go and keep the artifact")
 	expectNoJob(t, ns, "old-delete")
 	expectHeld(t, b)
 

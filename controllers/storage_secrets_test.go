@@ -95,7 +95,7 @@ func TestStorageSecretsOptedInReportsAPIErrors(t *testing.T) {
 }
 
 func TestSecretsNotOptedInSaysWhatToFix(t *testing.T) {
-	one := (&secretsNotOptedIn{namespace: "team", secrets: []string{"db-credentials"}}).message("back up again")
+	one := (&secretsNotOptedIn{namespace: "team", secrets: []string{"db-credentials"}}).message("back up again", "")
 	for _, want := range []string{
 		`Secret "db-credentials" has no label echo.dev/storage-credentials=true`,
 		"if it holds this storage's credentials or CA bundle, label it (kubectl label secret -n team db-credentials echo.dev/storage-credentials=true, then back up again)",
@@ -104,6 +104,10 @@ func TestSecretsNotOptedInSaysWhatToFix(t *testing.T) {
 		if !strings.Contains(one, want) {
 			t.Errorf("message %q lacks %q", one, want)
 		}
+	}
+	deletion := (&secretsNotOptedIn{namespace: "team", secrets: []string{"creds"}}).message("", "remove the finalizer")
+	if !strings.HasSuffix(deletion, "; if not, remove the finalizer") {
+		t.Errorf("message %q does not end with what to do otherwise", deletion)
 	}
 	two := (&secretsNotOptedIn{namespace: "team", secrets: []string{"creds", "tls"}}).Error()
 	for _, want := range []string{
