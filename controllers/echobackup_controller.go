@@ -107,6 +107,11 @@ func (r *EchoBackupReconciler) reconcileBackup(ctx context.Context, b *echov1alp
 		return ctrl.Result{}, err
 	}
 	job, err := r.ensureJob(ctx, b, echo)
+	if refused, ok := asSecretsNotOptedIn(err); ok {
+		r.failWith(b, echov1alpha1.ReasonSecretNotOptedIn, echov1alpha1.EventReasonSecretNotOptedIn,
+			refused.message("back up again: this EchoBackup has failed for good", ""))
+		return ctrl.Result{}, nil
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -155,9 +160,11 @@ func (r *EchoBackupReconciler) ensureConfigMap(ctx context.Context, b *echov1alp
 	return nil
 }
 
-// ensureJob returns the backup's Job, creating it on first sight.
+// ensureJob returns the backup's Job, creating it on first sight once its
+// storage Secrets are found opted in.
 func (r *EchoBackupReconciler) ensureJob(ctx context.Context, b *echov1alpha1.EchoBackup, echo *echov1alpha1.Echo) (*batchv1.Job, error) {
-	job, created, err := ensureOwnedJob(ctx, r.Client, r.Scheme, b, backupJob(b, echo, r.MoverImage))
+	job, created, err := ensureOwnedJob(ctx, r.Client, r.Scheme, b, backupJob(b, echo, r.MoverImage),
+		storageSecretsCheck(r.APIReader, b.Namespace, b.Spec.Storage))
 	if err != nil || !created {
 		return job, err
 	}

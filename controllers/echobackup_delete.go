@@ -80,7 +80,7 @@ func (r *EchoBackupReconciler) reconcileDelete(ctx context.Context, b *echov1alp
 	err := r.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: deleteJobName(b)}, job)
 	switch {
 	case apierrors.IsNotFound(err):
-		return ctrl.Result{}, r.startDeleteJob(ctx, b)
+		return r.startDeleteJob(ctx, b)
 	case err != nil:
 		return ctrl.Result{}, fmt.Errorf("reading Job %s: %w", deleteJobName(b), err)
 	case !job.DeletionTimestamp.IsZero():
@@ -109,29 +109,48 @@ func (r *EchoBackupReconciler) reconcileDelete(ctx context.Context, b *echov1alp
 	return ctrl.Result{}, nil
 }
 
-// startDeleteJob creates the Job deleting the backup's artifact. In a
-// namespace being deleted no Job can start, and the Secret and claim it
-// would need are going too: the EchoBackup is then let go with its
-// artifact left in place, rather than hold up the namespace for ever.
-func (r *EchoBackupReconciler) startDeleteJob(ctx context.Context, b *echov1alpha1.EchoBackup) error {
+// startDeleteJob creates the Job deleting the backup's artifact, once its
+// storage Secrets are found opted in. In a namespace being deleted no Job
+// can start, and the Secret and claim it would need are going too: the
+// EchoBackup is then let go with its artifact left in place, rather than
+// hold up the namespace for ever.
+func (r *EchoBackupReconciler) startDeleteJob(ctx context.Context, b *echov1alpha1.EchoBackup) (ctrl.Result, error) {
+	if err := storageSecretsOptedIn(ctx, r.APIReader, b.Namespace, b.Spec.Storage); err != nil {
+		return r.deleteRefused(b, err)
+	}
 	job := deleteJob(b, r.MoverImage)
 	err := r.Create(ctx, job)
 	switch {
 	case err == nil:
 		log.FromContext(ctx).Info("Deleting the backup's artifact", "job", job.Name, "location", b.Status.Location)
 		r.Recorder.Eventf(b, corev1.EventTypeNormal, echov1alpha1.EventReasonDeletingArtifact, "Started Job %s to delete the artifact at %s", job.Name, b.Status.Location)
-		return nil
+		return ctrl.Result{}, nil
 	case apierrors.IsAlreadyExists(err):
 		// A stale cache: the Job's event brings the next reconcile.
-		return nil
+		return ctrl.Result{}, nil
 	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
 		// The namespace refuses the Event too; the log keeps the location.
 		log.FromContext(ctx).Info("Namespace being deleted: leaving the backup's artifact in place", "location", b.Status.Location)
 		r.Recorder.Eventf(b, corev1.EventTypeWarning, echov1alpha1.EventReasonArtifactRetained,
 			"Namespace %s is being deleted, so no Job can delete the artifact: it is left at %s", b.Namespace, b.Status.Location)
-		return r.releaseBackup(ctx, b)
+		return ctrl.Result{}, r.releaseBackup(ctx, b)
 	}
-	return fmt.Errorf("creating Job %s: %w", job.Name, err)
+	return ctrl.Result{}, fmt.Errorf("creating Job %s: %w", job.Name, err)
+}
+
+// deleteRefused reports a delete Job not created because a storage Secret
+// has not opted in (err), and looks again after artifactDeleteBackoff, as
+// after a failed delete Job: Secrets are not watched, and the EchoBackup
+// stays until its artifact is deleted or its finalizer removed by hand.
+func (r *EchoBackupReconciler) deleteRefused(b *echov1alpha1.EchoBackup, err error) (ctrl.Result, error) {
+	refused, ok := asSecretsNotOptedIn(err)
+	if !ok {
+		return ctrl.Result{}, err
+	}
+	r.Recorder.Eventf(b, corev1.EventTypeWarning, echov1alpha1.EventReasonSecretNotOptedIn, "Could not delete the artifact at %s: %s",
+		b.Status.Location, refused.message("the next attempt, every minute, deletes the artifact",
+			"remove the finalizer of the EchoBackup to let it go and keep the artifact"))
+	return ctrl.Result{RequeueAfter: artifactDeleteBackoff}, nil
 }
 
 // retryDeleteJob reports a failed delete Job and, once the backoff has

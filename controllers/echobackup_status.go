@@ -41,10 +41,15 @@ func (r *EchoBackupReconciler) complete(b *echov1alpha1.EchoBackup, res *moverpr
 }
 
 func (r *EchoBackupReconciler) fail(b *echov1alpha1.EchoBackup, reason, message string) {
+	r.failWith(b, reason, echov1alpha1.EventReasonBackupFailed, message)
+}
+
+// failWith fails the backup for good, with the Warning Event eventReason.
+func (r *EchoBackupReconciler) failWith(b *echov1alpha1.EchoBackup, reason, eventReason, message string) {
 	b.Status.Error = message
 	b.Status.CompletionTime = ptrTime(r.Clock.Now())
 	setCondition(&b.Status.Conditions, b.Generation, echov1alpha1.BackupConditionFailed, metav1.ConditionTrue, reason, message)
-	r.Recorder.Event(b, corev1.EventTypeWarning, echov1alpha1.EventReasonBackupFailed, message)
+	r.Recorder.Event(b, corev1.EventTypeWarning, eventReason, message)
 }
 
 // patchStatus writes the status when it changed, and counts a backup that

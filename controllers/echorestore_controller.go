@@ -197,8 +197,8 @@ func (r *EchoRestoreReconciler) resolveStoredBackup(ctx context.Context, rs *ech
 // inspectArtifact runs the inspect Job and returns its result once it
 // has one; nil while it runs or when the restore failed.
 func (r *EchoRestoreReconciler) inspectArtifact(ctx context.Context, rs *echov1alpha1.EchoRestore, src *restoreSource) (*moverprotocol.Inspection, ctrl.Result, error) {
-	job, err := r.ensureJob(ctx, rs, inspectJob(rs, *src, r.MoverImage))
-	if err != nil {
+	job, err := r.ensureJob(ctx, rs, inspectJob(rs, *src, r.MoverImage), src.storage)
+	if err != nil || job == nil {
 		return nil, ctrl.Result{}, err
 	}
 	inspection := &moverprotocol.Inspection{}
@@ -228,8 +228,8 @@ func (r *EchoRestoreReconciler) restoreData(ctx context.Context, rs *echov1alpha
 		r.progress(rs, echov1alpha1.RestoreReasonQuiescing, why)
 		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
 	}
-	job, err := r.ensureJob(ctx, rs, restoreJob(rs, *src, echo, r.MoverImage))
-	if err != nil {
+	job, err := r.ensureJob(ctx, rs, restoreJob(rs, *src, echo, r.MoverImage), src.storage)
+	if err != nil || job == nil {
 		return ctrl.Result{}, err
 	}
 	var res moverprotocol.Archive
@@ -244,9 +244,17 @@ func (r *EchoRestoreReconciler) restoreData(ctx context.Context, rs *echov1alpha
 	return ctrl.Result{}, nil
 }
 
-// ensureJob returns one of the restore's Jobs, creating it on first sight.
-func (r *EchoRestoreReconciler) ensureJob(ctx context.Context, rs *echov1alpha1.EchoRestore, want *batchv1.Job) (*batchv1.Job, error) {
-	job, created, err := ensureOwnedJob(ctx, r.Client, r.Scheme, rs, want)
+// ensureJob returns one of the restore's Jobs, creating it on first sight
+// once the Secrets of storage, which it reads, are found opted in; nil
+// when they are not, and the restore failed.
+func (r *EchoRestoreReconciler) ensureJob(ctx context.Context, rs *echov1alpha1.EchoRestore, want *batchv1.Job,
+	storage echov1alpha1.BackupStorage) (*batchv1.Job, error) {
+	job, created, err := ensureOwnedJob(ctx, r.Client, r.Scheme, rs, want, storageSecretsCheck(r.APIReader, rs.Namespace, storage))
+	if refused, ok := asSecretsNotOptedIn(err); ok {
+		r.failWith(rs, echov1alpha1.ReasonSecretNotOptedIn, echov1alpha1.EventReasonSecretNotOptedIn,
+			refused.message("restore again: this EchoRestore has failed for good", ""))
+		return nil, nil
+	}
 	if created {
 		log.FromContext(ctx).Info("Started data mover Job", "job", job.Name)
 	}
@@ -336,11 +344,16 @@ func (r *EchoRestoreReconciler) complete(rs *echov1alpha1.EchoRestore) {
 }
 
 func (r *EchoRestoreReconciler) fail(rs *echov1alpha1.EchoRestore, reason, message string) {
+	r.failWith(rs, reason, echov1alpha1.EventReasonRestoreFailed, message)
+}
+
+// failWith fails the restore for good, with the Warning Event eventReason.
+func (r *EchoRestoreReconciler) failWith(rs *echov1alpha1.EchoRestore, reason, eventReason, message string) {
 	rs.Status.Error = message
 	rs.Status.CompletionTime = ptrTime(r.Clock.Now())
 	setCondition(&rs.Status.Conditions, rs.Generation, echov1alpha1.RestoreConditionFailed, metav1.ConditionTrue, reason, message)
 	r.progress(rs, reason, "The restore failed: see the Failed condition")
-	r.Recorder.Event(rs, corev1.EventTypeWarning, echov1alpha1.EventReasonRestoreFailed, message)
+	r.Recorder.Event(rs, corev1.EventTypeWarning, eventReason, message)
 }
 
 // patchStatus writes the status when it changed, and counts a restore that

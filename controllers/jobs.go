@@ -27,13 +27,18 @@ import (
 const resultGracePeriod = 2 * time.Minute
 
 // ensureOwnedJob returns the Job named like want, creating want, owned by
-// owner, on first sight; created says whether this call created it. The
-// deterministic name makes AlreadyExists a lock against a stale cache.
-func ensureOwnedJob(ctx context.Context, c client.Client, scheme *runtime.Scheme, owner client.Object, want *batchv1.Job) (job *batchv1.Job, created bool, err error) {
+// owner, on first sight, once mayCreate allows it (its error is returned
+// as it is); created says whether this call created it. The deterministic
+// name makes AlreadyExists a lock against a stale cache.
+func ensureOwnedJob(ctx context.Context, c client.Client, scheme *runtime.Scheme, owner client.Object, want *batchv1.Job,
+	mayCreate func(context.Context) error) (job *batchv1.Job, created bool, err error) {
 	job = &batchv1.Job{}
 	err = c.Get(ctx, client.ObjectKeyFromObject(want), job)
 	if err == nil || !apierrors.IsNotFound(err) {
 		return job, false, err
+	}
+	if err := mayCreate(ctx); err != nil {
+		return nil, false, err
 	}
 	if err := controllerutil.SetControllerReference(owner, want, scheme); err != nil {
 		return nil, false, fmt.Errorf("owning Job %s: %w", want.Name, err)

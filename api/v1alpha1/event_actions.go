@@ -19,6 +19,10 @@ const (
 	EventActionRestoring               = "Restoring"
 	EventActionReleasingRestoreHold    = "ReleasingRestoreHold"
 	EventActionDecoding                = "Decoding"
+	// EventActionCheckingStorageSecrets is the action of refusing a
+	// Secret a backup, an artifact deletion or a restore would hand to
+	// its data mover.
+	EventActionCheckingStorageSecrets = "CheckingStorageSecrets"
 	// EventActionReconciling is the action of the reasons this package
 	// does not define: those the Helm library records itself, such as
 	// ValueOverridden.
@@ -62,6 +66,8 @@ var eventActions = map[string]string{
 	EventReasonRestoreHoldReleased: EventActionReleasingRestoreHold,
 
 	EventReasonUndecodableObject: EventActionDecoding,
+
+	EventReasonSecretNotOptedIn: EventActionCheckingStorageSecrets,
 }
 
 // EventAction returns the action of the Events of a reason:

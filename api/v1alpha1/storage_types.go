@@ -12,6 +12,16 @@ const StorageSecretLabel = "echo.dev/storage-credentials"
 // restore or location that names a Secret without StorageSecretLabel.
 const ReasonSecretNotOptedIn = "SecretNotOptedIn"
 
+// EventReasonSecretNotOptedIn (Warning) is recorded on the backup or
+// restore whose data mover Job was not created, with what to label.
+const EventReasonSecretNotOptedIn = ReasonSecretNotOptedIn
+
+// StorageSecretOptedIn reports whether a Secret with these labels opted in
+// as storage credentials: StorageSecretLabel with the value "true".
+func StorageSecretOptedIn(labels map[string]string) bool {
+	return labels[StorageSecretLabel] == "true"
+}
+
 // BackupStorage is where backup artifacts are kept: S3-compatible object
 // storage or a PersistentVolumeClaim. Exactly one is set.
 //
@@ -71,6 +81,25 @@ type S3Storage struct {
 	// the PEM certificates that sign the endpoint's certificate.
 	// +optional
 	CABundle *SecretKeyRef `json:"caBundle,omitempty"`
+}
+
+// SecretNames lists the Secrets of the namespace the storage names, each
+// once: the credentials, then the CA bundle's. A claim names none.
+func (s *BackupStorage) SecretNames() []string {
+	return s.S3.SecretNames()
+}
+
+// SecretNames lists the Secrets the bucket's access names, each once: the
+// credentials, then the CA bundle's.
+func (s *S3Storage) SecretNames() []string {
+	if s == nil {
+		return nil
+	}
+	names := []string{s.CredentialsSecretRef.Name}
+	if ca := s.CABundle; ca != nil && ca.Name != s.CredentialsSecretRef.Name {
+		names = append(names, ca.Name)
+	}
+	return names
 }
 
 // S3CredentialsSecretRef names a Secret holding S3 credentials.

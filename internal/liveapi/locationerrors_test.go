@@ -140,7 +140,7 @@ func listAt(t *testing.T, ctx context.Context, policy *egress.Policy, endpoint s
 		}},
 	}
 	api := fake.NewClientBuilder().WithObjects(&corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "s3"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "s3", Labels: map[string]string{echov1alpha1.StorageSecretLabel: "true"}},
 		Data:       map[string][]byte{"id": []byte("AKID"), "secret": []byte("tenant-secret-key")},
 	}).Build()
 	_, err := newLocationListings(api, policy, defaultListingLimits).list(ctx, loc)

@@ -175,11 +175,14 @@ func locationScope(loc *echov1alpha1.EchoBackupLocation) string {
 	return strings.Join([]string{loc.Namespace, loc.Name, string(loc.UID), s3.Endpoint, s3.Bucket, s3.Prefix}, "\x00")
 }
 
-// open builds the store of loc with the credentials of its Secret. Its
-// errors are the location's own (a Secret missing, an endpoint that is no
-// URL): nothing has been asked of the storage yet. The store connects
-// only where l.egress allows.
+// open builds the store of loc with the credentials of its Secret, which
+// must have opted in. Its errors are the location's own (a Secret missing
+// or not opted in, an endpoint that is no URL): nothing has been asked of
+// the storage yet. The store connects only where l.egress allows.
 func (l *locationListings) open(ctx context.Context, loc *echov1alpha1.EchoBackupLocation) (datamover.Store, error) {
+	if err := l.requireOptedIn(ctx, loc); err != nil {
+		return nil, &locationError{err}
+	}
 	s3 := loc.Spec.S3
 	creds := &corev1.Secret{}
 	if err := l.api.Get(ctx, client.ObjectKey{Namespace: loc.Namespace, Name: s3.CredentialsSecretRef.Name}, creds); err != nil {

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -29,7 +28,6 @@ import (
 	livev1alpha1 "github.com/echo-operator/echo-operator/api/live/v1alpha1"
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	"github.com/echo-operator/echo-operator/internal/datamover"
-	"github.com/echo-operator/echo-operator/internal/egress"
 	"github.com/echo-operator/echo-operator/internal/testutil/fakes3"
 )
 
@@ -57,8 +55,7 @@ func storedBackupsOf(t testing.TB, limits listingLimits, objects ...client.Objec
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).Build()
 	// The fake storage listens on loopback, which only an administrator
 	// allows.
-	allowLoopback := egress.New(egress.Config{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
-	return &storedBackups{cache: c, listings: newLocationListings(c, allowLoopback, limits), readOnlyResource: readOnlyResource{
+	return &storedBackups{cache: c, listings: newLocationListings(c, allowLoopback(), limits), readOnlyResource: readOnlyResource{
 		resource: storedBackupsResource,
 		access:   accessCheck{authz: authorizerfactory.NewAlwaysAllowAuthorizer(), resource: "echobackups"},
 	}}

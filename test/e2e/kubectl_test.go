@@ -375,7 +375,14 @@ func TestKubectlRunsTheDocumentedCommands(t *testing.T) {
 	// Backups and a restore, the data mover run for real on the held Job
 	// pods.
 	s3 := s3server.Start(t, "echo-backups")
-	Expect(k8sClient.Create(ctx, s3.CredentialsSecret(ns))).To(Succeed())
+	// A Secret made without the label, then labelled as backup-restore.md
+	// tells: the backups below would fail without it.
+	credentials := s3.CredentialsSecret(ns)
+	credentials.Labels = nil
+	Expect(k8sClient.Create(ctx, credentials)).To(Succeed())
+	d.values["CREDENTIALS"] = credentials.Name
+	Expect(d.run(Default, documented("label", "secret", "CREDENTIALS", "echo.dev/storage-credentials=true"))).
+		To(ContainSubstring("secret/" + credentials.Name + " labeled"))
 	storage := s3.Storage("echo-backups", "docs")
 	journal := types.NamespacedName{Namespace: ns, Name: "journal"}
 	data, restored := t.TempDir(), t.TempDir()

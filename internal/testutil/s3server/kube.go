@@ -12,10 +12,12 @@ import (
 const CredentialsSecretName = "s3-credentials"
 
 // CredentialsSecret holds the server's credentials in namespace, under the
-// keys the data mover Jobs read by default.
+// keys the data mover Jobs read by default, opted in as storage
+// credentials.
 func (s *Server) CredentialsSecret(namespace string) *corev1.Secret {
 	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: CredentialsSecretName},
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: CredentialsSecretName,
+			Labels: map[string]string{echov1alpha1.StorageSecretLabel: "true"}},
 		StringData: map[string]string{"AWS_ACCESS_KEY_ID": s.AccessKey, "AWS_SECRET_ACCESS_KEY": s.SecretKey},
 	}
 }

@@ -1,0 +1,180 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+)
+
+func TestStorageSecretsOptedIn(t *testing.T) {
+	secret := func(name string, labels map[string]string) client.Object {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: name, Labels: labels},
+			Data: map[string][]byte{"password": []byte("hunter2")}}
+	}
+	optedIn := map[string]string{echov1alpha1.StorageSecretLabel: "true"}
+	s3 := func(creds, ca string) echov1alpha1.BackupStorage {
+		s := &echov1alpha1.S3Storage{Endpoint: "https://s3.example.test", Bucket: "b",
+			CredentialsSecretRef: echov1alpha1.S3CredentialsSecretRef{Name: creds}}
+		if ca != "" {
+			s.CABundle = &echov1alpha1.SecretKeyRef{Name: ca, Key: "ca.crt"}
+		}
+		return echov1alpha1.BackupStorage{S3: s}
+	}
+	cases := []struct {
+		name    string
+		secrets []client.Object
+		storage echov1alpha1.BackupStorage
+		refused []string // nil: allowed
+	}{
+		{"a claim names no Secret", nil, echov1alpha1.BackupStorage{PersistentVolumeClaim: &echov1alpha1.PVCStorage{ClaimName: "backups"}}, nil},
+		{"opted-in credentials", []client.Object{secret("creds", optedIn)}, s3("creds", ""), nil},
+		{"opted-in credentials and CA bundle", []client.Object{secret("creds", optedIn), secret("ca", optedIn)}, s3("creds", "ca"), nil},
+		{"credentials that do not exist, as before the label", nil, s3("creds", ""), nil},
+		{"credentials without the label", []client.Object{secret("db-credentials", map[string]string{"app": "db"})}, s3("db-credentials", ""), []string{"db-credentials"}},
+		{"credentials with the label set to another value", []client.Object{secret("creds", map[string]string{echov1alpha1.StorageSecretLabel: "yes"})}, s3("creds", ""), []string{"creds"}},
+		{"a CA bundle without the label", []client.Object{secret("creds", optedIn), secret("tls", nil)}, s3("creds", "tls"), []string{"tls"}},
+		{"both without the label", []client.Object{secret("creds", nil), secret("tls", nil)}, s3("creds", "tls"), []string{"creds", "tls"}},
+		{"one Secret for both, named once", []client.Object{secret("creds", nil)}, s3("creds", "creds"), []string{"creds"}},
+		{"a Secret of another namespace does not count", []client.Object{&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "creds", Labels: optedIn}},
+			secret("creds", nil)}, s3("creds", ""), []string{"creds"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var reads []client.Object
+			api := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(tc.secrets...).
+				WithInterceptorFuncs(interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+					reads = append(reads, obj)
+					return c.Get(ctx, key, obj, opts...)
+				}}).Build()
+			err := storageSecretsOptedIn(context.Background(), api, "team", tc.storage)
+			refused, ok := asSecretsNotOptedIn(err)
+			switch {
+			case tc.refused == nil && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.refused != nil && !ok:
+				t.Fatalf("err = %v, want a refusal of %v", err, tc.refused)
+			case ok && !slices.Equal(refused.secrets, tc.refused):
+				t.Errorf("refused %v, want %v", refused.secrets, tc.refused)
+			}
+			if len(reads) != len(tc.storage.SecretNames()) {
+				t.Errorf("%d reads for the Secrets %v", len(reads), tc.storage.SecretNames())
+			}
+			for _, obj := range reads {
+				if _, ok := obj.(*metav1.PartialObjectMetadata); !ok {
+					t.Errorf("read a %T: only a Secret's metadata may be read", obj)
+				}
+			}
+		})
+	}
+}
+
+func TestStorageSecretsOptedInReportsAPIErrors(t *testing.T) {
+	api := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).
+		WithInterceptorFuncs(interceptor.Funcs{Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+			return apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "creds", errors.New("no"))
+		}}).Build()
+	storage := echov1alpha1.BackupStorage{S3: &echov1alpha1.S3Storage{CredentialsSecretRef: echov1alpha1.S3CredentialsSecretRef{Name: "creds"}}}
+	err := storageSecretsOptedIn(context.Background(), api, "team", storage)
+	if _, refused := asSecretsNotOptedIn(err); refused || !apierrors.IsForbidden(err) {
+		t.Fatalf("err = %v, want the API server's Forbidden, retried rather than a refusal", err)
+	}
+}
+
+func TestSecretsNotOptedInSaysWhatToFix(t *testing.T) {
+	one := (&secretsNotOptedIn{namespace: "team", secrets: []string{"db-credentials"}}).message("back up again", "")
+	for _, want := range []string{
+		`Secret "db-credentials" has no label echo.dev/storage-credentials=true`,
+		"if it holds this storage's credentials or CA bundle, label it (kubectl label secret -n team db-credentials echo.dev/storage-credentials=true, then back up again)",
+		"if not, name a Secret that has the label",
+	} {
+		if !strings.Contains(one, want) {
+			t.Errorf("message %q lacks %q", one, want)
+		}
+	}
+	deletion := (&secretsNotOptedIn{namespace: "team", secrets: []string{"creds"}}).message("", "remove the finalizer")
+	if !strings.HasSuffix(deletion, "; if not, remove the finalizer") {
+		t.Errorf("message %q does not end with what to do otherwise", deletion)
+	}
+	two := (&secretsNotOptedIn{namespace: "team", secrets: []string{"creds", "tls"}}).Error()
+	for _, want := range []string{
+		`Secrets "creds", "tls" have no label`,
+		"if they hold this storage's credentials or CA bundle, label them (kubectl label secret -n team creds tls echo.dev/storage-credentials=true)",
+	} {
+		if !strings.Contains(two, want) {
+			t.Errorf("message %q lacks %q", two, want)
+		}
+	}
+}
+
+// TestMoverJobsReadOnlyTheCheckedSecrets: every data mover Job reads the
+// Secrets its storage names and no other, so checking
+// BackupStorage.SecretNames before creating it checks every Secret it
+// reads.
+func TestMoverJobsReadOnlyTheCheckedSecrets(t *testing.T) {
+	storage := echov1alpha1.BackupStorage{S3: &echov1alpha1.S3Storage{Endpoint: "https://s3.example.test", Bucket: "b",
+		CredentialsSecretRef: echov1alpha1.S3CredentialsSecretRef{Name: "creds", AccessKeyIDKey: "id", SecretAccessKeyKey: "key"},
+		CABundle:             &echov1alpha1.SecretKeyRef{Name: "ca", Key: "ca.crt"}}}
+	echo := &echov1alpha1.Echo{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"},
+		Spec: echov1alpha1.EchoSpec{Persistence: &echov1alpha1.PersistenceSpec{Enabled: true}}}
+	b := &echov1alpha1.EchoBackup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b1"},
+		Spec: echov1alpha1.EchoBackupSpec{EchoName: "web", Storage: storage}}
+	rs := &echov1alpha1.EchoRestore{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "r1"}}
+	src := restoreSource{storage: storage, key: "ns/web/b1", echoName: "web"}
+	for name, job := range map[string]*batchv1.Job{
+		"backup":  backupJob(b, echo, "img"),
+		"delete":  deleteJob(b, "img"),
+		"inspect": inspectJob(rs, src, "img"),
+		"restore": restoreJob(rs, src, echo, "img"),
+	} {
+		got, want := podSecrets(job.Spec.Template.Spec), slices.Sorted(slices.Values(storage.SecretNames()))
+		if !slices.Equal(got, want) {
+			t.Errorf("the %s Job reads the Secrets %v, want those the check covers: %v", name, got, want)
+		}
+	}
+}
+
+// podSecrets lists, once each and sorted, the Secrets a pod reads through
+// its environment and volumes.
+func podSecrets(pod corev1.PodSpec) []string {
+	var names []string
+	for _, c := range slices.Concat(pod.InitContainers, pod.Containers) {
+		for _, e := range c.Env {
+			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+				names = append(names, e.ValueFrom.SecretKeyRef.Name)
+			}
+		}
+		for _, from := range c.EnvFrom {
+			if from.SecretRef != nil {
+				names = append(names, from.SecretRef.Name)
+			}
+		}
+	}
+	for _, v := range pod.Volumes {
+		switch {
+		case v.Secret != nil:
+			names = append(names, v.Secret.SecretName)
+		case v.Projected != nil:
+			for _, s := range v.Projected.Sources {
+				if s.Secret != nil {
+					names = append(names, s.Secret.Name)
+				}
+			}
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}

@@ -1,0 +1,145 @@
+package liveapi
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/internal/egress"
+)
+
+// endpoint is an S3 endpoint that answers every request with an empty
+// bucket listing and keeps the Authorization headers it was sent.
+type endpoint struct {
+	*httptest.Server
+	mu    sync.Mutex
+	auths []string
+}
+
+func newEndpoint(t *testing.T) *endpoint {
+	e := &endpoint{}
+	e.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e.mu.Lock()
+		e.auths = append(e.auths, r.Header.Get("Authorization"))
+		e.mu.Unlock()
+		w.Header().Set("Content-Type", "application/xml")
+		_, _ = w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?>` +
+			`<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Name>backups</Name><KeyCount>0</KeyCount>` +
+			`<MaxKeys>1000</MaxKeys><IsTruncated>false</IsTruncated></ListBucketResult>`))
+	}))
+	t.Cleanup(e.Close)
+	return e
+}
+
+func (e *endpoint) requests() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string(nil), e.auths...)
+}
+
+// TestListingNeedsOptedInSecrets: a location whose credentials or CA
+// Secret lacks the label is refused before the Secret's data is read or
+// anything is sent to its endpoint; one whose Secrets carry it is listed.
+func TestListingNeedsOptedInSecrets(t *testing.T) {
+	optedIn := map[string]string{echov1alpha1.StorageSecretLabel: "true"}
+	secret := func(name string, labels map[string]string, data map[string]string) *corev1.Secret {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: name, Labels: labels}, Data: map[string][]byte{}}
+		for k, v := range data {
+			s.Data[k] = []byte(v)
+		}
+		return s
+	}
+	dbPassword := secret("db-credentials", map[string]string{"app": "db"}, map[string]string{"password": "hunter2"})
+	s3Keys := secret("s3-credentials", optedIn, map[string]string{"AWS_ACCESS_KEY_ID": "backup-key", "AWS_SECRET_ACCESS_KEY": "backup-secret"})
+	unlabelledCA := secret("tls", nil, map[string]string{"ca.crt": "not read"})
+
+	cases := []struct {
+		name      string
+		creds     echov1alpha1.S3CredentialsSecretRef
+		ca        *echov1alpha1.SecretKeyRef
+		wantError string // empty: listed
+	}{
+		{"credentials without the label", echov1alpha1.S3CredentialsSecretRef{Name: "db-credentials", AccessKeyIDKey: "password", SecretAccessKeyKey: "password"}, nil,
+			`the Secret "db-credentials" has no label echo.dev/storage-credentials=true`},
+		{"a CA bundle without the label", echov1alpha1.S3CredentialsSecretRef{Name: "s3-credentials", AccessKeyIDKey: "AWS_ACCESS_KEY_ID", SecretAccessKeyKey: "AWS_SECRET_ACCESS_KEY"},
+			&echov1alpha1.SecretKeyRef{Name: "tls", Key: "ca.crt"}, `the Secret "tls" has no label echo.dev/storage-credentials=true`},
+		{"credentials that do not exist", echov1alpha1.S3CredentialsSecretRef{Name: "nothing", AccessKeyIDKey: "id", SecretAccessKeyKey: "key"}, nil,
+			"reading the credentials Secret nothing"},
+		{"opted-in credentials", echov1alpha1.S3CredentialsSecretRef{Name: "s3-credentials", AccessKeyIDKey: "AWS_ACCESS_KEY_ID", SecretAccessKeyKey: "AWS_SECRET_ACCESS_KEY"}, nil, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			server := newEndpoint(t)
+			var dataRead []string
+			api := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(dbPassword, s3Keys, unlabelledCA).
+				WithInterceptorFuncs(interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+					if _, ok := obj.(*corev1.Secret); ok {
+						dataRead = append(dataRead, key.Name)
+					}
+					return c.Get(ctx, key, obj, opts...)
+				}}).Build()
+			loc := &echov1alpha1.EchoBackupLocation{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "offsite", ResourceVersion: "1"},
+				Spec: echov1alpha1.EchoBackupLocationSpec{S3: echov1alpha1.S3Storage{
+					Endpoint: server.URL, Bucket: "backups", Region: "us-east-1", ForcePathStyle: true,
+					CredentialsSecretRef: tc.creds, CABundle: tc.ca,
+				}},
+			}
+			_, err := newLocationListings(api, allowLoopback(), defaultListingLimits).list(context.Background(), loc)
+
+			if tc.wantError == "" {
+				if err != nil {
+					t.Fatalf("listing: %v", err)
+				}
+				if auths := server.requests(); len(auths) == 0 || !strings.Contains(auths[0], "Credential=backup-key/") {
+					t.Errorf("requests to the endpoint signed %q, want the opted-in key", auths)
+				}
+				return
+			}
+			if err == nil || !apierrors.IsServiceUnavailable(err) || !strings.Contains(err.Error(), tc.wantError) {
+				t.Fatalf("listing: %v, want a 503 saying %q", err, tc.wantError)
+			}
+			if !strings.Contains(err.Error(), "EchoBackupLocation team/offsite") {
+				t.Errorf("%v does not name the location", err)
+			}
+			for _, name := range dataRead {
+				if name != "nothing" {
+					t.Errorf("the data of Secret %s was read", name)
+				}
+			}
+			if auths := server.requests(); len(auths) > 0 {
+				t.Errorf("%d requests reached the endpoint, signed %q", len(auths), auths)
+			}
+		})
+	}
+	t.Run("the refusal says how to label the Secret", func(t *testing.T) {
+		api := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(dbPassword).Build()
+		loc := &echov1alpha1.EchoBackupLocation{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "offsite"},
+			Spec: echov1alpha1.EchoBackupLocationSpec{S3: echov1alpha1.S3Storage{Endpoint: "https://s3.example.test", Bucket: "backups",
+				CredentialsSecretRef: echov1alpha1.S3CredentialsSecretRef{Name: "db-credentials"}}}}
+		err := newLocationListings(api, allowLoopback(), defaultListingLimits).requireOptedIn(context.Background(), loc)
+		want := "kubectl label secret -n team db-credentials echo.dev/storage-credentials=true"
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal %v does not say %q", err, want)
+		}
+	})
+}
+
+// allowLoopback is an egress policy that lets the listing reach the test's
+// server on 127.0.0.1.
+func allowLoopback() *egress.Policy {
+	return egress.New(egress.Config{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
+}
