@@ -117,16 +117,26 @@ func (l *locationListings) list(ctx context.Context, loc *echov1alpha1.EchoBacku
 	defer release()
 	listing, err := l.read(ctx, loc)
 	if err != nil {
-		err = listingError(loc, err)
-		if ctx.Err() != nil {
-			// The request ended, not the storage's time.
+		// A storage that failed is not read again for listingTTL either:
+		// the requests meanwhile get its error at once. A failure that
+		// asked the storage nothing (the request ended, a Secret to fix,
+		// an address the policy refuses) costs nothing to find again, and
+		// is told again as soon as it is fixed.
+		remember := ctx.Err() == nil && !askedNothing(err)
+		if err = listingError(loc, err); !remember {
 			return locationListing{}, err
 		}
 	}
-	// A storage that failed is not read again for listingTTL either: the
-	// requests meanwhile get its error at once.
 	l.cache.keep(entry, loc.ResourceVersion, listing, err)
 	return listing, err
+}
+
+// askedNothing reports whether a listing failed before anything was sent
+// to the storage: on the location itself, or on the egress policy.
+func askedNothing(err error) bool {
+	var local *locationError
+	var refused *egress.RefusedError
+	return errors.As(err, &local) || errors.As(err, &refused)
 }
 
 // busyError is the 503 Service Unavailable of a location the operator had

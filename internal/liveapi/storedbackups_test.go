@@ -225,6 +225,29 @@ func TestStoredBackupsAcrossLocations(t *testing.T) {
 	}
 }
 
+// TestStoredBackupsFailuresOfTheLocationAreNotRemembered: a location that
+// fails before its storage is asked anything (here, its Secret is
+// missing) lists as soon as it is fixed; one whose storage failed is not
+// read again for listingTTL.
+func TestStoredBackupsFailuresOfTheLocationAreNotRemembered(t *testing.T) {
+	srv := fakes3.Start(t)
+	srv.Add("good", fakes3.Objects(backupObjects(t, "team-a/web/nightly.1")))
+	objects := fakeLocation(srv, "team-a", "offsite", "good")
+	secret := objects[1].(*corev1.Secret)
+	s := storedBackupsOf(t, testLimits(), objects[0])
+	ctx, warned := request("team-a")
+	if list := listStored(t, s, ctx, nil); len(list.Items) != 0 || !strings.Contains(warned.String(), "reading the credentials Secret creds-offsite") {
+		t.Fatalf("listed %v, warnings %q; want none, and a warning of the missing Secret", names(list), warned)
+	}
+	if err := s.cache.(client.Client).Create(context.Background(), secret); err != nil {
+		t.Fatal(err)
+	}
+	ctx, warned = request("team-a")
+	if list := listStored(t, s, ctx, nil); len(list.Items) != 1 || warned.String() != "" {
+		t.Errorf("once the Secret exists, listed %v, warnings %q", names(list), warned)
+	}
+}
+
 // TestStoredBackupsOfHugeManifests: backups whose manifests are too large
 // for a listing are listed, not verified, with the reason.
 func TestStoredBackupsOfHugeManifests(t *testing.T) {
