@@ -279,17 +279,20 @@ func (b *backup) produce(ctx context.Context, w io.Writer) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Manifest{
+	m := &Manifest{
 		FormatVersion: FormatVersion,
 		CreatedAt:     created,
 		Source:        b.Source,
 		BackupID:      b.BackupID,
-		Config:        b.config,
 		Compression:   b.Compression,
+		Archive:       Archive{Name: b.Compression.ArchiveName(), Size: sum.n, SHA256: sum.sum()},
+		Config:        b.config,
 		Files:         aw.files,
 		Directories:   aw.dirs,
-		Archive:       Archive{Name: b.Compression.ArchiveName(), Size: sum.n, SHA256: sum.sum()},
-	}, nil
+	}
+	dataFiles := m.DataFiles()
+	m.DataFileCount = &dataFiles
+	return m, nil
 }
 
 // walk adds the data directory's entries in lexical order.

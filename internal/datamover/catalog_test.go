@@ -1,11 +1,14 @@
 package datamover
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"os"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/echo-operator/echo-operator/internal/testutil/s3server"
 )
@@ -31,9 +34,13 @@ func TestListBackups(t *testing.T) {
 
 		counting := &countingStore{Store: s}
 		manifests := &ManifestCache{}
-		got, err := ListBackups(ctx, counting, manifests)
+		listing, err := ListBackups(ctx, counting, ListOptions{Manifests: manifests, Scope: "team-a/offsite"})
 		if err != nil {
 			t.Fatal(err)
+		}
+		got := listing.Backups
+		if listing.Cut {
+			t.Error("a listing of 11 objects was cut")
 		}
 		problems := map[string]string{}
 		for _, b := range got {
@@ -65,12 +72,12 @@ func TestListBackups(t *testing.T) {
 
 		backupForInspect(t, s, source, "team-a/web/b3", inspectConfig)
 		counting.gets = nil
-		again, err := ListBackups(ctx, counting, manifests)
+		again, err := ListBackups(ctx, counting, ListOptions{Manifests: manifests, Scope: "team-a/offsite"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(again) != 6 || !slices.Equal(counting.gets, []string{ManifestKey("team-a/web/b3")}) {
-			t.Errorf("the second listing found %d backups and read %v; want 6 and the new manifest alone", len(again), counting.gets)
+		if len(again.Backups) != 6 || !slices.Equal(counting.gets, []string{ManifestKey("team-a/web/b3")}) {
+			t.Errorf("the second listing found %d backups and read %v; want 6 and the new manifest alone", len(again.Backups), counting.gets)
 		}
 	})
 }
@@ -82,7 +89,97 @@ func TestListBackupsStoreErrors(t *testing.T) {
 	s := newTestS3Store(t, srv, S3Config{Prefix: "echo-backups"})
 	backupForInspect(t, s, t.TempDir(), "team-a/web/b1", inspectConfig)
 	srv.Stop(t)
-	if _, err := ListBackups(context.Background(), s, &ManifestCache{}); !errors.Is(err, ErrUnavailable) {
+	if _, err := ListBackups(context.Background(), s, ListOptions{Manifests: &ManifestCache{}}); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("ListBackups of a stopped server: %v; want ErrUnavailable", err)
 	}
+}
+
+// TestListBackupsBounds: a listing stops after MaxObjects objects and says
+// it was cut; the keys Keep refuses are counted but neither listed nor
+// read.
+func TestListBackupsBounds(t *testing.T) {
+	source, _ := sampleData(t)
+	s := newFSStore(t)
+	for _, key := range []string{"team-a/web/b1", "team-a/web/b2", "team-a/web/b3"} {
+		backupForInspect(t, s, source, key, inspectConfig)
+	}
+	m := getBytes(t, s, ManifestKey("team-a/web/b1"))
+	if i := bytes.Index(m, []byte(`"dataFiles": 6`)); i < 0 || i > bytes.Index(m, []byte(`"config"`)) {
+		t.Errorf("a backup's manifest does not have its summary first:\n%s", m)
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name      string
+		opts      ListOptions
+		want      []string
+		wantCut   bool
+		wantReads int
+	}{
+		{name: "every object", opts: ListOptions{MaxObjects: 6}, want: []string{"team-a/web/b1", "team-a/web/b2", "team-a/web/b3"}, wantReads: 3},
+		{name: "cut after two backups", opts: ListOptions{MaxObjects: 4}, want: []string{"team-a/web/b1", "team-a/web/b2"}, wantCut: true, wantReads: 2},
+		{name: "cut between an archive and its manifest", opts: ListOptions{MaxObjects: 3}, want: []string{"team-a/web/b1"}, wantCut: true, wantReads: 1},
+		{
+			name: "kept keys only", opts: ListOptions{Keep: func(key string) bool { return key != "team-a/web/b2" }},
+			want: []string{"team-a/web/b1", "team-a/web/b3"}, wantReads: 2,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			counting := &countingStore{Store: s}
+			listing, err := ListBackups(ctx, counting, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var keys []string
+			for _, b := range listing.Backups {
+				keys = append(keys, b.Key)
+				if b.Problem != "" {
+					t.Errorf("%s: %s", b.Key, b.Problem)
+				}
+			}
+			slices.Sort(keys)
+			if !slices.Equal(keys, tc.want) || listing.Cut != tc.wantCut || len(counting.gets) != tc.wantReads {
+				t.Errorf("listed %v (cut %v) reading %v; want %v (cut %v) reading %d manifests", keys, listing.Cut, counting.gets, tc.want, tc.wantCut, tc.wantReads)
+			}
+		})
+	}
+}
+
+// TestManifestCacheScopes: what one scope read is never used for another,
+// even for a manifest of the same key, size and time; a manifest written
+// again is read again.
+func TestManifestCacheScopes(t *testing.T) {
+	source, _ := sampleData(t)
+	inBothStores(t, func(t *testing.T, s Store) {
+		ctx := context.Background()
+		backupForInspect(t, s, source, "team-a/web/b1", inspectConfig)
+		manifests := &ManifestCache{}
+		counting := &countingStore{Store: s}
+		list := func(scope string) StoredBackup {
+			t.Helper()
+			listing, err := ListBackups(ctx, counting, ListOptions{Manifests: manifests, Scope: scope})
+			if err != nil || len(listing.Backups) != 1 {
+				t.Fatalf("listing under %s: %+v, %v", scope, listing, err)
+			}
+			return listing.Backups[0]
+		}
+		list("team-a/offsite uid-1 https://s3.example.test")
+		list("team-a/offsite uid-1 https://s3.example.test")
+		list("team-b/offsite uid-2 https://s3.example.test")
+		if len(counting.gets) != 2 {
+			t.Errorf("three listings under two scopes read %v; want one read per scope", counting.gets)
+		}
+		// The same key written again (another time, in S3 another ETag).
+		b := getBytes(t, s, ManifestKey("team-a/web/b1"))
+		putBytes(t, s, ManifestKey("team-a/web/b1"), bytes.Replace(b, []byte(`"namespace": "team-a"`), []byte(`"namespace": "team-c"`), 1))
+		if st, err := s.Stat(ctx, ManifestKey("team-a/web/b1")); err == nil && st.ETag == "" {
+			// A filesystem's time may not have moved: make it.
+			later := time.Now().Add(time.Minute)
+			if err := os.Chtimes(s.Location(ManifestKey("team-a/web/b1")), later, later); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := list("team-a/offsite uid-1 https://s3.example.test"); got.Source.Namespace != "team-c" {
+			t.Errorf("after the manifest changed, the listing says source %+v", got.Source)
+		}
+	})
 }

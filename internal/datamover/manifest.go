@@ -78,6 +78,15 @@ func (c Compression) ArchiveName() string {
 }
 
 // Manifest describes a complete backup.
+//
+// Its fields are encoded in this order: the summary a listing shows
+// (version, time, source, compression, archive, number of data files)
+// comes first, in the first few hundred bytes, so that a listing reads
+// only those (see readManifestSummary); the configuration and the
+// lists of files and directories, which can run to megabytes, come last.
+// Manifests written before the summary came first have the same fields
+// (without DataFileCount) in another order: the version did not change,
+// since JSON's order does not matter to a decoder.
 type Manifest struct {
 	FormatVersion int       `json:"formatVersion"`
 	CreatedAt     time.Time `json:"createdAt"`
@@ -85,19 +94,22 @@ type Manifest struct {
 	// BackupID identifies the backup that wrote the artifact (the
 	// EchoBackup's UID), so that a retry of that backup recognises its own
 	// artifact; empty in artifacts written without one.
-	BackupID string `json:"backupID,omitempty"`
+	BackupID    string      `json:"backupID,omitempty"`
+	Compression Compression `json:"compression"`
+	Archive     Archive     `json:"archive"`
+	// DataFileCount is DataFiles(), written so that a listing need not
+	// read Files; nil in manifests written before it was.
+	DataFileCount *int `json:"dataFiles,omitempty"`
 	// Config is the caller's configuration (the Echo's spec and metadata,
 	// the Helm release's chart version and values), stored verbatim
 	// (compacted); the archive's config.json holds the same document.
-	Config      json.RawMessage `json:"config"`
-	Compression Compression     `json:"compression"`
+	Config json.RawMessage `json:"config"`
 	// Files lists every regular file of the archive, in archive order, by
 	// archive path: config.json and data/<path in the data directory>.
 	Files []File `json:"files"`
 	// Directories lists every directory of the archive by archive path
 	// (data/<path>), in archive order.
 	Directories []Directory `json:"directories"`
-	Archive     Archive     `json:"archive"`
 }
 
 // Source identifies the Echo a backup was taken from.
@@ -245,6 +257,9 @@ func (m *Manifest) validate() error {
 	}
 	if !json.Valid(m.Config) {
 		return fmt.Errorf("%w: manifest config is not valid JSON", ErrCorruptArchive)
+	}
+	if m.DataFileCount != nil && *m.DataFileCount != m.DataFiles() {
+		return fmt.Errorf("%w: manifest says %d data files and lists %d", ErrCorruptArchive, *m.DataFileCount, m.DataFiles())
 	}
 	seen := make(map[string]bool, len(m.Files)+len(m.Directories))
 	hasConfig := false

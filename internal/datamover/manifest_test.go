@@ -26,6 +26,27 @@ func validManifest() *Manifest {
 	}
 }
 
+// oldLayout encodes m as manifests were written before the summary came
+// first: configuration, compression, files and directories, then the
+// archive.
+func oldLayout(t *testing.T, m *Manifest) []byte {
+	t.Helper()
+	b, err := json.Marshal(struct {
+		FormatVersion int             `json:"formatVersion"`
+		CreatedAt     any             `json:"createdAt"`
+		Source        Source          `json:"source"`
+		Config        json.RawMessage `json:"config"`
+		Compression   Compression     `json:"compression"`
+		Files         []File          `json:"files"`
+		Directories   []Directory     `json:"directories"`
+		Archive       Archive         `json:"archive"`
+	}{m.FormatVersion, m.CreatedAt, m.Source, m.Config, m.Compression, m.Files, m.Directories, m.Archive})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 func TestManifestRoundTrip(t *testing.T) {
 	m := validManifest()
 	b, err := m.Encode()
@@ -87,6 +108,7 @@ func TestDecodeManifestRejects(t *testing.T) {
 		{"data itself", encode(func(m *Manifest) { m.Directories[0].Path = "data" }), ErrUnsafePath},
 		{"not canonical", encode(func(m *Manifest) { m.Files[1].Path = "data//journal/x" }), ErrUnsafePath},
 		{"bad mode", strings.Replace(encode(func(*Manifest) {}), `"0640"`, `"rw-r-----"`, 1), ErrCorruptArchive},
+		{"data file count", encode(func(m *Manifest) { m.DataFileCount = new(int); *m.DataFileCount = 2 }), ErrCorruptArchive},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -95,6 +117,37 @@ func TestDecodeManifestRejects(t *testing.T) {
 				t.Fatalf("DecodeManifest error = %v, want %v", err, c.want)
 			}
 		})
+	}
+}
+
+// TestManifestSummaryComesFirst: a manifest is written with what a
+// listing shows before the configuration and the lists of files and
+// directories, and decodes the same either way.
+func TestManifestSummaryComesFirst(t *testing.T) {
+	m := validManifest()
+	n := m.DataFiles()
+	m.DataFileCount = &n
+	b, err := m.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := bytes.Index(b, []byte(`"config"`))
+	for _, field := range []string{`"formatVersion"`, `"createdAt"`, `"source"`, `"compression"`, `"archive"`, `"dataFiles": 1`} {
+		if i := bytes.Index(b, []byte(field)); i < 0 || i > config {
+			t.Errorf("%s is not before the configuration:\n%s", field, b)
+		}
+	}
+	got, err := DecodeManifest(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.DataFileCount == nil || *got.DataFileCount != 1 || got.Archive != m.Archive || len(got.Files) != 2 {
+		t.Errorf("decoded %+v", got)
+	}
+	// A manifest of the older layout, without the count, decodes too.
+	old, err := DecodeManifest(bytes.NewReader(oldLayout(t, validManifest())))
+	if err != nil || old.DataFileCount != nil || old.DataFiles() != 1 {
+		t.Errorf("older layout: %+v, %v", old, err)
 	}
 }
 

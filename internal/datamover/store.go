@@ -13,6 +13,9 @@ type ObjectInfo struct {
 	Key     string
 	Size    int64
 	ModTime time.Time
+	// ETag is the store's version of the object's content when it has
+	// one (S3's entity tag, without quotes); empty otherwise.
+	ETag string
 }
 
 // Store keeps objects under slash-separated keys. Implementations classify
@@ -33,6 +36,11 @@ type Store interface {
 	Delete(ctx context.Context, key string) error
 	// List returns the objects whose keys start with prefix, sorted by key.
 	List(ctx context.Context, prefix string) ([]ObjectInfo, error)
+	// Walk calls fn with each object whose key starts with prefix, in
+	// the store's order (S3's is by key, a filesystem's directory by
+	// directory), without holding the listing; it stops at fn's first
+	// error and returns it.
+	Walk(ctx context.Context, prefix string, fn func(ObjectInfo) error) error
 	// Location names key for people and logs, e.g. s3://bucket/key; it
 	// never contains credentials.
 	Location(key string) string

@@ -251,13 +251,35 @@ func (s *FSStore) removeKeyDir(key string, names []string) (err error) {
 }
 
 // List implements Store. Temporary files of unfinished Puts are not listed.
-func (s *FSStore) List(ctx context.Context, prefix string) (out []ObjectInfo, err error) {
-	if err := checkPrefix(prefix); err != nil {
+func (s *FSStore) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
+	var out []ObjectInfo
+	err := s.Walk(ctx, prefix, func(o ObjectInfo) error {
+		out = append(out, o)
+		return nil
+	})
+	if err != nil {
 		return nil, err
+	}
+	slices.SortFunc(out, func(a, b ObjectInfo) int { return strings.Compare(a.Key, b.Key) })
+	return out, nil
+}
+
+// errStopWalk ends a walk of the filesystem early: fn's error is
+// returned instead.
+type errStopWalk struct{ err error }
+
+func (e errStopWalk) Error() string { return e.err.Error() }
+
+// Walk implements Store: directory by directory, each in lexical order.
+// Temporary files of unfinished Puts are not listed. Objects have no
+// ETag: their size and time tell their versions apart.
+func (s *FSStore) Walk(ctx context.Context, prefix string, fn func(ObjectInfo) error) (err error) {
+	if err := checkPrefix(prefix); err != nil {
+		return err
 	}
 	root, err := s.open()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer closeInto(&err, root, "close filesystem store")
 	start := "."
@@ -284,14 +306,19 @@ func (s *FSStore) List(ctx context.Context, prefix string) (out []ObjectInfo, er
 		if err != nil {
 			return err
 		}
-		out = append(out, ObjectInfo{Key: p, Size: info.Size(), ModTime: info.ModTime()})
+		if err := fn(ObjectInfo{Key: p, Size: info.Size(), ModTime: info.ModTime()}); err != nil {
+			return errStopWalk{err}
+		}
 		return nil
 	})
-	if walkErr != nil {
-		return nil, classifyFS(fmt.Errorf("list %s: %w", s.Location(prefix), walkErr))
+	var stop errStopWalk
+	if errors.As(walkErr, &stop) {
+		return stop.err
 	}
-	slices.SortFunc(out, func(a, b ObjectInfo) int { return strings.Compare(a.Key, b.Key) })
-	return out, nil
+	if walkErr != nil {
+		return classifyFS(fmt.Errorf("list %s: %w", s.Location(prefix), walkErr))
+	}
+	return nil
 }
 
 // AbortIncompleteUpload removes the temporary files of unfinished Puts of

@@ -48,6 +48,16 @@ const (
 // abortTimeout bounds the cleanup of an unfinished multipart upload.
 const abortTimeout = 30 * time.Second
 
+// maxS3ResponseHeaderBytes bounds the headers of a response.
+const maxS3ResponseHeaderBytes = 256 << 10
+
+// Bounds of what Walk takes of a listing: S3 refuses longer keys, and an
+// ETag is a checksum, at most a few dozen bytes.
+const (
+	maxS3KeyLength  = 1024
+	maxS3ETagLength = 128
+)
+
 // S3Config configures an S3Store. Credentials are not part of it: they come
 // from the environment only (EnvAccessKeyID, EnvSecretAccessKey and
 // optionally EnvSessionToken).
@@ -132,6 +142,9 @@ func newS3Store(cfg S3Config, lookupEnv func(string) (string, bool)) (*S3Store, 
 	if err != nil {
 		return nil, fmt.Errorf("s3 transport: %w", err)
 	}
+	// S3's headers are a few KiB (AWS allows 2 KiB of user metadata),
+	// far below Go's default bound of 10 MiB.
+	transport.MaxResponseHeaderBytes = maxS3ResponseHeaderBytes
 	if cfg.CAFile != "" || len(cfg.CABundle) > 0 {
 		pool, err := caPool(cfg.CAFile, cfg.CABundle)
 		if err != nil {
@@ -152,7 +165,7 @@ func newS3Store(cfg S3Config, lookupEnv func(string) (string, bool)) (*S3Store, 
 	client, err := minio.New(host, &minio.Options{
 		Creds:        creds,
 		Secure:       secure,
-		Transport:    transport,
+		Transport:    boundedTransport{base: transport},
 		Region:       cmp.Or(cfg.Region, DefaultS3Region),
 		BucketLookup: lookup,
 		MaxRetries:   cmp.Or(cfg.MaxRetries, DefaultS3MaxRetries),
@@ -334,7 +347,7 @@ func (s *S3Store) Stat(ctx context.Context, key string) (ObjectInfo, error) {
 	if err != nil {
 		return ObjectInfo{}, s.classify("stat", key, err)
 	}
-	return ObjectInfo{Key: key, Size: info.Size, ModTime: info.LastModified}, nil
+	return ObjectInfo{Key: key, Size: info.Size, ModTime: info.LastModified, ETag: info.ETag}, nil
 }
 
 // Delete implements Store.
@@ -351,17 +364,58 @@ func (s *S3Store) Delete(ctx context.Context, key string) error {
 
 // List implements Store.
 func (s *S3Store) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
-	if err := checkPrefix(prefix); err != nil {
+	var out []ObjectInfo
+	err := s.Walk(ctx, prefix, func(o ObjectInfo) error {
+		out = append(out, o)
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
-	var out []ObjectInfo
-	for obj := range s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: s.object(prefix), Recursive: true}) {
-		if obj.Err != nil {
-			return nil, s.classify("list", prefix, obj.Err)
-		}
-		out = append(out, ObjectInfo{Key: strings.TrimPrefix(obj.Key, s.prefix), Size: obj.Size, ModTime: obj.LastModified})
-	}
 	return out, nil
+}
+
+// Walk implements Store, by key, one page of the listing in memory at a
+// time. A key longer than S3 allows is not an object: it is skipped. An
+// ETag longer than any checksum is dropped.
+//
+// Under the bounds of a listing (ListOptions), the walk stops with
+// errListingCut once it has requested their number of pages.
+func (s *S3Store) Walk(ctx context.Context, prefix string, fn func(ObjectInfo) error) error {
+	if err := checkPrefix(prefix); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	if max := requestBoundsFrom(ctx).maxListPages; max > 0 {
+		ctx = context.WithValue(ctx, pageBudgetKey{}, &pageBudget{max: max, cancel: cancel})
+	}
+	objects := s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: s.object(prefix), Recursive: true})
+	defer func() {
+		// minio-go's lister sends its last word once the context ends;
+		// drained, it exits.
+		cancel(nil)
+		for range objects {
+		}
+	}()
+	for obj := range objects {
+		if obj.Err != nil {
+			if cause := context.Cause(ctx); errors.Is(cause, errListingCut) {
+				return fmt.Errorf("s3 list %s: %w", s.Location(prefix), cause)
+			}
+			return s.classify("list", prefix, obj.Err)
+		}
+		if len(obj.Key) > maxS3KeyLength {
+			continue
+		}
+		info := ObjectInfo{Key: strings.TrimPrefix(obj.Key, s.prefix), Size: obj.Size, ModTime: obj.LastModified, ETag: obj.ETag}
+		if len(info.ETag) > maxS3ETagLength {
+			info.ETag = ""
+		}
+		if err := fn(info); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // classify wraps a minio-go error with the operation, the object's location

@@ -1,6 +1,7 @@
 package liveapi
 
 import (
+	"container/heap"
 	"context"
 	"encoding/base64"
 	"fmt"
@@ -79,4 +80,75 @@ func page[T any](items []T, meta func(*T) *metav1.ObjectMeta, q listQuery) ([]T,
 	}
 	items = items[:q.limit]
 	return items, base64.RawURLEncoding.EncodeToString([]byte(listKey(meta(&items[len(items)-1]))))
+}
+
+// pageCollector keeps, of the items added to it, one page: the first max
+// in listKey order after the continue token, without holding the others.
+type pageCollector[T any] struct {
+	meta  func(*T) *metav1.ObjectMeta
+	after string
+	max   int
+	// heap holds the page so far, its last item first.
+	heap keyedHeap[T]
+	// more is set once an item past the page was added.
+	more bool
+}
+
+// newPageCollector collects the page q asks for, of at most bound items
+// whatever limit it asks for.
+func newPageCollector[T any](q listQuery, bound int, meta func(*T) *metav1.ObjectMeta) *pageCollector[T] {
+	n := bound
+	if q.limit > 0 && q.limit < int64(bound) {
+		n = int(q.limit)
+	}
+	return &pageCollector[T]{meta: meta, after: q.after, max: n}
+}
+
+func (c *pageCollector[T]) add(item T) {
+	key := listKey(c.meta(&item))
+	switch {
+	case c.after != "" && key <= c.after:
+	case len(c.heap) < c.max:
+		heap.Push(&c.heap, keyed[T]{key: key, item: item})
+	case key < c.heap[0].key:
+		c.more = true
+		c.heap[0] = keyed[T]{key: key, item: item}
+		heap.Fix(&c.heap, 0)
+	default:
+		c.more = true
+	}
+}
+
+// page returns the page's items in order, and the token of the next page
+// (empty on the last).
+func (c *pageCollector[T]) page() ([]T, string) {
+	sorted := slices.SortedFunc(slices.Values(c.heap), func(a, b keyed[T]) int { return strings.Compare(a.key, b.key) })
+	items := make([]T, len(sorted))
+	for i, k := range sorted {
+		items[i] = k.item
+	}
+	if !c.more || len(items) == 0 {
+		return items, ""
+	}
+	return items, base64.RawURLEncoding.EncodeToString([]byte(sorted[len(sorted)-1].key))
+}
+
+// keyed is an item with its listKey.
+type keyed[T any] struct {
+	key  string
+	item T
+}
+
+// keyedHeap is a max-heap of items by key (container/heap).
+type keyedHeap[T any] []keyed[T]
+
+func (h keyedHeap[T]) Len() int           { return len(h) }
+func (h keyedHeap[T]) Less(i, j int) bool { return h[i].key > h[j].key }
+func (h keyedHeap[T]) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *keyedHeap[T]) Push(x any)        { *h = append(*h, x.(keyed[T])) }
+func (h *keyedHeap[T]) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }

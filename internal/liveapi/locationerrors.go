@@ -41,7 +41,8 @@ func listingError(loc *echov1alpha1.EchoBackupLocation, err error) error {
 
 // publicReason is the outcome of err a tenant may read: the egress
 // policy's refusal (the rule, and how an administrator allows it); an
-// error of the location itself (its Secrets, its endpoint's syntax);
+// error of the location itself (its Secrets, its endpoint's syntax); an
+// answer past a listing's bounds (which bound, never what was sent);
 // access denied; no such bucket; an answer that is no S3 listing, with
 // only the class of its HTTP status; or not reached, which covers a
 // refused connection, a timeout, a name that does not resolve and a TLS
@@ -49,11 +50,17 @@ func listingError(loc *echov1alpha1.EchoBackupLocation, err error) error {
 func publicReason(err error) string {
 	var refused *egress.RefusedError
 	var local *locationError
+	var tooLarge *datamover.ResponseTooLargeError
+	var tooManyKeys *datamover.PageTooLargeError
 	switch {
 	case errors.As(err, &refused):
 		return refused.Error()
 	case errors.As(err, &local):
 		return local.Error()
+	case errors.As(err, &tooLarge):
+		return tooLarge.Error()
+	case errors.As(err, &tooManyKeys):
+		return tooManyKeys.Error()
 	case errors.Is(err, datamover.ErrAccessDenied):
 		return outcomeAccessDenied
 	case errors.Is(err, datamover.ErrBucketNotFound):

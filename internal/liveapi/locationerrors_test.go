@@ -143,7 +143,7 @@ func listAt(t *testing.T, ctx context.Context, policy *egress.Policy, endpoint s
 		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "s3", Labels: map[string]string{echov1alpha1.StorageSecretLabel: "true"}},
 		Data:       map[string][]byte{"id": []byte("AKID"), "secret": []byte("tenant-secret-key")},
 	}).Build()
-	_, err := newLocationListings(api, policy).list(ctx, loc)
+	_, err := newLocationListings(api, policy, defaultListingLimits).list(ctx, loc)
 	if err == nil {
 		t.Fatalf("listing %s succeeded", endpoint)
 	}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	livev1alpha1 "github.com/echo-operator/echo-operator/api/live/v1alpha1"
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	"github.com/echo-operator/echo-operator/internal/datamover"
 	"github.com/echo-operator/echo-operator/internal/egress"
@@ -20,106 +22,167 @@ const (
 	// a busy `kubectl get storedbackups` reads the storage at most this
 	// often per location.
 	listingTTL = 15 * time.Second
-	// listingTimeout bounds reading a location's storage, well within
-	// the API server's request timeout (60s): an unreachable storage
-	// fails the request with a message instead of hanging it.
-	listingTimeout = 20 * time.Second
 )
 
+// listingLimits bound what listings of locations' storage cost the
+// process: a location's storage is the tenant's choice, and may answer
+// with endless listings, huge manifests, or not at all. docs/live-api.md
+// tells them, and what they add up to.
+type listingLimits struct {
+	// timeout bounds reading one location, from when it holds a slot;
+	// wait bounds waiting for that slot, or for the listing of the same
+	// location that another request runs. Together they stay within the
+	// API server's request timeout (60s).
+	timeout, wait time.Duration
+	// listings bounds the locations read at once, perNamespace of them
+	// for one namespace; manifests and manifestsPerNamespace the manifests.
+	listings, listingsPerNamespace   int
+	manifests, manifestsPerNamespace int
+	// objects, pages, responseBytes and manifestBytes bound one listing
+	// (datamover.ListOptions).
+	objects, pages               int
+	responseBytes, manifestBytes int64
+	// cachedBackups and cachedBytes bound the listings remembered across
+	// locations.
+	cachedBackups, cachedBytes int
+}
+
+var defaultListingLimits = listingLimits{
+	timeout:               20 * time.Second,
+	wait:                  30 * time.Second,
+	listings:              4,
+	listingsPerNamespace:  2,
+	manifests:             16,
+	manifestsPerNamespace: 4,
+	objects:               datamover.DefaultListMaxObjects,
+	pages:                 datamover.DefaultListMaxPages,
+	responseBytes:         datamover.DefaultListMaxResponseBytes,
+	manifestBytes:         datamover.DefaultManifestSummaryBytes,
+	cachedBackups:         100_000,
+	cachedBytes:           32 << 20,
+}
+
 // locationListings reads, and remembers for listingTTL, the backups in
-// the storage of each EchoBackupLocation. Listings of one location do not
-// run at once: concurrent requests wait for the one running.
+// the storage of each EchoBackupLocation, within listingLimits. Listings
+// of one location do not run at once: concurrent requests wait for the
+// one running.
 type locationListings struct {
 	// api reads the Secrets that hold the storage credentials: they are
 	// not cached.
 	api       client.Reader
 	manifests datamover.ManifestCache
-	now       func() time.Time
-
+	limits    listingLimits
+	// listingSlots and manifestSlots bound the listings and manifest
+	// reads across the process, and each namespace's share.
+	listingSlots, manifestSlots *namespaceLimiter
+	cache                       *listingCache
 	// egress decides where the storage connections may go.
 	egress *egress.Policy
-
-	mu      sync.Mutex
-	entries map[string]*listing
 }
 
-// listing is the latest listing of one location.
-type listing struct {
-	mu sync.Mutex
-	// version is the location's resourceVersion when it was read.
-	version string
-	at      time.Time
-	backups []datamover.StoredBackup
-}
-
-func newLocationListings(api client.Reader, policy *egress.Policy) *locationListings {
+func newLocationListings(api client.Reader, policy *egress.Policy, limits listingLimits) *locationListings {
 	if policy == nil {
 		policy = &egress.Policy{}
 	}
-	return &locationListings{api: api, egress: policy, now: time.Now, entries: map[string]*listing{}}
+	return &locationListings{
+		api:           api,
+		limits:        limits,
+		listingSlots:  newNamespaceLimiter(limits.listings, limits.listingsPerNamespace),
+		manifestSlots: newNamespaceLimiter(limits.manifests, limits.manifestsPerNamespace),
+		cache:         newListingCache(limits.cachedBackups, limits.cachedBytes),
+		egress:        policy,
+	}
 }
 
 // list returns the backups of loc's storage, read now or less than
-// listingTTL ago with the location as it is. A storage that cannot be
-// read fails with 503 Service Unavailable and a message that says why.
-func (l *locationListings) list(ctx context.Context, loc *echov1alpha1.EchoBackupLocation) ([]datamover.StoredBackup, error) {
-	id := loc.Namespace + "/" + loc.Name
-	l.mu.Lock()
-	entry, ok := l.entries[id]
-	if !ok {
-		l.forgetStale()
-		entry = &listing{}
-		l.entries[id] = entry
+// listingTTL ago with the location as it is. Its error, when the storage
+// cannot be read in time, is a 503 Service Unavailable that names the
+// location and says why (listingError).
+func (l *locationListings) list(ctx context.Context, loc *echov1alpha1.EchoBackupLocation) (locationListing, error) {
+	entry := l.cache.entry(loc.Namespace + "/" + loc.Name)
+	wait, cancel := context.WithTimeout(ctx, l.limits.wait)
+	defer cancel()
+	if err := entry.lockContext(wait); err != nil {
+		return locationListing{}, busyError(loc, fmt.Sprintf("another request has been listing it for %s", l.limits.wait))
 	}
-	l.mu.Unlock()
-
-	entry.mu.Lock()
-	defer entry.mu.Unlock()
-	if entry.version == loc.ResourceVersion && l.now().Sub(entry.at) < listingTTL {
-		return entry.backups, nil
+	defer entry.unlock()
+	if listing, ok, err := l.cache.fresh(entry, loc.ResourceVersion); ok {
+		return listing, err
 	}
-	backups, err := l.read(ctx, loc)
+	release, err := l.listingSlots.acquire(wait, loc.Namespace)
 	if err != nil {
-		return nil, listingError(loc, err)
+		return locationListing{}, busyError(loc, fmt.Sprintf("the operator is listing as many locations as it may at once (%d, %d per namespace), and none ended within %s",
+			l.limits.listings, l.limits.listingsPerNamespace, l.limits.wait))
 	}
-	entry.version, entry.at, entry.backups = loc.ResourceVersion, l.now(), backups
-	return backups, nil
-}
-
-// forgetStale drops, once there are many, the listings older than
-// listingTTL, which the next request reads again anyway: those of deleted
-// locations go with them. l.mu is held.
-func (l *locationListings) forgetStale() {
-	if len(l.entries) < maxListings {
-		return
-	}
-	for id, e := range l.entries {
-		if e.mu.TryLock() {
-			if l.now().Sub(e.at) >= listingTTL {
-				delete(l.entries, id)
-			}
-			e.mu.Unlock()
+	defer release()
+	listing, err := l.read(ctx, loc)
+	if err != nil {
+		// A storage that failed is not read again for listingTTL either:
+		// the requests meanwhile get its error at once. A failure that
+		// asked the storage nothing (the request ended, a Secret to fix,
+		// an address the policy refuses) costs nothing to find again, and
+		// is told again as soon as it is fixed.
+		remember := ctx.Err() == nil && !askedNothing(err)
+		if err = listingError(loc, err); !remember {
+			return locationListing{}, err
 		}
 	}
+	l.cache.keep(entry, loc.ResourceVersion, listing, err)
+	return listing, err
 }
 
-// maxListings is the number of locations whose listings are kept before
-// stale ones are dropped.
-const maxListings = 256
+// askedNothing reports whether a listing failed before anything was sent
+// to the storage: on the location itself, or on the egress policy.
+func askedNothing(err error) bool {
+	var local *locationError
+	var refused *egress.RefusedError
+	return errors.As(err, &local) || errors.As(err, &refused)
+}
 
-// read lists loc's storage through the data mover's code.
-func (l *locationListings) read(ctx context.Context, loc *echov1alpha1.EchoBackupLocation) ([]datamover.StoredBackup, error) {
-	ctx, cancel := context.WithTimeout(ctx, listingTimeout)
+// busyError is the 503 Service Unavailable of a location the operator had
+// no time to read: nothing was asked of its storage.
+func busyError(loc *echov1alpha1.EchoBackupLocation, why string) error {
+	return apierrors.NewServiceUnavailable(fmt.Sprintf("EchoBackupLocation %s/%s: not read: %s", loc.Namespace, loc.Name, why))
+}
+
+// read lists loc's storage through the data mover's code, within the
+// limits.
+func (l *locationListings) read(ctx context.Context, loc *echov1alpha1.EchoBackupLocation) (locationListing, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.limits.timeout)
 	defer cancel()
 	store, err := l.open(ctx, loc)
 	if err != nil {
-		return nil, err
+		return locationListing{}, err
 	}
-	backups, err := datamover.ListBackups(ctx, store, &l.manifests)
+	listing, err := datamover.ListBackups(ctx, store, datamover.ListOptions{
+		Manifests: &l.manifests,
+		Scope:     locationScope(loc),
+		// Only the backups a StoredBackup can name are listed, and their
+		// manifests read.
+		Keep: func(key string) bool {
+			_, ok := livev1alpha1.StoredBackupName(loc.Name, key)
+			return ok
+		},
+		MaxObjects:       l.limits.objects,
+		MaxPages:         l.limits.pages,
+		MaxResponseBytes: l.limits.responseBytes,
+		ManifestBytes:    l.limits.manifestBytes,
+		Gate: func(ctx context.Context) (func(), error) {
+			return l.manifestSlots.acquire(ctx, loc.Namespace)
+		},
+	})
 	if errors.Is(err, context.DeadlineExceeded) {
-		return nil, fmt.Errorf("the storage did not answer within %s: %w", listingTimeout, err)
+		return locationListing{}, fmt.Errorf("the storage did not answer within %s: %w", l.limits.timeout, err)
 	}
-	return backups, err
+	return locationListing{backups: listing.Backups, cut: listing.Cut}, err
+}
+
+// locationScope is the identity of a location's storage for the cache of
+// manifests: what one location read is never shown for another, even of
+// the same bucket and key on an endpoint of the same name.
+func locationScope(loc *echov1alpha1.EchoBackupLocation) string {
+	s3 := loc.Spec.S3
+	return strings.Join([]string{loc.Namespace, loc.Name, string(loc.UID), s3.Endpoint, s3.Bucket, s3.Prefix}, "\x00")
 }
 
 // open builds the store of loc with the credentials of its Secret, which

@@ -108,7 +108,7 @@ func New(o Options, src Sources) (*Server, error) {
 		},
 		livev1alpha1.StoredBackupResource: &storedBackups{
 			cache:    src.Cache,
-			listings: newLocationListings(src.API, o.StorageEgress),
+			listings: newLocationListings(src.API, o.StorageEgress, defaultListingLimits),
 			readOnlyResource: readOnlyResource{resource: storedBackupsResource,
 				access: accessCheck{authz: config.Authorization.Authorizer, resource: "echobackups"}},
 		},

@@ -98,7 +98,7 @@ func TestListingNeedsOptedInSecrets(t *testing.T) {
 					CredentialsSecretRef: tc.creds, CABundle: tc.ca,
 				}},
 			}
-			_, err := newLocationListings(api, allowLoopback()).list(context.Background(), loc)
+			_, err := newLocationListings(api, allowLoopback(), defaultListingLimits).list(context.Background(), loc)
 
 			if tc.wantError == "" {
 				if err != nil {
@@ -130,7 +130,7 @@ func TestListingNeedsOptedInSecrets(t *testing.T) {
 		loc := &echov1alpha1.EchoBackupLocation{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "offsite"},
 			Spec: echov1alpha1.EchoBackupLocationSpec{S3: echov1alpha1.S3Storage{Endpoint: "https://s3.example.test", Bucket: "backups",
 				CredentialsSecretRef: echov1alpha1.S3CredentialsSecretRef{Name: "db-credentials"}}}}
-		err := newLocationListings(api, allowLoopback()).requireOptedIn(context.Background(), loc)
+		err := newLocationListings(api, allowLoopback(), defaultListingLimits).requireOptedIn(context.Background(), loc)
 		want := "kubectl label secret -n team db-credentials echo.dev/storage-credentials=true"
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("refusal %v does not say %q", err, want)

@@ -3,6 +3,7 @@ package liveapi
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/warning"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	livev1alpha1 "github.com/echo-operator/echo-operator/api/live/v1alpha1"
@@ -36,24 +38,75 @@ func (*storedBackups) Kind() string            { return "StoredBackup" }
 func (*storedBackups) GetSingularName() string { return "storedbackup" }
 func (*storedBackups) ShortNames() []string    { return []string{"sb"} }
 
+// maxBackupsPerList bounds the stored backups of one list response,
+// whatever limit it asks for: past it the list has a continue token, as a
+// page of a longer list.
+const maxBackupsPerList = 20_000
+
 // List lists the backups of every EchoBackupLocation of the request's
 // namespace (of every namespace whose EchoBackups the user may get), or of
-// one location when the label selector names it.
+// one location when the label selector names it. A list of one location
+// fails when its storage cannot be read; a list of several reads them at
+// once, and shows those it could, with a warning for each of the others.
 func (s *storedBackups) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
 	q, err := s.listQuery(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	locations := &echov1alpha1.EchoBackupLocationList{}
-	if err := s.cache.List(ctx, locations, client.InNamespace(q.namespace)); err != nil {
-		return nil, apierrors.NewInternalError(fmt.Errorf("listing the EchoBackupLocations: %w", err))
-	}
 	// A selector naming one location reads only that one's storage.
 	only, onlyOne := q.labels.RequiresExactMatch(livev1alpha1.LocationLabel)
+	locations, err := s.readableLocations(ctx, q.namespace, only, onlyOne)
+	if err != nil {
+		return nil, err
+	}
+	collected := newPageCollector(q, maxBackupsPerList, func(b *livev1alpha1.StoredBackup) *metav1.ObjectMeta { return &b.ObjectMeta })
+	add := func(loc *echov1alpha1.EchoBackupLocation, listing locationListing) {
+		for _, b := range listing.backups {
+			if sb, ok := storedBackup(loc, b); ok && q.matches(&sb.ObjectMeta, objectFields(sb.ObjectMeta, sb.Source.Name)) {
+				collected.add(sb)
+			}
+		}
+		if listing.cut {
+			warning.AddWarning(ctx, "", cutWarning(loc, s.listings.limits))
+		}
+	}
+	if onlyOne {
+		for _, loc := range locations {
+			listing, err := s.listings.list(ctx, loc)
+			if err != nil {
+				return nil, err
+			}
+			add(loc, listing)
+		}
+	} else {
+		s.listEach(ctx, locations, func(loc *echov1alpha1.EchoBackupLocation, listing locationListing, err error) {
+			if err != nil {
+				warning.AddWarning(ctx, "", err.Error()+": its backups are not listed")
+				return
+			}
+			add(loc, listing)
+		})
+	}
+	list := &livev1alpha1.StoredBackupList{}
+	list.Items, list.Continue = collected.page()
+	if list.Continue != "" && (q.limit <= 0 || q.limit > maxBackupsPerList) {
+		warning.AddWarning(ctx, "", fmt.Sprintf("a list holds at most %d stored backups: the next ones come with the next page (continue)", maxBackupsPerList))
+	}
+	return list, nil
+}
+
+// readableLocations are the EchoBackupLocations of namespace (all
+// namespaces when empty) that the user may read, only the one named only
+// when onlyOne, in the order of their namespaces and names.
+func (s *storedBackups) readableLocations(ctx context.Context, namespace, only string, onlyOne bool) ([]*echov1alpha1.EchoBackupLocation, error) {
+	list := &echov1alpha1.EchoBackupLocationList{}
+	if err := s.cache.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("listing the EchoBackupLocations: %w", err))
+	}
 	namespaces := s.access.filter()
-	var items []livev1alpha1.StoredBackup
-	for i := range locations.Items {
-		loc := &locations.Items[i]
+	var out []*echov1alpha1.EchoBackupLocation
+	for i := range list.Items {
+		loc := &list.Items[i]
 		if onlyOne && loc.Name != only {
 			continue
 		}
@@ -61,25 +114,46 @@ func (s *storedBackups) List(ctx context.Context, opts *metainternalversion.List
 		if err != nil {
 			return nil, err
 		}
-		if !ok {
-			continue
-		}
-		backups, err := s.listings.list(ctx, loc)
-		if err != nil {
-			return nil, err
-		}
-		for _, b := range backups {
-			if sb, ok := storedBackup(loc, b); ok && q.matches(&sb.ObjectMeta, objectFields(sb.ObjectMeta, sb.Source.Name)) {
-				items = append(items, sb)
-			}
+		if ok {
+			out = append(out, loc)
 		}
 	}
-	list := &livev1alpha1.StoredBackupList{}
-	list.Items, list.Continue = page(items, func(b *livev1alpha1.StoredBackup) *metav1.ObjectMeta { return &b.ObjectMeta }, q)
-	return list, nil
+	slices.SortFunc(out, func(a, b *echov1alpha1.EchoBackupLocation) int {
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	return out, nil
 }
 
-// Get reads one stored backup: from the listing of its location.
+// listEach lists the locations at once, each within its own bounds (see
+// locationListings.list), and hands each listing, or its error, to fn in
+// the caller's goroutine as it comes.
+func (s *storedBackups) listEach(ctx context.Context, locations []*echov1alpha1.EchoBackupLocation, fn func(*echov1alpha1.EchoBackupLocation, locationListing, error)) {
+	type result struct {
+		loc     *echov1alpha1.EchoBackupLocation
+		listing locationListing
+		err     error
+	}
+	results := make(chan result)
+	for _, loc := range locations {
+		go func() {
+			listing, err := s.listings.list(ctx, loc)
+			results <- result{loc: loc, listing: listing, err: err}
+		}()
+	}
+	for range locations {
+		r := <-results
+		fn(r.loc, r.listing, r.err)
+	}
+}
+
+// cutWarning says that loc's listing stopped at the limits.
+func cutWarning(loc *echov1alpha1.EchoBackupLocation, limits listingLimits) string {
+	return fmt.Sprintf("EchoBackupLocation %s/%s: its storage holds more than a listing reads (%d objects, %d pages): "+
+		"only the backups of the objects listed before are shown", loc.Namespace, loc.Name, limits.objects, limits.pages)
+}
+
+// Get reads one stored backup: from the listing of its location, which
+// fails the request when its storage cannot be read.
 func (s *storedBackups) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
 	namespace := genericapirequest.NamespaceValue(ctx)
 	if err := s.access.require(ctx, storedBackupsResource, name, namespace); err != nil {
@@ -96,16 +170,19 @@ func (s *storedBackups) Get(ctx context.Context, name string, _ *metav1.GetOptio
 		}
 		return nil, apierrors.NewInternalError(err)
 	}
-	backups, err := s.listings.list(ctx, loc)
+	listing, err := s.listings.list(ctx, loc)
 	if err != nil {
 		return nil, err
 	}
-	for _, b := range backups {
+	for _, b := range listing.backups {
 		if b.Key == key {
 			if sb, ok := storedBackup(loc, b); ok {
 				return &sb, nil
 			}
 		}
+	}
+	if listing.cut {
+		warning.AddWarning(ctx, "", cutWarning(loc, s.listings.limits))
 	}
 	return nil, apierrors.NewNotFound(storedBackupsResource, name)
 }
