@@ -59,7 +59,7 @@ func runSuite(m *testing.M) int {
 		DefaultStorageClass: true,
 		// TestMoverJobPodFailures and TestKubectlRunsTheDocumentedCommands
 		// end the Job pods of these namespaces themselves.
-		HeldJobPodNamespaces: []string{heldJobPodNamespace, kubectlDocsNamespace, alertsNamespace},
+		HeldJobPodNamespaces: []string{heldJobPodNamespace, kubectlDocsNamespace, alertsNamespace, forgedReportNamespace},
 	})
 	if err != nil {
 		return fail(err)

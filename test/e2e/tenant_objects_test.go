@@ -117,6 +117,10 @@ func TestHostileTenantLabelledObjects(t *testing.T) {
 // cache's bound, and a page of 16 release records at a time).
 const labelledObjectsBound = 48 << 20
 
+// forgedReportNamespace is the namespace of TestHostileTenantForgedMoverPod,
+// whose Job pods are held (see heldJobPodNamespace).
+const forgedReportNamespace = "e2e-forged-report"
+
 // TestHostileTenantForgedMoverPod: a tenant's pod that carries a backup
 // Job's controller-uid label, and that the Job controller adopts, reports
 // the backup complete; the operator does not read it, and the backup does
@@ -125,8 +129,8 @@ func TestHostileTenantForgedMoverPod(t *testing.T) {
 	RegisterTestingT(t)
 	ctx := context.Background()
 	installUserRoles(t)
-	h := newHeldEcho(t, heldJobPodNamespace, "forged-report", "forged")
-	tn := tenantOf(t, heldJobPodNamespace)
+	h := newHeldEcho(t, forgedReportNamespace, "forged-report", "forged")
+	tn := tenantOf(t, forgedReportNamespace)
 
 	key := types.NamespacedName{Namespace: h.key.Namespace, Name: "forged-report"}
 	Expect(k8sClient.Create(ctx, &echov1alpha1.EchoBackup{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name},
