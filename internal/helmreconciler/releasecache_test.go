@@ -172,14 +172,21 @@ func TestReleaseSecretTransform(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := out.(*corev1.Secret)
-			if releasetrust.CachedVerified(s) || len(cachedData(s)) != 0 {
-				t.Errorf("verified = %v, data = %q; want unverified and no data", releasetrust.CachedVerified(s), cachedData(s))
-			}
-			if len(s.Annotations) != 0 || s.Labels["team.example.com/padding"] != "" || s.Labels[chart.ReleaseNameLabel] == "" {
-				t.Errorf("annotations = %d, labels = %v; want none, and Helm's record labels only", len(s.Annotations), s.Labels)
-			}
+			expectUntrustedCopy(t, out.(*corev1.Secret))
 		})
+	}
+}
+
+// expectUntrustedCopy checks the cache's copy of a release Secret that did
+// not verify: no data but the verdict, no annotations, and Helm's record
+// labels alone.
+func expectUntrustedCopy(t *testing.T, s *corev1.Secret) {
+	t.Helper()
+	if releasetrust.CachedVerified(s) || len(cachedData(s)) != 0 {
+		t.Errorf("verified = %v, data = %q; want unverified and no data", releasetrust.CachedVerified(s), cachedData(s))
+	}
+	if len(s.Annotations) != 0 || s.Labels["team.example.com/padding"] != "" || s.Labels[chart.ReleaseNameLabel] == "" {
+		t.Errorf("annotations = %d, labels = %v; want none, and Helm's record labels only", len(s.Annotations), s.Labels)
 	}
 }
 
