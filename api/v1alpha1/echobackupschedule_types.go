@@ -142,7 +142,7 @@ type EchoBackupScheduleStatus struct {
 // +kubebuilder:printcolumn:name="Schedule",type=string,JSONPath=`.spec.schedule`
 // +kubebuilder:printcolumn:name="Suspend",type=boolean,JSONPath=`.spec.suspend`
 // +kubebuilder:printcolumn:name="Last",type=date,JSONPath=`.status.lastScheduleTime`
-// +kubebuilder:printcolumn:name="Next",type=date,JSONPath=`.status.nextScheduleTime`
+// +kubebuilder:printcolumn:name="Next",type=string,JSONPath=`.status.nextScheduleTime`,description="When the next backup is due (a date column would print a time to come as <invalid>)"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63",message="an EchoBackupSchedule name is at most 63 characters: it labels the EchoBackups the schedule starts"
 // +operator-sdk:csv:customresourcedefinitions:displayName="Echo Backup Schedule",resources={{EchoBackup,v1alpha1,echobackups},{Event,v1}}
