@@ -13,9 +13,10 @@ ECHO_IMG ?= $(IMAGE_REGISTRY)/echo-server:v$(VERSION)
 # The package name: the CSV is $(PACKAGE).v$(VERSION).
 PACKAGE ?= echo-operator
 BUNDLE_IMG ?= $(IMAGE_REGISTRY)/echo-operator-bundle:v$(VERSION)
-# Channels of the bundle and the channel a Subscription follows by default.
-CHANNELS ?= alpha,stable
-DEFAULT_CHANNEL ?= stable
+# Channels of the bundle and the channel a Subscription follows by default:
+# alpha while the API is v1alpha1 (a stable channel comes with a stable API).
+CHANNELS ?= alpha
+DEFAULT_CHANNEL ?= alpha
 BUNDLE_METADATA_OPTS ?= --channels=$(CHANNELS) --default-channel=$(DEFAULT_CHANNEL)
 # The version this bundle replaces in its channels (spec.replaces), e.g.
 # 0.1.0; empty for the first release. Whatever it says, the CSV's
