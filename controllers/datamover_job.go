@@ -3,6 +3,8 @@ package controllers
 import (
 	"cmp"
 	"path"
+	"slices"
+	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -103,12 +105,42 @@ func moverFailurePolicy() *batchv1.PodFailurePolicy {
 	}}
 }
 
+// moverSettings is what every data mover pod runs with, whichever Job:
+// the operator's image, and the environment the operator passes on.
+type moverSettings struct {
+	image string
+	env   []corev1.EnvVar
+}
+
+// proxyVars are the proxy settings passed on to the data mover, in the
+// case OLM sets them in; each is passed in both cases, which programs read
+// alike.
+var proxyVars = []string{"HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY"}
+
+// ProxyEnv is the cluster's proxy settings in the operator's environment
+// (lookup), as OLM sets them on the operator's Deployment on a cluster
+// with a proxy: the data mover pods reach storage through the same proxy.
+// Upper case wins over lower case.
+func ProxyEnv(lookup func(string) (string, bool)) []corev1.EnvVar {
+	var env []corev1.EnvVar
+	for _, name := range proxyVars {
+		v, _ := lookup(name)
+		if v == "" {
+			v, _ = lookup(strings.ToLower(name))
+		}
+		if v != "" {
+			env = append(env, corev1.EnvVar{Name: name, Value: v}, corev1.EnvVar{Name: strings.ToLower(name), Value: v})
+		}
+	}
+	return env
+}
+
 // moverPod is the pod of a data mover Job running command with args and
-// reaching storage: the operator's image, run once under the restricted
+// reaching storage: the operator's image and environment (m), run once under the restricted
 // Pod Security Standard, with a scratch /tmp and the storage mounted,
 // reporting its result as its termination message. volumes and mounts add
 // the command's own.
-func moverPod(image string, command moverprotocol.Command, args []string, storage echov1alpha1.BackupStorage,
+func moverPod(m moverSettings, command moverprotocol.Command, args []string, storage echov1alpha1.BackupStorage,
 	volumes []corev1.Volume, mounts []corev1.VolumeMount, res corev1.ResourceRequirements) corev1.PodSpec {
 	storeArgs, env, storeVolumes, storeMounts := storageMount(storage)
 	volumes = append(append(storeVolumes, corev1.Volume{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}), volumes...)
@@ -121,9 +153,9 @@ func moverPod(image string, command moverprotocol.Command, args []string, storag
 		Volumes:                      volumes,
 		Containers: []corev1.Container{{
 			Name:                     moverprotocol.ContainerName,
-			Image:                    image,
+			Image:                    m.image,
 			Args:                     append(append([]string{string(command)}, args...), storeArgs...),
-			Env:                      env,
+			Env:                      append(slices.Clone(m.env), env...),
 			VolumeMounts:             mounts,
 			TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 			SecurityContext:          restrictedContainerSecurity(),

@@ -31,3 +31,46 @@ func checkMoverFailurePolicy(t *testing.T, job *batchv1.Job) {
 		t.Errorf("second rule %+v: exit code %d of container %s must fail the Job at once, and only it", fail, moverprotocol.ExitPermanent, container)
 	}
 }
+
+func TestProxyEnv(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want []corev1.EnvVar
+	}{
+		{"no proxy", map[string]string{"HOME": "/"}, nil},
+		{"OLM's variables, in both cases", map[string]string{"HTTPS_PROXY": "http://proxy:3128", "NO_PROXY": ".svc,10.0.0.0/8"}, []corev1.EnvVar{
+			{Name: "HTTPS_PROXY", Value: "http://proxy:3128"}, {Name: "https_proxy", Value: "http://proxy:3128"},
+			{Name: "NO_PROXY", Value: ".svc,10.0.0.0/8"}, {Name: "no_proxy", Value: ".svc,10.0.0.0/8"},
+		}},
+		{"lower case alone", map[string]string{"http_proxy": "http://proxy:3128"}, []corev1.EnvVar{
+			{Name: "HTTP_PROXY", Value: "http://proxy:3128"}, {Name: "http_proxy", Value: "http://proxy:3128"},
+		}},
+		{"upper case wins", map[string]string{"HTTP_PROXY": "http://upper:1", "http_proxy": "http://lower:1"}, []corev1.EnvVar{
+			{Name: "HTTP_PROXY", Value: "http://upper:1"}, {Name: "http_proxy", Value: "http://upper:1"},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ProxyEnv(func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("ProxyEnv = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestMoverPodsCarryTheProxy: every data mover Job passes the operator's
+// proxy settings on, beside the storage's credentials.
+func TestMoverPodsCarryTheProxy(t *testing.T) {
+	proxy := []corev1.EnvVar{{Name: "HTTPS_PROXY", Value: "http://proxy:3128"}}
+	m := moverSettings{image: "img", env: proxy}
+	for name, job := range moverJobsOf(m) {
+		env := job.Spec.Template.Spec.Containers[0].Env
+		if !slices.Contains(env, proxy[0]) {
+			t.Errorf("the %s Job's mover lacks the proxy: %v", name, env)
+		}
+		if !slices.ContainsFunc(env, func(e corev1.EnvVar) bool { return e.Name == moverprotocol.EnvAccessKeyID }) {
+			t.Errorf("the %s Job's mover lost its credentials: %v", name, env)
+		}
+	}
+}

@@ -41,6 +41,8 @@ type EchoBackupReconciler struct {
 	ReleaseVerifier *releasetrust.Signer
 	// MoverImage is the operator's image, whose backup subcommand the Job runs.
 	MoverImage string
+	// MoverEnv is passed on to the data mover's pods (ProxyEnv).
+	MoverEnv []corev1.EnvVar
 	// Clock tells the time; nil is the wall clock.
 	Clock Clock
 }
@@ -163,7 +165,7 @@ func (r *EchoBackupReconciler) ensureConfigMap(ctx context.Context, b *echov1alp
 // ensureJob returns the backup's Job, creating it on first sight once its
 // storage Secrets are found opted in.
 func (r *EchoBackupReconciler) ensureJob(ctx context.Context, b *echov1alpha1.EchoBackup, echo *echov1alpha1.Echo) (*batchv1.Job, error) {
-	job, created, err := ensureOwnedJob(ctx, r.Client, r.Scheme, b, backupJob(b, echo, r.MoverImage),
+	job, created, err := ensureOwnedJob(ctx, r.Client, r.Scheme, b, backupJob(b, echo, moverSettings{image: r.MoverImage, env: r.MoverEnv}),
 		storageSecretsCheck(r.APIReader, b.Namespace, b.Spec.Storage))
 	if err != nil || !created {
 		return job, err

@@ -118,7 +118,7 @@ func (r *EchoBackupReconciler) startDeleteJob(ctx context.Context, b *echov1alph
 	if err := storageSecretsOptedIn(ctx, r.APIReader, b.Namespace, b.Spec.Storage); err != nil {
 		return r.deleteRefused(b, err)
 	}
-	job := deleteJob(b, r.MoverImage)
+	job := deleteJob(b, moverSettings{image: r.MoverImage, env: r.MoverEnv})
 	err := r.Create(ctx, job)
 	switch {
 	case err == nil:

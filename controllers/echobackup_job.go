@@ -52,7 +52,7 @@ func backupConfigMap(b *echov1alpha1.EchoBackup, config []byte) *corev1.ConfigMa
 // backupJob is the Job that backs up an Echo with the operator's image.
 // The data volume is mounted read-only; a ReadWriteOnce volume in use is
 // only reachable from its node, so the Job then joins the Echo's pods there.
-func backupJob(b *echov1alpha1.EchoBackup, echo *echov1alpha1.Echo, image string) *batchv1.Job {
+func backupJob(b *echov1alpha1.EchoBackup, echo *echov1alpha1.Echo, m moverSettings) *batchv1.Job {
 	args := []string{
 		moverprotocol.Arg(moverprotocol.FlagDataDir, dataMountPath),
 		moverprotocol.Arg(moverprotocol.FlagKey, artifactKey(b)),
@@ -72,7 +72,7 @@ func backupJob(b *echov1alpha1.EchoBackup, echo *echov1alpha1.Echo, image string
 		{Name: "config", MountPath: configMountPath, ReadOnly: true},
 		dataMount(true),
 	}
-	pod := moverPod(image, moverprotocol.Backup, args, b.Spec.Storage, volumes, mounts, dataMoverResources)
+	pod := moverPod(m, moverprotocol.Backup, args, b.Spec.Storage, volumes, mounts, dataMoverResources)
 	pod.Affinity = dataAffinity(echo)
 	pod.NodeSelector = echo.Spec.NodeSelector
 	pod.Tolerations = echo.Spec.Tolerations
@@ -89,9 +89,9 @@ func backupJob(b *echov1alpha1.EchoBackup, echo *echov1alpha1.Echo, image string
 // after the deletion began). The controller deletes the Job itself once
 // the EchoBackup is let go; its TTL cleans up after an EchoBackup whose
 // finalizer was removed by hand.
-func deleteJob(b *echov1alpha1.EchoBackup, image string) *batchv1.Job {
+func deleteJob(b *echov1alpha1.EchoBackup, m moverSettings) *batchv1.Job {
 	args := []string{moverprotocol.Arg(moverprotocol.FlagKey, artifactKey(b))}
-	pod := moverPod(image, moverprotocol.Delete, args, b.Spec.Storage, nil, nil, storeClientResources)
+	pod := moverPod(m, moverprotocol.Delete, args, b.Spec.Storage, nil, nil, storeClientResources)
 	job := moverJob(b.Namespace, deleteJobName(b), backupLabels(b), deleteDeadline, pod)
 	job.Annotations = map[string]string{echov1alpha1.BackupUIDAnnotation: string(b.UID)}
 	job.Spec.TTLSecondsAfterFinished = ptr.To(deleteJobTTL)

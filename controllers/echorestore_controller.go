@@ -61,6 +61,8 @@ type EchoRestoreReconciler struct {
 	// MoverImage is the operator's image, whose inspect and restore
 	// subcommands the Jobs run.
 	MoverImage string
+	// MoverEnv is passed on to the data mover's pods (ProxyEnv).
+	MoverEnv []corev1.EnvVar
 	// Clock tells the time; nil is the wall clock.
 	Clock Clock
 }
@@ -197,7 +199,7 @@ func (r *EchoRestoreReconciler) resolveStoredBackup(ctx context.Context, rs *ech
 // inspectArtifact runs the inspect Job and returns its result once it
 // has one; nil while it runs or when the restore failed.
 func (r *EchoRestoreReconciler) inspectArtifact(ctx context.Context, rs *echov1alpha1.EchoRestore, src *restoreSource) (*moverprotocol.Inspection, ctrl.Result, error) {
-	job, err := r.ensureJob(ctx, rs, inspectJob(rs, *src, r.MoverImage), src.storage)
+	job, err := r.ensureJob(ctx, rs, inspectJob(rs, *src, moverSettings{image: r.MoverImage, env: r.MoverEnv}), src.storage)
 	if err != nil || job == nil {
 		return nil, ctrl.Result{}, err
 	}
@@ -228,7 +230,7 @@ func (r *EchoRestoreReconciler) restoreData(ctx context.Context, rs *echov1alpha
 		r.progress(rs, echov1alpha1.RestoreReasonQuiescing, why)
 		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
 	}
-	job, err := r.ensureJob(ctx, rs, restoreJob(rs, *src, echo, r.MoverImage), src.storage)
+	job, err := r.ensureJob(ctx, rs, restoreJob(rs, *src, echo, moverSettings{image: r.MoverImage, env: r.MoverEnv}), src.storage)
 	if err != nil || job == nil {
 		return ctrl.Result{}, err
 	}

@@ -42,9 +42,9 @@ func restoreLabels(rs *echov1alpha1.EchoRestore, echoName string) map[string]str
 // inspectJob is the Job that reads and checks a backup's manifest and hands
 // back the backed-up Echo, before a restore touches anything. It mounts the
 // storage only.
-func inspectJob(rs *echov1alpha1.EchoRestore, src restoreSource, image string) *batchv1.Job {
+func inspectJob(rs *echov1alpha1.EchoRestore, src restoreSource, m moverSettings) *batchv1.Job {
 	args := []string{moverprotocol.Arg(moverprotocol.FlagKey, src.key)}
-	pod := moverPod(image, moverprotocol.Inspect, args, src.storage, nil, nil, storeClientResources)
+	pod := moverPod(m, moverprotocol.Inspect, args, src.storage, nil, nil, storeClientResources)
 	return moverJob(rs.Namespace, inspectJobName(rs), restoreLabels(rs, src.echoName), jobDeadline(rs, inspectJobLimit), pod)
 }
 
@@ -53,14 +53,14 @@ func inspectJob(rs *echov1alpha1.EchoRestore, src restoreSource, image string) *
 // the whole archive in a staging directory before it swaps it in. The
 // restore's UID lets a retry recognise the data its earlier attempt
 // swapped in (and was stopped before reporting) as its own.
-func restoreJob(rs *echov1alpha1.EchoRestore, src restoreSource, echo *echov1alpha1.Echo, image string) *batchv1.Job {
+func restoreJob(rs *echov1alpha1.EchoRestore, src restoreSource, echo *echov1alpha1.Echo, m moverSettings) *batchv1.Job {
 	args := []string{
 		moverprotocol.Arg(moverprotocol.FlagDataDir, dataMountPath),
 		moverprotocol.Arg(moverprotocol.FlagKey, src.key),
 		moverprotocol.Arg(moverprotocol.FlagExistingData, string(existingDataPolicy(rs))),
 		moverprotocol.Arg(moverprotocol.FlagRestoreID, string(rs.UID)),
 	}
-	pod := moverPod(image, moverprotocol.Restore, args, src.storage,
+	pod := moverPod(m, moverprotocol.Restore, args, src.storage,
 		[]corev1.Volume{dataVolume(echo, false)}, []corev1.VolumeMount{dataMount(false)}, dataMoverResources)
 	pod.NodeSelector = echo.Spec.NodeSelector
 	pod.Tolerations = echo.Spec.Tolerations

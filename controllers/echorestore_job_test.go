@@ -35,7 +35,7 @@ func TestRestoreJobs(t *testing.T) {
 		{
 			name: "inspect from S3 mounts nothing of the Echo",
 			build: func() ([]string, corev1.PodSpec, string) {
-				j := inspectJob(rs(""), restoreSource{storage: s3, key: "a/web/w1", echoName: "web"}, "img")
+				j := inspectJob(rs(""), restoreSource{storage: s3, key: "a/web/w1", echoName: "web"}, moverSettings{image: "img"})
 				return j.Spec.Template.Spec.Containers[0].Args, j.Spec.Template.Spec, j.Name
 			},
 			wantArgs: []string{"inspect", "--key=a/web/w1", "--s3-endpoint=https://s3.example.test", "--s3-bucket=b"},
@@ -43,7 +43,7 @@ func TestRestoreJobs(t *testing.T) {
 		{
 			name: "inspect from a claim mounts the backup claim",
 			build: func() ([]string, corev1.PodSpec, string) {
-				j := inspectJob(rs(""), restoreSource{storage: pvc, key: "a/web/w1", echoName: "web"}, "img")
+				j := inspectJob(rs(""), restoreSource{storage: pvc, key: "a/web/w1", echoName: "web"}, moverSettings{image: "img"})
 				return j.Spec.Template.Spec.Containers[0].Args, j.Spec.Template.Spec, j.Name
 			},
 			wantArgs:   []string{"inspect", "--key=a/web/w1", "--fs-root=/backup/echo"},
@@ -52,7 +52,7 @@ func TestRestoreJobs(t *testing.T) {
 		{
 			name: "restore defaults to failing on existing data and writes the Echo's claim",
 			build: func() ([]string, corev1.PodSpec, string) {
-				j := restoreJob(rs(""), restoreSource{storage: s3, key: "a/web/w1"}, echo, "img")
+				j := restoreJob(rs(""), restoreSource{storage: s3, key: "a/web/w1"}, echo, moverSettings{image: "img"})
 				return j.Spec.Template.Spec.Containers[0].Args, j.Spec.Template.Spec, j.Name
 			},
 			wantArgs:    []string{"restore", "--data-dir=/data", "--key=a/web/w1", "--existing-data=Fail", "--restore-id=uid-r1"},
@@ -62,7 +62,7 @@ func TestRestoreJobs(t *testing.T) {
 		{
 			name: "restore that replaces",
 			build: func() ([]string, corev1.PodSpec, string) {
-				j := restoreJob(rs(echov1alpha1.ExistingDataReplace), restoreSource{storage: pvc, key: "k"}, echo, "img")
+				j := restoreJob(rs(echov1alpha1.ExistingDataReplace), restoreSource{storage: pvc, key: "k"}, echo, moverSettings{image: "img"})
 				return j.Spec.Template.Spec.Containers[0].Args, j.Spec.Template.Spec, j.Name
 			},
 			wantArgs:    []string{"restore", "--existing-data=Replace", "--restore-id=uid-r1", "--fs-root=/backup/echo"},

@@ -125,25 +125,32 @@ func TestSecretsNotOptedInSaysWhatToFix(t *testing.T) {
 // BackupStorage.SecretNames before creating it checks every Secret it
 // reads.
 func TestMoverJobsReadOnlyTheCheckedSecrets(t *testing.T) {
-	storage := echov1alpha1.BackupStorage{S3: &echov1alpha1.S3Storage{Endpoint: "https://s3.example.test", Bucket: "b",
-		CredentialsSecretRef: echov1alpha1.S3CredentialsSecretRef{Name: "creds", AccessKeyIDKey: "id", SecretAccessKeyKey: "key"},
-		CABundle:             &echov1alpha1.SecretKeyRef{Name: "ca", Key: "ca.crt"}}}
-	echo := &echov1alpha1.Echo{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"},
-		Spec: echov1alpha1.EchoSpec{Persistence: &echov1alpha1.PersistenceSpec{Enabled: true}}}
-	b := &echov1alpha1.EchoBackup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b1"},
-		Spec: echov1alpha1.EchoBackupSpec{EchoName: "web", Storage: storage}}
-	rs := &echov1alpha1.EchoRestore{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "r1"}}
-	src := restoreSource{storage: storage, key: "ns/web/b1", echoName: "web"}
-	for name, job := range map[string]*batchv1.Job{
-		"backup":  backupJob(b, echo, "img"),
-		"delete":  deleteJob(b, "img"),
-		"inspect": inspectJob(rs, src, "img"),
-		"restore": restoreJob(rs, src, echo, "img"),
-	} {
-		got, want := podSecrets(job.Spec.Template.Spec), slices.Sorted(slices.Values(storage.SecretNames()))
+	for name, job := range moverJobsOf(moverSettings{image: "img"}) {
+		got, want := podSecrets(job.Spec.Template.Spec), slices.Sorted(slices.Values(testStorage.SecretNames()))
 		if !slices.Equal(got, want) {
 			t.Errorf("the %s Job reads the Secrets %v, want those the check covers: %v", name, got, want)
 		}
+	}
+}
+
+// testStorage is S3 storage with credentials and a CA bundle.
+var testStorage = echov1alpha1.BackupStorage{S3: &echov1alpha1.S3Storage{Endpoint: "https://s3.example.test", Bucket: "b",
+	CredentialsSecretRef: echov1alpha1.S3CredentialsSecretRef{Name: "creds", AccessKeyIDKey: "id", SecretAccessKeyKey: "key"},
+	CABundle:             &echov1alpha1.SecretKeyRef{Name: "ca", Key: "ca.crt"}}}
+
+// moverJobsOf builds every kind of data mover Job, with m, on testStorage.
+func moverJobsOf(m moverSettings) map[string]*batchv1.Job {
+	echo := &echov1alpha1.Echo{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"},
+		Spec: echov1alpha1.EchoSpec{Persistence: &echov1alpha1.PersistenceSpec{Enabled: true}}}
+	b := &echov1alpha1.EchoBackup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b1"},
+		Spec: echov1alpha1.EchoBackupSpec{EchoName: "web", Storage: testStorage}}
+	rs := &echov1alpha1.EchoRestore{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "r1"}}
+	src := restoreSource{storage: testStorage, key: "ns/web/b1", echoName: "web"}
+	return map[string]*batchv1.Job{
+		"backup":  backupJob(b, echo, m),
+		"delete":  deleteJob(b, m),
+		"inspect": inspectJob(rs, src, m),
+		"restore": restoreJob(rs, src, echo, m),
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	livev1alpha1 "github.com/echo-operator/echo-operator/api/live/v1alpha1"
+	"github.com/echo-operator/echo-operator/controllers"
 	"github.com/echo-operator/echo-operator/internal/egress"
 	"github.com/echo-operator/echo-operator/internal/operator"
 )
@@ -142,6 +143,7 @@ func parseFlags() operator.Options {
 
 	o.Helm.DefaultEchoImage = envOr("RELATED_IMAGE_ECHO", defaultEchoImage)
 	o.MoverImage = envOr("RELATED_IMAGE_OPERATOR", defaultOperatorImage)
+	o.MoverEnv = controllers.ProxyEnv(os.LookupEnv)
 	o.WatchNamespaces = splitNamespaces(os.Getenv("WATCH_NAMESPACE"))
 	o.QPS, o.Burst = float32(qps), burst
 	o.LiveAPI.Kubeconfig = kubeconfigFile()

@@ -74,6 +74,9 @@ type Options struct {
 
 	// MoverImage is the operator's own image, run by backup and restore Jobs.
 	MoverImage string
+	// MoverEnv is passed on to the data mover's pods: the cluster's proxy
+	// settings (controllers.ProxyEnv).
+	MoverEnv []corev1.EnvVar
 
 	// ProgressStatusDelay holds back Echo status changes that only report
 	// progress; 0 means controllers.DefaultProgressStatusDelay.
@@ -223,6 +226,7 @@ func setupReconcilers(mgr ctrl.Manager, o Options, recorder record.EventRecorder
 		Scheme:          mgr.GetScheme(),
 		Recorder:        recorder,
 		MoverImage:      o.MoverImage,
+		MoverEnv:        o.MoverEnv,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the EchoBackup controller: %w", err)
 	}
@@ -245,6 +249,7 @@ func setupReconcilers(mgr ctrl.Manager, o Options, recorder record.EventRecorder
 		Scheme:     mgr.GetScheme(),
 		Recorder:   recorder,
 		MoverImage: o.MoverImage,
+		MoverEnv:   o.MoverEnv,
 		Clock:      o.Now,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the EchoRestore controller: %w", err)
