@@ -74,7 +74,7 @@ func TestInstallFromCatalog(t *testing.T) {
 		expectGranted(installNS, spec.Install.Spec.ClusterPermissions, "")
 		expectGranted(installNS, spec.Install.Spec.Permissions, installNS, targetNS)
 		for _, p := range spec.Install.Spec.ClusterPermissions {
-			Expect(allowed(Default, installNS, p.ServiceAccountName, "create", "rbac.authorization.k8s.io", "clusterroles", "")).
+			Expect(allowed(Default, installNS, p.ServiceAccountName, access{verb: "create", group: "rbac.authorization.k8s.io", resource: "clusterroles"}, "")).
 				To(BeFalse(), "the operator's account is not an administrator")
 		}
 		Expect(spec.Install.Spec.Deployments).NotTo(BeEmpty())

@@ -212,30 +212,45 @@ func expectServiceAccounts(namespace string, spec csvSpec) {
 
 // allowed asks the API server whether the ServiceAccount may do verb on
 // group/resource in namespace ("" is cluster-wide).
-func allowed(g Gomega, saNamespace, saName, verb, group, resource, namespace string) bool {
+func allowed(g Gomega, saNamespace, saName string, a access, namespace string) bool {
 	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 		User:   "system:serviceaccount:" + saNamespace + ":" + saName,
 		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + saNamespace, "system:authenticated"},
 		ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Namespace: namespace, Verb: verb, Group: group, Resource: resource,
+			Namespace: namespace, Verb: a.verb, Group: a.group, Resource: a.resource, Name: a.name,
 		},
 	}}
 	g.Expect(k8sClient.Create(context.Background(), sar)).To(Succeed())
 	return sar.Status.Allowed
 }
 
-// access is one request a policy rule allows.
-type access struct{ verb, group, resource string }
+// access is one request a policy rule allows: on any object of the
+// resource, or on the one named.
+type access struct{ verb, group, resource, name string }
+
+func (a access) String() string {
+	s := a.verb + " " + a.resource + "." + a.group
+	if a.name != "" {
+		s += " named " + a.name
+	}
+	return s
+}
 
 // accessesOf expands rules into the requests they allow.
 func accessesOf(rules []rbacv1.PolicyRule) []access {
 	var out []access
 	for _, rule := range rules {
 		Expect(rule.NonResourceURLs).To(BeEmpty(), "the operator needs no non-resource URLs")
+		names := rule.ResourceNames
+		if len(names) == 0 {
+			names = []string{""}
+		}
 		for _, group := range rule.APIGroups {
 			for _, resource := range rule.Resources {
 				for _, verb := range rule.Verbs {
-					out = append(out, access{verb: verb, group: group, resource: resource})
+					for _, name := range names {
+						out = append(out, access{verb: verb, group: group, resource: resource, name: name})
+					}
 				}
 			}
 		}
@@ -245,15 +260,21 @@ func accessesOf(rules []rbacv1.PolicyRule) []access {
 
 // expectGranted checks, by SubjectAccessReviews, that the ServiceAccount
 // holds every rule of the permissions in each namespace ("" is
-// cluster-wide). OLM creates the Roles and bindings asynchronously, so this
-// waits.
+// cluster-wide), and that a rule that names its objects reaches no other.
+// OLM creates the Roles and bindings asynchronously, so this waits.
 func expectGranted(saNamespace string, perms []permission, namespaces ...string) {
 	for _, p := range perms {
 		for _, a := range accessesOf(p.Rules) {
 			for _, ns := range namespaces {
 				Eventually(func(g Gomega) bool {
-					return allowed(g, saNamespace, p.ServiceAccountName, a.verb, a.group, a.resource, ns)
-				}, timeout, interval).Should(BeTrue(), "%s may %s %s.%s in %q", p.ServiceAccountName, a.verb, a.resource, a.group, ns)
+					return allowed(g, saNamespace, p.ServiceAccountName, a, ns)
+				}, timeout, interval).Should(BeTrue(), "%s may %s in %q", p.ServiceAccountName, a, ns)
+				if a.name != "" {
+					other := a
+					other.name = "another-" + a.name
+					Expect(allowed(Default, saNamespace, p.ServiceAccountName, other, ns)).
+						To(BeFalse(), "%s may %s in %q", p.ServiceAccountName, other, ns)
+				}
 			}
 		}
 	}
@@ -266,8 +287,8 @@ func expectGranted(saNamespace string, perms []permission, namespaces ...string)
 func expectDenied(saNamespace, saName string, rules []rbacv1.PolicyRule, namespaces ...string) {
 	for _, a := range accessesOf(rules) {
 		for _, ns := range namespaces {
-			Expect(allowed(Default, saNamespace, saName, a.verb, a.group, a.resource, ns)).
-				To(BeFalse(), "%s may %s %s.%s in %q", saName, a.verb, a.resource, a.group, ns)
+			Expect(allowed(Default, saNamespace, saName, a, ns)).
+				To(BeFalse(), "%s may %s in %q", saName, a, ns)
 		}
 	}
 }
