@@ -89,7 +89,7 @@ func (r *EchoBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 
 func (r *EchoBackupReconciler) reconcileBackup(ctx context.Context, b *echov1alpha1.EchoBackup) (ctrl.Result, error) {
 	echo := &echov1alpha1.Echo{}
-	if err := r.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.EchoName}, echo); err != nil {
+	if err := r.getEcho(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.EchoName}, echo); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.fail(b, echov1alpha1.BackupReasonEchoNotFound,
 				fmt.Sprintf("Echo %q does not exist in namespace %s: create it, or a new EchoBackup for an Echo that exists", b.Spec.EchoName, b.Namespace))
@@ -118,6 +118,18 @@ func (r *EchoBackupReconciler) reconcileBackup(ctx context.Context, b *echov1alp
 		return ctrl.Result{}, err
 	}
 	return r.observeJob(ctx, b, job)
+}
+
+// getEcho reads the Echo a backup names from the cache and, when the
+// cache does not have it, from the API server: an Echo created just before
+// its backup may not be in the cache yet, and failing the backup for good
+// on a stale cache would lose it.
+func (r *EchoBackupReconciler) getEcho(ctx context.Context, key client.ObjectKey, echo *echov1alpha1.Echo) error {
+	err := r.Get(ctx, key, echo)
+	if apierrors.IsNotFound(err) {
+		err = r.APIReader.Get(ctx, key, echo)
+	}
+	return err
 }
 
 // heldByRestore reports whether the backup must wait because an
