@@ -57,8 +57,29 @@ func waitJobNamed(t *testing.T, ns, name string) *batchv1.Job {
 	job := &batchv1.Job{}
 	Eventually(func() error {
 		return k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, job)
-	}, timeout, interval).Should(Succeed())
+	}, timeout, interval).Should(Succeed(), func() string { return "Job " + name + " never appeared; " + moverOwners(ns) })
 	return job
+}
+
+// moverOwners tells what the backups and restores of a namespace say of
+// themselves: why a Job they should have made is not there.
+func moverOwners(ns string) string {
+	ctx := context.Background()
+	backups, restores := &echov1alpha1.EchoBackupList{}, &echov1alpha1.EchoRestoreList{}
+	if err := k8sClient.List(ctx, backups, client.InNamespace(ns)); err != nil {
+		return err.Error()
+	}
+	if err := k8sClient.List(ctx, restores, client.InNamespace(ns)); err != nil {
+		return err.Error()
+	}
+	out := "in namespace " + ns + ":"
+	for _, b := range backups.Items {
+		out += fmt.Sprintf("\n  EchoBackup %s: finalizers %v, conditions %+v", b.Name, b.Finalizers, b.Status.Conditions)
+	}
+	for _, r := range restores.Items {
+		out += fmt.Sprintf("\n  EchoRestore %s: finalizers %v, conditions %+v", r.Name, r.Finalizers, r.Status.Conditions)
+	}
+	return out
 }
 
 // writeJournal runs a real echo server on dataDir and has it journal n requests.

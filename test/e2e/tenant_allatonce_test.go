@@ -89,9 +89,7 @@ func TestHostileTenantAllAtOnce(t *testing.T) {
 	}
 	// Large objects labelled as the operator's, the chart's and the
 	// release's.
-	for _, obj := range bulkLabelledObjects(tn.ns, webKey.Name, 16) {
-		Expect(tn.c.Create(ctx, obj)).To(Succeed(), "the edit role creates %T %s", obj, obj.GetName())
-	}
+	createBulk(t, tn, bulkLabelledObjects(tn.ns, webKey.Name, 16))
 
 	neighbour := types.NamespacedName{Namespace: newRestrictedNamespace(t), Name: "neighbour"}
 	created := time.Now()

@@ -72,6 +72,19 @@ func bulkLabelledObjects(ns, echo string, n int) []client.Object {
 	return objs
 }
 
+// createBulk creates the objects as the tenant, and deletes them when the
+// test ends: they weigh on the API server, not only on the operator.
+func createBulk(t *testing.T, tn tenant, objs []client.Object) {
+	t.Helper()
+	ctx := context.Background()
+	for _, obj := range objs {
+		Expect(tn.c.Create(ctx, obj)).To(Succeed(), "the edit role creates %T %s", obj, obj.GetName())
+		t.Cleanup(func() {
+			_ = k8sClient.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		})
+	}
+}
+
 // TestHostileTenantLabelledObjects: a tenant labels large objects of every
 // kind the operator watches as the operator's, the chart's or its
 // release's, and backs up its Echo (which reads release records). The
@@ -88,9 +101,7 @@ func TestHostileTenantLabelledObjects(t *testing.T) {
 
 	before := peakRSS(Default)
 	const perKind = 24
-	for _, obj := range bulkLabelledObjects(tn.ns, webKey.Name, perKind) {
-		Expect(tn.c.Create(ctx, obj)).To(Succeed(), "the edit role creates %T %s", obj, obj.GetName())
-	}
+	createBulk(t, tn, bulkLabelledObjects(tn.ns, webKey.Name, perKind))
 	for i := range 3 {
 		b := &echov1alpha1.EchoBackup{ObjectMeta: metav1.ObjectMeta{Namespace: tn.ns, Name: fmt.Sprintf("b%d", i)},
 			Spec: echov1alpha1.EchoBackupSpec{EchoName: webKey.Name, Storage: echov1alpha1.BackupStorage{
