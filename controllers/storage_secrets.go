@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/internal/storagesecrets"
 )
 
 // The storage Secrets a data mover Job may be given: only those that opted
@@ -72,18 +70,9 @@ func asSecretsNotOptedIn(err error) (*secretsNotOptedIn, bool) {
 // existed: the Job's pod cannot start without it, and the Job fails at its
 // deadline.
 func storageSecretsOptedIn(ctx context.Context, api client.Reader, namespace string, storage echov1alpha1.BackupStorage) error {
-	var refused []string
-	for _, name := range storage.SecretNames() {
-		secret := &metav1.PartialObjectMetadata{}
-		secret.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-		err := api.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, secret)
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			return fmt.Errorf("reading the labels of Secret %s: %w", name, err)
-		case !echov1alpha1.StorageSecretOptedIn(secret.Labels):
-			refused = append(refused, name)
-		}
+	refused, err := storagesecrets.NotOptedIn(ctx, api, namespace, storage.SecretNames())
+	if err != nil {
+		return err
 	}
 	if len(refused) > 0 {
 		return &secretsNotOptedIn{namespace: namespace, secrets: refused}

@@ -4,12 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/internal/storagesecrets"
 )
 
 // requireOptedIn refuses a location that names, as its credentials or CA
@@ -20,19 +16,12 @@ import (
 // the Secrets' metadata. A Secret that does not exist passes, for open to
 // report as before.
 func (l *locationListings) requireOptedIn(ctx context.Context, loc *echov1alpha1.EchoBackupLocation) error {
-	for _, name := range loc.Spec.S3.SecretNames() {
-		secret := &metav1.PartialObjectMetadata{}
-		secret.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-		err := l.api.Get(ctx, client.ObjectKey{Namespace: loc.Namespace, Name: name}, secret)
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			return fmt.Errorf("reading the labels of Secret %s: %w", name, err)
-		case !echov1alpha1.StorageSecretOptedIn(secret.Labels):
-			return fmt.Errorf("the Secret %q has no label %[2]s=true, which echo-operator requires before it reads a Secret as storage credentials or CA bundle: "+
-				"if it holds this location's credentials or CA bundle, label it (kubectl label secret -n %[3]s %[4]s %[2]s=true); if not, name a Secret that has the label",
-				name, echov1alpha1.StorageSecretLabel, loc.Namespace, name)
-		}
+	refused, err := storagesecrets.NotOptedIn(ctx, l.api, loc.Namespace, loc.Spec.S3.SecretNames())
+	if err != nil || len(refused) == 0 {
+		return err
 	}
-	return nil
+	name := refused[0]
+	return fmt.Errorf("the Secret %q has no label %[2]s=true, which echo-operator requires before it reads a Secret as storage credentials or CA bundle: "+
+		"if it holds this location's credentials or CA bundle, label it (kubectl label secret -n %[3]s %[4]s %[2]s=true); if not, name a Secret that has the label",
+		name, echov1alpha1.StorageSecretLabel, loc.Namespace, name)
 }
