@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
-	"github.com/echo-operator/echo-operator/internal/testutil/olderschema"
+	"github.com/echo-operator/echo-operator/test/harness/olderschema"
 )
 
 // An EchoBackupSchedule stored with a value its Go type cannot hold (a

@@ -2,7 +2,7 @@
 # Builds the MinIO server from the Go module proxy into
 # $BIN_DIR/minio/<version>/minio, skipping the build when it is already
 # there. The data mover's tests and benchmark run it as a real S3 service on
-# 127.0.0.1 (internal/testutil/s3server), found through the MINIO
+# 127.0.0.1 (test/harness/s3server), found through the MINIO
 # environment variable that the Makefile sets.
 set -euo pipefail
 

@@ -1,4 +1,4 @@
-// Command simcluster runs a simulated cluster (see internal/simcluster)
+// Command simcluster runs a simulated cluster (see test/harness/simcluster)
 // until interrupted, for running the operator locally:
 //
 //	go run ./hack/simcluster --kubeconfig bin/simcluster/kubeconfig --crds config/crd/bases [--nodes N]
@@ -24,7 +24,7 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/echo-operator/echo-operator/internal/simcluster"
+	"github.com/echo-operator/echo-operator/test/harness/simcluster"
 )
 
 // stringList is a flag that may be repeated and takes comma-separated values.

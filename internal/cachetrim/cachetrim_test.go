@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/echo-operator/echo-operator/internal/chart"
-	"github.com/echo-operator/echo-operator/internal/testutil/reporoot"
+	"github.com/echo-operator/echo-operator/test/harness/reporoot"
 )
 
 func labelled(n int) map[string]string {

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/echo-operator/echo-operator/internal/testutil/s3server"
+	"github.com/echo-operator/echo-operator/test/harness/s3server"
 )
 
 // The benchmark's data set: 1 GiB, half journal-like JSON lines (eight

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/echo-operator/echo-operator/internal/testutil/fakes3"
+	"github.com/echo-operator/echo-operator/test/harness/fakes3"
 )
 
 // The storage of a listing may be a tenant's: these tests list buckets

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/echo-operator/echo-operator/internal/testutil/s3server"
+	"github.com/echo-operator/echo-operator/test/harness/s3server"
 )
 
 // TestListBackups lists a store holding whole, damaged and foreign

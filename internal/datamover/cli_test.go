@@ -30,7 +30,7 @@ import (
 
 	"github.com/echo-operator/echo-operator/internal/echoserver"
 	"github.com/echo-operator/echo-operator/internal/moverprotocol"
-	"github.com/echo-operator/echo-operator/internal/testutil/s3server"
+	"github.com/echo-operator/echo-operator/test/harness/s3server"
 )
 
 const moverTimeout = 2 * time.Minute

@@ -23,7 +23,7 @@ import (
 	"github.com/klauspost/pgzip"
 	"golang.org/x/sys/unix"
 
-	"github.com/echo-operator/echo-operator/internal/testutil/s3server"
+	"github.com/echo-operator/echo-operator/test/harness/s3server"
 )
 
 // managerBin is the manager binary built by TestMain, empty in -short mode.

@@ -20,8 +20,8 @@ import (
 
 	"github.com/minio/minio-go/v7"
 
-	"github.com/echo-operator/echo-operator/internal/testutil/s3server"
-	"github.com/echo-operator/echo-operator/internal/testutil/testcerts"
+	"github.com/echo-operator/echo-operator/test/harness/s3server"
+	"github.com/echo-operator/echo-operator/test/harness/testcerts"
 )
 
 const testBucket = "backups"

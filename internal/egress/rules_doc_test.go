@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/echo-operator/echo-operator/internal/testutil/reporoot"
+	"github.com/echo-operator/echo-operator/test/harness/reporoot"
 )
 
 // TestRulesAreDocumented keeps the security model's list of denied ranges

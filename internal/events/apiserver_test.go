@@ -17,7 +17,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
-	"github.com/echo-operator/echo-operator/internal/testutil/controlplane"
+	"github.com/echo-operator/echo-operator/test/harness/controlplane"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 )

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	livev1alpha1 "github.com/echo-operator/echo-operator/api/live/v1alpha1"
-	"github.com/echo-operator/echo-operator/internal/testutil/fakes3"
+	"github.com/echo-operator/echo-operator/test/harness/fakes3"
 )
 
 // BenchmarkHostileListings lists, with `kubectl get storedbackups -A`'s

@@ -28,7 +28,7 @@ import (
 	livev1alpha1 "github.com/echo-operator/echo-operator/api/live/v1alpha1"
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	"github.com/echo-operator/echo-operator/internal/datamover"
-	"github.com/echo-operator/echo-operator/internal/testutil/fakes3"
+	"github.com/echo-operator/echo-operator/test/harness/fakes3"
 )
 
 // testLimits are the listing limits of these tests: the defaults, with a

@@ -9,7 +9,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/echo-operator/echo-operator/internal/testutil/reporoot"
+	"github.com/echo-operator/echo-operator/test/harness/reporoot"
 )
 
 // TestLeaderElectionRoleNamesTheLease: the leader election Role reaches

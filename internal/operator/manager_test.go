@@ -11,7 +11,7 @@ import (
 
 	"github.com/echo-operator/echo-operator/internal/chart"
 	"github.com/echo-operator/echo-operator/internal/releasetrust"
-	"github.com/echo-operator/echo-operator/internal/testutil/testcerts"
+	"github.com/echo-operator/echo-operator/test/harness/testcerts"
 )
 
 func TestCacheOptions(t *testing.T) {

@@ -30,7 +30,7 @@ import (
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	"github.com/echo-operator/echo-operator/internal/helmreconciler"
 	"github.com/echo-operator/echo-operator/internal/operator"
-	"github.com/echo-operator/echo-operator/internal/testutil/olderschema"
+	"github.com/echo-operator/echo-operator/test/harness/olderschema"
 )
 
 const (

@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/echo-operator/echo-operator/internal/testutil/controlplane"
+	"github.com/echo-operator/echo-operator/test/harness/controlplane"
 )
 
 const (

@@ -12,8 +12,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/echo-operator/echo-operator/internal/testutil/reporoot"
-	"github.com/echo-operator/echo-operator/internal/testutil/toolbin"
+	"github.com/echo-operator/echo-operator/test/harness/reporoot"
+	"github.com/echo-operator/echo-operator/test/harness/toolbin"
 )
 
 // The files under test, relative to the repository root.

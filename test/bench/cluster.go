@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/echo-operator/echo-operator/internal/simcluster"
+	"github.com/echo-operator/echo-operator/test/harness/simcluster"
 )
 
 const (
@@ -24,7 +24,7 @@ const (
 	// operatorNamespace holds the operator's leader election Lease.
 	operatorNamespace = "echo-operator-system"
 
-	// podsPerNode is the fake nodes' pod capacity (internal/simcluster);
+	// podsPerNode is the fake nodes' pod capacity (test/harness/simcluster);
 	// nodes are filled to at most nodeFill of it, plus spare nodes.
 	podsPerNode = 1000
 	nodeFill    = 900

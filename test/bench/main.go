@@ -46,9 +46,9 @@ import (
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/echo-operator/echo-operator/internal/simcluster"
-	"github.com/echo-operator/echo-operator/internal/testutil/managerbin"
-	"github.com/echo-operator/echo-operator/internal/testutil/reporoot"
+	"github.com/echo-operator/echo-operator/test/harness/managerbin"
+	"github.com/echo-operator/echo-operator/test/harness/reporoot"
+	"github.com/echo-operator/echo-operator/test/harness/simcluster"
 )
 
 const (

@@ -26,7 +26,7 @@ import (
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	"github.com/echo-operator/echo-operator/internal/datamover"
 	"github.com/echo-operator/echo-operator/internal/echoserver"
-	"github.com/echo-operator/echo-operator/internal/testutil/s3server"
+	"github.com/echo-operator/echo-operator/test/harness/s3server"
 )
 
 const (

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/echo-operator/echo-operator/internal/testutil/simsuite"
+	"github.com/echo-operator/echo-operator/test/harness/simsuite"
 )
 
 // stopTimeout bounds a graceful stop of the manager.

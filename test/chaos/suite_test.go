@@ -3,8 +3,8 @@
 // Package chaos kills the operator at chosen and at random points and
 // checks that it converges after a restart. It runs the real manager
 // binary, built from this tree, against a simulated cluster
-// (internal/simcluster) and a real S3 service (internal/testutil/s3server),
-// with the data mover Jobs run for real by internal/testutil/moverrunner.
+// (test/harness/simcluster) and a real S3 service (test/harness/s3server),
+// with the data mover Jobs run for real by test/harness/moverrunner.
 //
 // # Crash points
 //
@@ -62,9 +62,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/echo-operator/echo-operator/internal/simcluster"
-	"github.com/echo-operator/echo-operator/internal/testutil/moverrunner"
-	"github.com/echo-operator/echo-operator/internal/testutil/simsuite"
+	"github.com/echo-operator/echo-operator/test/harness/moverrunner"
+	"github.com/echo-operator/echo-operator/test/harness/simcluster"
+	"github.com/echo-operator/echo-operator/test/harness/simsuite"
 )
 
 const (

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/echo-operator/echo-operator/internal/testutil/reporoot"
+	"github.com/echo-operator/echo-operator/test/harness/reporoot"
 )
 
 // The Grafana dashboard and the metric reference it is checked against,

@@ -17,7 +17,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
-	"github.com/echo-operator/echo-operator/internal/testutil/reporoot"
+	"github.com/echo-operator/echo-operator/test/harness/reporoot"
 )
 
 // The documents and the tables they must hold, relative to the repository

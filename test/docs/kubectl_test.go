@@ -15,7 +15,7 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/echo-operator/echo-operator/internal/testutil/reporoot"
+	"github.com/echo-operator/echo-operator/test/harness/reporoot"
 )
 
 // What the kubectl check reads, relative to the repository root.

@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
-	"github.com/echo-operator/echo-operator/internal/testutil/promserver"
+	"github.com/echo-operator/echo-operator/test/harness/promserver"
 )
 
 // A real Prometheus scrapes the real manager, as the ServiceMonitor of

@@ -26,13 +26,13 @@ import (
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	"github.com/echo-operator/echo-operator/internal/echoserver"
-	"github.com/echo-operator/echo-operator/internal/testutil/moverrunner"
-	"github.com/echo-operator/echo-operator/internal/testutil/s3server"
+	"github.com/echo-operator/echo-operator/test/harness/moverrunner"
+	"github.com/echo-operator/echo-operator/test/harness/s3server"
 )
 
 // KWOK completes the pods of the data mover Jobs without running them.
 // These tests run the data mover for real where the Job would
-// (internal/testutil/moverrunner): the manager binary, with the Job's own
+// (test/harness/moverrunner): the manager binary, with the Job's own
 // arguments and the Echo's data in a local directory, against a real S3
 // server; its result then becomes the pod's termination message, as the
 // kubelet would report it.

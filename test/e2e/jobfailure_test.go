@@ -19,9 +19,9 @@ import (
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	"github.com/echo-operator/echo-operator/internal/moverprotocol"
-	"github.com/echo-operator/echo-operator/internal/simcluster"
-	"github.com/echo-operator/echo-operator/internal/testutil/moverrunner"
-	"github.com/echo-operator/echo-operator/internal/testutil/s3server"
+	"github.com/echo-operator/echo-operator/test/harness/moverrunner"
+	"github.com/echo-operator/echo-operator/test/harness/s3server"
+	"github.com/echo-operator/echo-operator/test/harness/simcluster"
 )
 
 // heldJobPodNamespace is the namespace whose Job pods KWOK leaves Running

@@ -24,8 +24,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
-	"github.com/echo-operator/echo-operator/internal/testutil/moverrunner"
-	"github.com/echo-operator/echo-operator/internal/testutil/s3server"
+	"github.com/echo-operator/echo-operator/test/harness/moverrunner"
+	"github.com/echo-operator/echo-operator/test/harness/s3server"
 )
 
 // kubectlDocsNamespace is the namespace of TestKubectlRunsTheDocumentedCommands.

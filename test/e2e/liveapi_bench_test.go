@@ -23,7 +23,7 @@ import (
 	echochart "github.com/echo-operator/echo-operator/internal/chart"
 	"github.com/echo-operator/echo-operator/internal/datamover"
 	"github.com/echo-operator/echo-operator/internal/releasetrust"
-	"github.com/echo-operator/echo-operator/internal/testutil/s3server"
+	"github.com/echo-operator/echo-operator/test/harness/s3server"
 )
 
 // liveBenchItems is how many revisions and stored backups the live API

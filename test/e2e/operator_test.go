@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/echo-operator/echo-operator/internal/simcluster"
-	"github.com/echo-operator/echo-operator/internal/testutil/simsuite"
+	"github.com/echo-operator/echo-operator/test/harness/simcluster"
+	"github.com/echo-operator/echo-operator/test/harness/simsuite"
 )
 
 // restartDelay is how long the suite waits before it starts an operator

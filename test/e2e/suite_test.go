@@ -18,9 +18,9 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/echo-operator/echo-operator/internal/simcluster"
-	"github.com/echo-operator/echo-operator/internal/testutil/simsuite"
-	"github.com/echo-operator/echo-operator/internal/testutil/testcerts"
+	"github.com/echo-operator/echo-operator/test/harness/simcluster"
+	"github.com/echo-operator/echo-operator/test/harness/simsuite"
+	"github.com/echo-operator/echo-operator/test/harness/testcerts"
 )
 
 const (

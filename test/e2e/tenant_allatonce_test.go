@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
-	"github.com/echo-operator/echo-operator/internal/testutil/fakes3"
+	"github.com/echo-operator/echo-operator/test/harness/fakes3"
 )
 
 // hostileTenantBound is what the manager's resident memory may grow by

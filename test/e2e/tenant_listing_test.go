@@ -18,8 +18,8 @@ import (
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	"github.com/echo-operator/echo-operator/internal/datamover"
-	"github.com/echo-operator/echo-operator/internal/testutil/fakes3"
-	"github.com/echo-operator/echo-operator/internal/testutil/s3server"
+	"github.com/echo-operator/echo-operator/test/harness/fakes3"
+	"github.com/echo-operator/echo-operator/test/harness/s3server"
 )
 
 // listingRSSBound is how much the operator's resident memory may grow

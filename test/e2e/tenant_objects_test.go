@@ -20,7 +20,7 @@ import (
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	echochart "github.com/echo-operator/echo-operator/internal/chart"
 	"github.com/echo-operator/echo-operator/internal/moverprotocol"
-	"github.com/echo-operator/echo-operator/internal/simcluster"
+	"github.com/echo-operator/echo-operator/test/harness/simcluster"
 )
 
 // bulkObjectBytes is the size of each labelled object the tenant makes:

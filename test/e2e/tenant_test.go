@@ -37,7 +37,7 @@ import (
 	"github.com/echo-operator/echo-operator/internal/helmreconciler"
 	"github.com/echo-operator/echo-operator/internal/operator"
 	"github.com/echo-operator/echo-operator/internal/releasetrust"
-	"github.com/echo-operator/echo-operator/internal/testutil/olderschema"
+	"github.com/echo-operator/echo-operator/test/harness/olderschema"
 )
 
 // The hostile-tenant suite plays a team that can only edit its own

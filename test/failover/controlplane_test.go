@@ -13,7 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/echo-operator/echo-operator/internal/simcluster"
+	"github.com/echo-operator/echo-operator/test/harness/simcluster"
 )
 
 // createPeriod spreads the creation of a rollout's Echos over this long.

@@ -17,7 +17,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/echo-operator/echo-operator/internal/testutil/simsuite"
+	"github.com/echo-operator/echo-operator/test/harness/simsuite"
 )
 
 const (

@@ -23,8 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/echo-operator/echo-operator/internal/simcluster"
-	"github.com/echo-operator/echo-operator/internal/testutil/simsuite"
+	"github.com/echo-operator/echo-operator/test/harness/simcluster"
+	"github.com/echo-operator/echo-operator/test/harness/simsuite"
 )
 
 const (

@@ -30,7 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/echo-operator/echo-operator/internal/echoserver"
-	"github.com/echo-operator/echo-operator/internal/testutil/s3server"
+	"github.com/echo-operator/echo-operator/test/harness/s3server"
 )
 
 // operatorProcess is the manager binary run out of cluster as the pod of

@@ -5,7 +5,7 @@
 // tests install it the way OLM users do: the catalog built from bundle/ is
 // served by `opm serve`, and Operator Lifecycle Manager's own `olm` and
 // `catalog` commands, run as processes against a simulated cluster
-// (internal/simcluster), resolve a Subscription, install the CSV with its
+// (test/harness/simcluster), resolve a Subscription, install the CSV with its
 // CRDs, ServiceAccount and RBAC, and upgrade it. Either way, the manager
 // binary then runs with the identity the install gave it (its
 // ServiceAccount's token), which proves the install's permissions are
@@ -46,8 +46,8 @@ import (
 
 	"github.com/echo-operator/echo-operator/hack/catalog/fbc"
 	"github.com/echo-operator/echo-operator/internal/operator"
-	"github.com/echo-operator/echo-operator/internal/simcluster"
-	"github.com/echo-operator/echo-operator/internal/testutil/managerbin"
+	"github.com/echo-operator/echo-operator/test/harness/managerbin"
+	"github.com/echo-operator/echo-operator/test/harness/simcluster"
 )
 
 const (

@@ -29,8 +29,8 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
-	"github.com/echo-operator/echo-operator/internal/testutil/testcerts"
-	"github.com/echo-operator/echo-operator/internal/testutil/toolbin"
+	"github.com/echo-operator/echo-operator/test/harness/testcerts"
+	"github.com/echo-operator/echo-operator/test/harness/toolbin"
 )
 
 // EnvBinary names the environment variable holding the server's path.

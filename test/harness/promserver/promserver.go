@@ -23,7 +23,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/echo-operator/echo-operator/internal/testutil/toolbin"
+	"github.com/echo-operator/echo-operator/test/harness/toolbin"
 )
 
 // EnvBinary names the environment variable holding Prometheus' path.

@@ -20,8 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/echo-operator/echo-operator/internal/operator"
-	"github.com/echo-operator/echo-operator/internal/simcluster"
-	"github.com/echo-operator/echo-operator/internal/testutil/managerbin"
+	"github.com/echo-operator/echo-operator/test/harness/managerbin"
+	"github.com/echo-operator/echo-operator/test/harness/simcluster"
 )
 
 // startTimeout bounds building the manager and starting the cluster.

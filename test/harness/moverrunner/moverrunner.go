@@ -1,5 +1,5 @@
 // Package moverrunner plays the kubelet for the data mover Jobs of a
-// simulated cluster (internal/simcluster).
+// simulated cluster (test/harness/simcluster).
 //
 // KWOK completes the pod of a Job at once, without running anything. A
 // Runner runs the data mover for real where the pod would: the manager

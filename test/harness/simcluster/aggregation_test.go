@@ -27,7 +27,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/echo-operator/echo-operator/internal/testutil/testcerts"
+	"github.com/echo-operator/echo-operator/test/harness/testcerts"
 )
 
 const (
