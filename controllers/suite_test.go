@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/echo-operator/echo-operator/internal/helmreconciler"
-	"github.com/echo-operator/echo-operator/internal/operator"
+	"github.com/echo-operator/echo-operator/cmd/manager/app"
 )
 
 // The integration tests run the operator's whole manager (Helm release
@@ -99,7 +99,7 @@ func runSuite(m *testing.M) int {
 	}
 	defer func() { _ = env.Stop() }()
 
-	if k8sClient, err = client.New(cfg, client.Options{Scheme: operator.NewScheme()}); err != nil {
+	if k8sClient, err = client.New(cfg, client.Options{Scheme: app.NewScheme()}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -135,7 +135,7 @@ func startManager(ctx context.Context) (<-chan struct{}, error) {
 	}
 	mgrCfg := rest.CopyConfig(cfg)
 	mgrCfg.Wrap(managerRequests.wrap)
-	mgr, err := operator.NewManager(mgrCfg, operator.Options{
+	mgr, err := app.NewManager(mgrCfg, app.Options{
 		MetricsAddr: "0",
 		ProbeAddr:   "0",
 		MoverImage:  testMoverImage,

@@ -18,9 +18,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	livev1alpha1 "github.com/echo-operator/echo-operator/api/live/v1alpha1"
+	"github.com/echo-operator/echo-operator/cmd/manager/app"
 	"github.com/echo-operator/echo-operator/controllers"
+	"github.com/echo-operator/echo-operator/internal/datamover"
 	"github.com/echo-operator/echo-operator/internal/egress"
-	"github.com/echo-operator/echo-operator/internal/operator"
 )
 
 // defaultEchoImage is the echo server image when RELATED_IMAGE_ECHO is unset.
@@ -81,8 +82,8 @@ const (
 
 func main() {
 	// "manager backup|restore|inspect|delete ..." run the data mover of the
-	// backup, restore and artifact deletion Jobs (datamover.go).
-	if code, ok := runDataMover(os.Args[1:]); ok {
+	// backup, restore and artifact deletion Jobs (internal/datamover/cli.go).
+	if code, ok := datamover.RunCommand(os.Args[1:]); ok {
 		os.Exit(code)
 	}
 	opts := parseFlags()
@@ -98,8 +99,8 @@ func main() {
 	}
 }
 
-func parseFlags() operator.Options {
-	var o operator.Options
+func parseFlags() app.Options {
+	var o app.Options
 	var qps float64
 	var burst int
 	flag.StringVar(&o.MetricsAddr, "metrics-bind-address", "0", "Address of the metrics endpoint (:8443 for HTTPS, :8080 for HTTP); 0 disables it.")
@@ -191,12 +192,12 @@ func inClusterNamespace() string {
 	return strings.TrimSpace(string(raw))
 }
 
-func run(o operator.Options) error {
+func run(o app.Options) error {
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return fmt.Errorf("loading the kubeconfig: %w", err)
 	}
-	mgr, err := operator.NewManager(cfg, o)
+	mgr, err := app.NewManager(cfg, o)
 	if err != nil {
 		return err
 	}

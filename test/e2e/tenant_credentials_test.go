@@ -25,7 +25,7 @@ import (
 
 	livev1alpha1 "github.com/echo-operator/echo-operator/api/live/v1alpha1"
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
-	"github.com/echo-operator/echo-operator/internal/operator"
+	"github.com/echo-operator/echo-operator/cmd/manager/app"
 )
 
 // A user who may edit the echo.dev objects of a namespace but not read its
@@ -59,7 +59,7 @@ func newEchoEditor(t *testing.T) echoEditor {
 	}
 	asUser := rest.CopyConfig(cfg)
 	asUser.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
-	c, err := client.New(asUser, client.Options{Scheme: operator.NewScheme()})
+	c, err := client.New(asUser, client.Options{Scheme: app.NewScheme()})
 	Expect(err).NotTo(HaveOccurred())
 	liveScheme := runtime.NewScheme()
 	Expect(livev1alpha1.AddToScheme(liveScheme)).To(Succeed())

@@ -35,7 +35,7 @@ import (
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	echochart "github.com/echo-operator/echo-operator/internal/chart"
 	"github.com/echo-operator/echo-operator/internal/helmreconciler"
-	"github.com/echo-operator/echo-operator/internal/operator"
+	"github.com/echo-operator/echo-operator/cmd/manager/app"
 	"github.com/echo-operator/echo-operator/internal/releasetrust"
 	"github.com/echo-operator/echo-operator/test/harness/olderschema"
 )
@@ -72,7 +72,7 @@ func tenantOf(t *testing.T, ns string) tenant {
 	})).To(Succeed())
 	asUser := rest.CopyConfig(cfg)
 	asUser.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
-	c, err := client.New(asUser, client.Options{Scheme: operator.NewScheme()})
+	c, err := client.New(asUser, client.Options{Scheme: app.NewScheme()})
 	Expect(err).NotTo(HaveOccurred())
 	// The Echo roles reach edit through kube-controller-manager's
 	// aggregation.

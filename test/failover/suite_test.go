@@ -31,7 +31,7 @@ const (
 	echoImage         = "registry.example.test/echo-server:failover"
 	operatorNamespace = "echo-operator-system"
 	// leaseName is the manager's leader election Lease (LeaderElectionID
-	// in internal/operator).
+	// in cmd/manager/app).
 	leaseName = "echo-operator.echo.dev"
 
 	interval = 200 * time.Millisecond

@@ -45,7 +45,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/echo-operator/echo-operator/hack/catalog/fbc"
-	"github.com/echo-operator/echo-operator/internal/operator"
+	"github.com/echo-operator/echo-operator/cmd/manager/app"
 	"github.com/echo-operator/echo-operator/test/harness/managerbin"
 	"github.com/echo-operator/echo-operator/test/harness/simcluster"
 )
@@ -280,7 +280,7 @@ func inside(m *testing.M) int {
 		}
 	}()
 	cfg = cluster.Config()
-	if k8sClient, err = client.New(cfg, client.Options{Scheme: operator.NewScheme()}); err != nil {
+	if k8sClient, err = client.New(cfg, client.Options{Scheme: app.NewScheme()}); err != nil {
 		return fail(err)
 	}
 	clientset = kubernetes.NewForConfigOrDie(cfg)

@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/echo-operator/echo-operator/internal/operator"
+	"github.com/echo-operator/echo-operator/cmd/manager/app"
 	"github.com/echo-operator/echo-operator/test/harness/managerbin"
 	"github.com/echo-operator/echo-operator/test/harness/simcluster"
 )
@@ -78,7 +78,7 @@ func Start(suite, operatorNamespace string, opts simcluster.Options) (_ *Env, er
 		return nil, fmt.Errorf("starting the simulated cluster: %w", err)
 	}
 	e.Config = e.Cluster.Config()
-	if e.Client, err = client.New(e.Config, client.Options{Scheme: operator.NewScheme()}); err != nil {
+	if e.Client, err = client.New(e.Config, client.Options{Scheme: app.NewScheme()}); err != nil {
 		return nil, err
 	}
 	if e.Clientset, err = kubernetes.NewForConfig(e.Config); err != nil {

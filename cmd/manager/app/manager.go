@@ -1,7 +1,7 @@
-// Package operator assembles the operator's controller manager: the Helm
+// Package app assembles the operator's controller manager: the Helm
 // release reconcilers of watches.yaml and the Go controllers, sharing one
 // cache scoped to what the operator manages.
-package operator
+package app
 
 import (
 	"context"

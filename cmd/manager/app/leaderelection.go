@@ -1,4 +1,4 @@
-package operator
+package app
 
 import (
 	"k8s.io/client-go/rest"

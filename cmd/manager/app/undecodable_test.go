@@ -1,4 +1,4 @@
-package operator_test
+package app_test
 
 import (
 	"context"
@@ -28,9 +28,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/cmd/manager/app"
 	"github.com/echo-operator/echo-operator/internal/helmreconciler"
-	"github.com/echo-operator/echo-operator/internal/operator"
 	"github.com/echo-operator/echo-operator/test/harness/olderschema"
+	"github.com/echo-operator/echo-operator/test/harness/reporoot"
 )
 
 const (
@@ -111,7 +112,7 @@ func startControlPlane(t *testing.T) (*rest.Config, client.Client) {
 		ctrl.SetLogger(logr.Discard())
 	}
 	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
+		CRDDirectoryPaths:     []string{filepath.Join(reporoot.Must(t), "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
 	}
 	cfg, err := env.Start()
@@ -119,7 +120,7 @@ func startControlPlane(t *testing.T) (*rest.Config, client.Client) {
 		t.Fatalf("starting the control plane: %v", err)
 	}
 	t.Cleanup(func() { _ = env.Stop() })
-	c, err := client.New(cfg, client.Options{Scheme: operator.NewScheme()})
+	c, err := client.New(cfg, client.Options{Scheme: app.NewScheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +142,7 @@ func createNamespace(t *testing.T, c client.Client) string {
 func startOperator(t *testing.T, cfg *rest.Config, namespace string) (ctrl.Manager, string) {
 	t.Helper()
 	probe := freeAddress(t)
-	mgr, err := operator.NewManager(cfg, operator.Options{
+	mgr, err := app.NewManager(cfg, app.Options{
 		MetricsAddr:       "0",
 		ProbeAddr:         probe,
 		LeaderElect:       true,
@@ -193,11 +194,9 @@ func readyz(addr string) (int, error) {
 // absolute, since tests run in this package's directory.
 func watchesFile(t *testing.T) string {
 	t.Helper()
-	chart, err := filepath.Abs(filepath.Join("..", "..", "helm-charts", "echo"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile(filepath.Join("..", "..", "watches.yaml"))
+	root := reporoot.Must(t)
+	chart := filepath.Join(root, "helm-charts", "echo")
+	raw, err := os.ReadFile(filepath.Join(root, "watches.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

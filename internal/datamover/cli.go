@@ -1,4 +1,4 @@
-package main
+package datamover
 
 // The backup, restore, delete and inspect subcommands: the data mover run
 // by the operator's backup, restore and artifact deletion Jobs, in the
@@ -32,7 +32,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/echo-operator/echo-operator/internal/datamover"
 	"github.com/echo-operator/echo-operator/internal/moverprotocol"
 )
 
@@ -65,19 +64,19 @@ type moverOptions struct {
 	// backup
 	compression string
 	configFile  string
-	source      datamover.Source
+	source      Source
 	backupID    string
 	// restore
 	existingData string
 	restoreID    string
 	// storage
-	s3     datamover.S3Config
+	s3     S3Config
 	fsRoot string
 }
 
-// runDataMover runs the subcommand named by args[0] when it is backup,
+// RunCommand runs the subcommand named by args[0] when it is backup,
 // restore, delete or inspect, and reports whether it did.
-func runDataMover(args []string) (code int, ok bool) {
+func RunCommand(args []string) (code int, ok bool) {
 	if len(args) == 0 {
 		return 0, false
 	}
@@ -107,7 +106,7 @@ func dataMover(ctx context.Context, command moverprotocol.Command, args []string
 	}
 	if err != nil {
 		msg := truncate(redact(err.Error()), maxErrorLen)
-		reason, retryable := datamover.Reason(err), retryableFailure(ctx, err)
+		reason, retryable := Reason(err), retryableFailure(ctx, err)
 		log.Error(string(command)+" failed", "error", msg, "reason", string(reason), "retryable", retryable)
 		res = moverprotocol.Failure{Error: msg, Reason: reason, Retryable: retryable}
 	}
@@ -126,7 +125,7 @@ func dataMover(ctx context.Context, command moverprotocol.Command, args []string
 // failed: when datamover says so, and when a signal stopped the mover (ctx
 // is then done), which says nothing about the data or the store.
 func retryableFailure(ctx context.Context, err error) bool {
-	return datamover.Retryable(err) || ctx.Err() != nil
+	return Retryable(err) || ctx.Err() != nil
 }
 
 func parseMoverFlags(command moverprotocol.Command, args []string, output io.Writer) (moverOptions, error) {
@@ -143,7 +142,7 @@ func parseMoverFlags(command moverprotocol.Command, args []string, output io.Wri
 	fs.StringVar(&o.terminationLog, moverprotocol.FlagTerminationLog, o.terminationLog, "file receiving the JSON result; empty disables it")
 	switch command {
 	case moverprotocol.Backup:
-		fs.StringVar(&o.compression, moverprotocol.FlagCompression, string(datamover.CompressionGzip), "archive compression: gzip or none")
+		fs.StringVar(&o.compression, moverprotocol.FlagCompression, string(CompressionGzip), "archive compression: gzip or none")
 		fs.StringVar(&o.configFile, moverprotocol.FlagConfigFile, "", "JSON file with the configuration to back up (the Echo and its Helm release)")
 		fs.StringVar(&o.source.Namespace, moverprotocol.FlagSourceNamespace, "", "namespace of the Echo, recorded in the manifest")
 		fs.StringVar(&o.source.Name, moverprotocol.FlagSourceName, "", "name of the Echo, recorded in the manifest")
@@ -152,13 +151,13 @@ func parseMoverFlags(command moverprotocol.Command, args []string, output io.Wri
 		fs.StringVar(&o.backupID, moverprotocol.FlagBackupID, "",
 			"identity of the backup across retries, recorded in the manifest: a retry finding its own complete artifact reports it")
 	case moverprotocol.Restore:
-		fs.StringVar(&o.existingData, moverprotocol.FlagExistingData, string(datamover.ExistingDataFail),
+		fs.StringVar(&o.existingData, moverprotocol.FlagExistingData, string(ExistingDataFail),
 			"when the data directory holds data: Fail, or Replace (the old data is kept in .echo-pre-restore-<timestamp>/)")
 		fs.StringVar(&o.restoreID, moverprotocol.FlagRestoreID, "",
 			"identity of the restore across retries, recorded with the restored data: a retry finding the data its earlier attempt restored reports it")
 	}
 	fs.StringVar(&o.s3.Endpoint, moverprotocol.FlagS3Endpoint, "", "S3 endpoint URL, http(s)://host[:port]; credentials come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN")
-	fs.StringVar(&o.s3.Region, moverprotocol.FlagS3Region, datamover.DefaultS3Region, "S3 region")
+	fs.StringVar(&o.s3.Region, moverprotocol.FlagS3Region, DefaultS3Region, "S3 region")
 	fs.StringVar(&o.s3.Bucket, moverprotocol.FlagS3Bucket, "", "S3 bucket")
 	fs.StringVar(&o.s3.Prefix, moverprotocol.FlagS3Prefix, "", "prefix of every object key in the bucket")
 	fs.BoolVar(&o.s3.PathStyle, moverprotocol.FlagS3PathStyle, false, "path-style bucket addressing (endpoint/bucket) instead of virtual-host (bucket.endpoint)")
@@ -171,16 +170,16 @@ func parseMoverFlags(command moverprotocol.Command, args []string, output io.Wri
 			fs.PrintDefaults()
 			return o, err
 		}
-		return o, fmt.Errorf("%w: %w", datamover.ErrInvalidArgument, err)
+		return o, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
 	}
 	if fs.NArg() > 0 {
-		return o, fmt.Errorf("%w: unexpected arguments %q", datamover.ErrInvalidArgument, fs.Args())
+		return o, fmt.Errorf("%w: unexpected arguments %q", ErrInvalidArgument, fs.Args())
 	}
 	switch {
 	case o.dataDir == "" && command.TakesDataDir():
-		return o, fmt.Errorf("%w: --%s is required", datamover.ErrInvalidArgument, moverprotocol.FlagDataDir)
+		return o, fmt.Errorf("%w: --%s is required", ErrInvalidArgument, moverprotocol.FlagDataDir)
 	case o.key == "":
-		return o, fmt.Errorf("%w: --%s is required", datamover.ErrInvalidArgument, moverprotocol.FlagKey)
+		return o, fmt.Errorf("%w: --%s is required", ErrInvalidArgument, moverprotocol.FlagKey)
 	}
 	return o, nil
 }
@@ -208,17 +207,17 @@ func scanTerminationLog(args []string) string {
 
 // store builds the store chosen by the flags: --fs-root or the --s3-*
 // flags, not both.
-func (o moverOptions) store() (datamover.Store, error) {
+func (o moverOptions) store() (Store, error) {
 	s3Set := o.s3.Endpoint != "" || o.s3.Bucket != "" || o.s3.Prefix != "" || o.s3.CAFile != ""
 	switch {
 	case o.fsRoot != "" && s3Set:
-		return nil, fmt.Errorf("%w: give either --fs-root or the --s3-* flags, not both", datamover.ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: give either --fs-root or the --s3-* flags, not both", ErrInvalidArgument)
 	case o.fsRoot != "":
-		return datamover.NewFSStore(o.fsRoot)
+		return NewFSStore(o.fsRoot)
 	case o.s3.Endpoint == "" || o.s3.Bucket == "":
-		return nil, fmt.Errorf("%w: give --fs-root, or --s3-endpoint and --s3-bucket", datamover.ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: give --fs-root, or --s3-endpoint and --s3-bucket", ErrInvalidArgument)
 	}
-	return datamover.NewS3Store(o.s3)
+	return NewS3Store(o.s3)
 }
 
 func (o moverOptions) run(ctx context.Context, log *slog.Logger) (any, error) {
@@ -226,7 +225,7 @@ func (o moverOptions) run(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	var m *datamover.Manifest
+	var m *Manifest
 	switch o.command {
 	case moverprotocol.Backup:
 		m, err = o.backup(ctx, store, log)
@@ -239,7 +238,7 @@ func (o moverOptions) run(ctx context.Context, log *slog.Logger) (any, error) {
 		}
 		return res, nil
 	default:
-		if err := datamover.Delete(ctx, datamover.DeleteOptions{Store: store, Key: o.key, Logger: log}); err != nil {
+		if err := Delete(ctx, DeleteOptions{Store: store, Key: o.key, Logger: log}); err != nil {
 			return nil, err
 		}
 		return moverprotocol.Deletion{Location: store.Location(o.key)}, nil
@@ -255,8 +254,8 @@ func (o moverOptions) run(ctx context.Context, log *slog.Logger) (any, error) {
 	}, nil
 }
 
-func (o moverOptions) backup(ctx context.Context, store datamover.Store, log *slog.Logger) (*datamover.Manifest, error) {
-	compression, err := datamover.ParseCompression(o.compression)
+func (o moverOptions) backup(ctx context.Context, store Store, log *slog.Logger) (*Manifest, error) {
+	compression, err := ParseCompression(o.compression)
 	if err != nil {
 		return nil, err
 	}
@@ -266,7 +265,7 @@ func (o moverOptions) backup(ctx context.Context, store datamover.Store, log *sl
 			return nil, err
 		}
 	}
-	return datamover.Backup(ctx, datamover.BackupOptions{
+	return Backup(ctx, BackupOptions{
 		DataDir:     o.dataDir,
 		Store:       store,
 		Key:         o.key,
@@ -278,12 +277,12 @@ func (o moverOptions) backup(ctx context.Context, store datamover.Store, log *sl
 	})
 }
 
-func (o moverOptions) restore(ctx context.Context, store datamover.Store, log *slog.Logger) (*datamover.Manifest, error) {
-	policy, err := datamover.ParseExistingDataPolicy(o.existingData)
+func (o moverOptions) restore(ctx context.Context, store Store, log *slog.Logger) (*Manifest, error) {
+	policy, err := ParseExistingDataPolicy(o.existingData)
 	if err != nil {
 		return nil, err
 	}
-	return datamover.Restore(ctx, datamover.RestoreOptions{
+	return Restore(ctx, RestoreOptions{
 		DataDir:      o.dataDir,
 		Store:        store,
 		Key:          o.key,
@@ -295,8 +294,8 @@ func (o moverOptions) restore(ctx context.Context, store datamover.Store, log *s
 
 // inspect reads the backup's manifest and builds the result handed back to
 // the operator, within maxInspectionLen.
-func (o moverOptions) inspect(ctx context.Context, store datamover.Store, log *slog.Logger) (*moverprotocol.Inspection, error) {
-	m, err := datamover.Inspect(ctx, datamover.InspectOptions{Store: store, Key: o.key, Logger: log})
+func (o moverOptions) inspect(ctx context.Context, store Store, log *slog.Logger) (*moverprotocol.Inspection, error) {
+	m, err := Inspect(ctx, InspectOptions{Store: store, Key: o.key, Logger: log})
 	if err != nil {
 		return nil, err
 	}
@@ -344,7 +343,7 @@ func configMember(config json.RawMessage, name string) (json.RawMessage, error) 
 	}
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(config, &members); err != nil {
-		return nil, fmt.Errorf("%w: manifest config: %w", datamover.ErrCorruptArchive, err)
+		return nil, fmt.Errorf("%w: manifest config: %w", ErrCorruptArchive, err)
 	}
 	return members[name], nil
 }
@@ -369,7 +368,7 @@ func gzipBase64(b []byte) (string, error) {
 func readConfigFile(name string) ([]byte, error) {
 	f, err := os.Open(name)
 	if err != nil {
-		return nil, fmt.Errorf("%w: config file: %w", datamover.ErrInvalidArgument, err)
+		return nil, fmt.Errorf("%w: config file: %w", ErrInvalidArgument, err)
 	}
 	defer func() { _ = f.Close() }() // read-only
 	b, err := io.ReadAll(io.LimitReader(f, maxConfigFileSize+1))
@@ -377,7 +376,7 @@ func readConfigFile(name string) ([]byte, error) {
 		return nil, fmt.Errorf("read config file: %w", err)
 	}
 	if len(b) > maxConfigFileSize {
-		return nil, fmt.Errorf("%w: config file is larger than %d bytes", datamover.ErrInvalidArgument, maxConfigFileSize)
+		return nil, fmt.Errorf("%w: config file is larger than %d bytes", ErrInvalidArgument, maxConfigFileSize)
 	}
 	return b, nil
 }
