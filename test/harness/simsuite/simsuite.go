@@ -21,6 +21,7 @@ import (
 
 	"github.com/echo-operator/echo-operator/cmd/manager/app"
 	"github.com/echo-operator/echo-operator/test/harness/managerbin"
+	"github.com/echo-operator/echo-operator/test/harness/reporoot"
 	"github.com/echo-operator/echo-operator/test/harness/simcluster"
 )
 
@@ -52,7 +53,7 @@ type Env struct {
 // error, what was started is stopped.
 func Start(suite, operatorNamespace string, opts simcluster.Options) (_ *Env, err error) {
 	e := &Env{}
-	if e.RepoRoot, err = filepath.Abs(filepath.Join("..", "..")); err != nil {
+	if e.RepoRoot, err = reporoot.Find(); err != nil {
 		return nil, err
 	}
 	if e.Binaries, err = simcluster.LocateBinaries(e.RepoRoot); err != nil {
