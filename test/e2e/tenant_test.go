@@ -33,9 +33,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/cmd/manager/app"
 	echochart "github.com/echo-operator/echo-operator/internal/chart"
 	"github.com/echo-operator/echo-operator/internal/helmreconciler"
-	"github.com/echo-operator/echo-operator/cmd/manager/app"
 	"github.com/echo-operator/echo-operator/internal/releasetrust"
 	"github.com/echo-operator/echo-operator/test/harness/olderschema"
 )

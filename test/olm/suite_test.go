@@ -44,8 +44,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/echo-operator/echo-operator/hack/catalog/fbc"
 	"github.com/echo-operator/echo-operator/cmd/manager/app"
+	"github.com/echo-operator/echo-operator/hack/catalog/fbc"
 	"github.com/echo-operator/echo-operator/test/harness/managerbin"
 	"github.com/echo-operator/echo-operator/test/harness/simcluster"
 )
