@@ -1,5 +1,3 @@
-// Command manager runs echo-operator: the Helm release reconcilers loaded
-// from watches.yaml and the Go controllers, in one controller manager.
 package main
 
 import (

@@ -1,5 +1,7 @@
 // Package egress decides which addresses the operator's own process
 // connects to on behalf of tenants, and enforces it.
+// It imports no package of the operator: the manager and the live API use
+// it.
 //
 // Tenants choose the S3 endpoints of their EchoBackupLocations, and the
 // manager lists those buckets for the live API: without a policy, any

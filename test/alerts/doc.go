@@ -6,6 +6,7 @@
 // carry a severity, a summary, a description and the runbook_url of its
 // runbook, docs/runbooks/<alert>.md, which must exist and be listed in
 // docs/runbooks/README.md.
+// Tests only: nothing imports it.
 //
 // promtool is the one `make prometheus` builds, found through the PROMTOOL
 // environment variable that `make test` sets; without it the promtool

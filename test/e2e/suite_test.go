@@ -1,9 +1,5 @@
 //go:build linux
 
-// Package e2e runs the operator as users do: the real manager binary, built
-// from this tree, against a simulated cluster (kube-apiserver, etcd,
-// kube-controller-manager, kube-scheduler, KWOK nodes), driven only through
-// the Kubernetes API.
 package e2e
 
 import (

@@ -1,6 +1,3 @@
-// Package app assembles the operator's controller manager: the Helm
-// release reconcilers of watches.yaml and the Go controllers, sharing one
-// cache scoped to what the operator manages.
 package app
 
 import (

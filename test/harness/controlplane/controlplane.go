@@ -1,5 +1,3 @@
-// Package controlplane starts a kube-apiserver and etcd (envtest) for one
-// test, from the binaries `make test` builds into bin/.
 package controlplane
 
 import (

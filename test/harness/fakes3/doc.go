@@ -8,4 +8,6 @@
 // client gives up. Its hostile answers are generated as they are sent, so
 // the server holds none of them; it counts what it sent for each bucket,
 // so a test can tell how much its client read.
+// Test gear: only tests, hack/ and the benchmark import it, never the
+// product.
 package fakes3

@@ -1,5 +1,3 @@
-// Package managerbin builds the manager binary from this tree, for the
-// suites and the benchmark that run it as a process, as users do.
 package managerbin
 
 import (

@@ -1,9 +1,3 @@
-// Package promserver runs a real Prometheus server for tests: on
-// 127.0.0.1, with a configuration and rule files the test writes, scraping
-// and evaluating every second. Tests read it through its HTTP API.
-//
-// The binary is found through the PROMETHEUS environment variable, which
-// the Makefile sets (see hack/build-prometheus.sh).
 package promserver
 
 import (

@@ -1,5 +1,3 @@
-// Package reporoot finds the root of the echo-operator repository, for
-// tests and tools that read its files.
 package reporoot
 
 import (

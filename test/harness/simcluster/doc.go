@@ -4,6 +4,8 @@
 // kube-scheduler, and KWOK standing in for the kubelets of fake nodes.
 // The binaries come from hack/build-control-plane.sh (`make control-plane`);
 // see LocateBinaries. The package runs on Unix systems only.
+// Test gear: only tests, hack/ and the benchmark import it, never the
+// product.
 //
 // Everything listens on 127.0.0.1 only, on ports chosen at start, so several
 // clusters can run side by side: etcd (client and peer port) and

@@ -1,6 +1,3 @@
-// Package testcerts makes certificate authorities and certificates signed
-// by them, for tests of servers that must be verified and of clients that
-// must present a certificate.
 package testcerts
 
 import (

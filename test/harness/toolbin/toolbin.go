@@ -1,6 +1,3 @@
-// Package toolbin finds the tools the Makefile builds into bin/ for the
-// tests (MinIO, Prometheus, promtool), through the environment variables
-// it sets.
 package toolbin
 
 import (
