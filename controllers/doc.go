@@ -1,6 +1,8 @@
 // Package controllers holds the Go reconcilers of the operator: what the
 // Helm chart cannot do on its own. One reconciler per concern, its files
 // named for what they hold:
+// It imports api and internal, never cmd or test/: cmd/manager/app wires it
+// into the manager.
 //
 //   - Echo (its release is reconciled by internal/helmreconciler):
 //     echo_controller.go reports readiness ("echo-status"), computed in

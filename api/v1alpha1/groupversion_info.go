@@ -1,7 +1,3 @@
-// Package v1alpha1 contains the echo.dev/v1alpha1 API: the Echo service.
-//
-// +kubebuilder:object:generate=true
-// +groupName=echo.dev
 package v1alpha1
 
 import (
