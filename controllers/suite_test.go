@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/echo-operator/echo-operator/internal/helmreconciler"
 	"github.com/echo-operator/echo-operator/cmd/manager/app"
+	"github.com/echo-operator/echo-operator/internal/helmreconciler"
 )
 
 // The integration tests run the operator's whole manager (Helm release
