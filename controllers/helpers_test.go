@@ -19,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -263,6 +264,29 @@ func eventReasons(g Gomega, ns, name string) []string {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// object is an object of one of the echo.dev kinds, unstructured so that
+// it can hold values the Go types cannot.
+func object(kind, ns, name string, spec map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+	u.SetGroupVersionKind(echov1alpha1.GroupVersion.WithKind(kind))
+	u.SetNamespace(ns)
+	u.SetName(name)
+	return u
+}
+
+// s3Storage is the storage of a backup in an S3 bucket, unstructured.
+func s3Storage(mutate ...func(map[string]any)) map[string]any {
+	s3 := map[string]any{
+		"bucket":               "echo-backups",
+		"endpoint":             "https://s3.example.test",
+		"credentialsSecretRef": map[string]any{"name": "s3-credentials"},
+	}
+	for _, m := range mutate {
+		m(s3)
+	}
+	return map[string]any{"s3": s3}
+}
 
 // managerRequests counts the requests the manager sends to the API server.
 var managerRequests = &requestCounter{counts: map[string]int{}}

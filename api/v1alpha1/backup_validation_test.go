@@ -1,7 +1,8 @@
-package controllers_test
+package v1alpha1_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -13,6 +14,8 @@ import (
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 )
 
+// object is an object of one of the echo.dev kinds, unstructured so that
+// it can hold values the Go types cannot.
 func object(kind, ns, name string, spec map[string]any) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
 	u.SetGroupVersionKind(echov1alpha1.GroupVersion.WithKind(kind))
@@ -21,6 +24,7 @@ func object(kind, ns, name string, spec map[string]any) *unstructured.Unstructur
 	return u
 }
 
+// s3Storage is the storage of a backup in an S3 bucket, unstructured.
 func s3Storage(mutate ...func(map[string]any)) map[string]any {
 	s3 := map[string]any{
 		"bucket":               "echo-backups",
@@ -152,7 +156,7 @@ func TestBackupKindsValidateAtAdmission(t *testing.T) {
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			RegisterTestingT(t)
-			obj := object(tc.kind, ns, "case-"+itoa(int64(i)), tc.spec)
+			obj := object(tc.kind, ns, "case-"+strconv.Itoa(i), tc.spec)
 			err := k8sClient.Create(ctx, obj, client.DryRunAll)
 			if tc.want == "" {
 				Expect(err).NotTo(HaveOccurred())

@@ -1,4 +1,4 @@
-package controllers_test
+package v1alpha1_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
@@ -110,9 +111,9 @@ func TestEchoDefaultsAndImmutableFields(t *testing.T) {
 	RegisterTestingT(t)
 	ns := newNamespace(t)
 	key := types.NamespacedName{Namespace: ns, Name: "defaults"}
-	e := createEcho(t, newEcho(ns, key.Name, func(e *echov1alpha1.Echo) {
-		e.Spec.Persistence = &echov1alpha1.PersistenceSpec{Enabled: true, StorageClassName: ptr.To("fast")}
-	}))
+	e := &echov1alpha1.Echo{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name}}
+	e.Spec.Persistence = &echov1alpha1.PersistenceSpec{Enabled: true, StorageClassName: ptr.To("fast")}
+	Expect(k8sClient.Create(context.Background(), e)).To(Succeed(), "creating Echo %s", key)
 	Expect(e.Spec.Replicas).To(Equal(ptr.To[int32](1)))
 	Expect(e.Spec.Port).To(BeEquivalentTo(8080))
 	Expect(e.Spec.Message).To(Equal("Hello from Echo"))

@@ -1,4 +1,4 @@
-package controllers_test
+package v1alpha1_test
 
 import (
 	"context"
@@ -332,7 +332,7 @@ func decodeWithin(body []byte, obj any, limit time.Duration) error {
 const statusObjectName = "decode-status"
 
 // createForStatus creates the object whose status the status leaves are
-// tried on. Nothing it names exists, so the controllers leave it be.
+// tried on. No controller runs here, so nothing else writes it.
 func (k decodeKind) createForStatus(t *testing.T, ns string) {
 	obj := k.object(ns, statusObjectName, nil, "")
 	_, err := do(clientset.RESTClient().Post().AbsPath(k.collection(ns)).
@@ -390,7 +390,6 @@ func (k decodeKind) collection(ns string) string {
 }
 
 // object is the JSON of an object of the kind with value at path, if any.
-// The pause annotation keeps the Helm release of an Echo from being installed.
 func (k decodeKind) object(ns, name string, path []string, value string) []byte {
 	var spec any
 	if err := json.Unmarshal([]byte(k.spec), &spec); err != nil {
@@ -402,9 +401,8 @@ func (k decodeKind) object(ns, name string, path []string, value string) []byte 
 	raw, err := json.Marshal(map[string]any{
 		"apiVersion": echov1alpha1.GroupVersion.String(),
 		"kind":       k.kind(),
-		"metadata": map[string]any{"namespace": ns, "name": name,
-			"annotations": map[string]any{"echo.dev/pause-reconcile": "true"}},
-		"spec": spec,
+		"metadata":   map[string]any{"namespace": ns, "name": name},
+		"spec":       spec,
 	})
 	if err != nil {
 		panic(err)

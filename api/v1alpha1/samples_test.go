@@ -1,4 +1,4 @@
-package controllers_test
+package v1alpha1_test
 
 import (
 	"bytes"
@@ -13,13 +13,15 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/echo-operator/echo-operator/test/harness/reporoot"
 )
 
 // Every sample in config/samples is accepted by the API server as it is.
 func TestSamplesAreValid(t *testing.T) {
 	RegisterTestingT(t)
 	ns := newNamespace(t)
-	files, err := filepath.Glob(filepath.Join("..", "config", "samples", "echo_*.yaml"))
+	files, err := filepath.Glob(filepath.Join(reporoot.Must(t), "config", "samples", "echo_*.yaml"))
 	Expect(err).NotTo(HaveOccurred())
 	Expect(files).NotTo(BeEmpty())
 	for _, f := range files {
