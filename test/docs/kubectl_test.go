@@ -84,6 +84,8 @@ var kubectlExclusions = []kubectlExclusion{
 //     (yaml, json, promql...) are not read.
 //   - Inline code spans, in prose and in tables, that hold such a command;
 //     a span may wrap over lines of its paragraph.
+//   - A block's command or a span that names kubectl but does not parse is
+//     an error: its commands would go unchecked.
 //   - `kubectl` alone names the tool, not a command. A command of a verb
 //     that needs a target but names none (`kubectl patch`, `kubectl wait
 //     --for=condition=Complete`) is a fragment: it is covered by any run
@@ -647,21 +649,29 @@ func documentedKubectl(fsys fs.FS) ([]docKubectl, []string) {
 			problems = append(problems, err.Error())
 			continue
 		}
-		out = append(out, kubectlInMarkdown(f, string(doc))...)
+		cmds, p := kubectlInMarkdown(f, string(doc))
+		out = append(out, cmds...)
+		problems = append(problems, p...)
 	}
 	return out, problems
 }
 
+// docReader collects the kubectl commands of a Markdown document, and the
+// problems of reading them.
+type docReader struct {
+	file     string
+	cmds     []docKubectl
+	problems []string
+}
+
 // kubectlInMarkdown returns the kubectl commands of the Markdown document
-// doc, named file.
-func kubectlInMarkdown(file, doc string) []docKubectl {
+// doc, named file, and the problems of reading them.
+func kubectlInMarkdown(file, doc string) ([]docKubectl, []string) {
 	lines := strings.Split(doc, "\n")
-	var (
-		out  []docKubectl
-		para []mdLine
-	)
+	r := &docReader{file: file}
+	var para []mdLine
 	flush := func() {
-		out = append(out, kubectlInSpans(file, para)...)
+		r.spans(para)
 		para = nil
 	}
 	for i := 0; i < len(lines); i++ {
@@ -685,19 +695,18 @@ func kubectlInMarkdown(file, doc string) []docKubectl {
 			block = append(block, mdLine{n: i + 1, text: lines[i]})
 		}
 		if console, ok := shellLangs[lang]; ok {
-			out = append(out, kubectlInBlock(file, block, console, lang != "")...)
+			r.block(block, console, lang != "")
 		}
 	}
 	flush()
-	return out
+	return r.cmds, r.problems
 }
 
-// kubectlInBlock returns the kubectl commands of a fenced code block. In a
-// console block only lines with a prompt are commands; the lines of an
-// unfinished command (an open quote or heredoc, a trailing pipe) join only
-// in a block tagged as shell: an untagged one may hold a drawing.
-func kubectlInBlock(file string, block []mdLine, console, tagged bool) []docKubectl {
-	var out []docKubectl
+// block reads the kubectl commands of a fenced code block. In a console
+// block only lines with a prompt are commands; the lines of an unfinished
+// command (an open quote or heredoc, a trailing pipe) join only in a block
+// tagged as shell: an untagged one may hold a drawing.
+func (r *docReader) block(block []mdLine, console, tagged bool) {
 	for i := 0; i < len(block); i++ {
 		start := block[i].n
 		text, prompted := cutPrompt(block[i].text)
@@ -712,9 +721,8 @@ func kubectlInBlock(file string, block []mdLine, console, tagged bool) []docKube
 			}
 			text += "\n" + next
 		}
-		out = append(out, kubectlIn(file, start, text)...)
+		r.add(start, text)
 	}
-	return out
 }
 
 func cutPrompt(line string) (string, bool) {
@@ -725,18 +733,17 @@ func cutPrompt(line string) (string, bool) {
 	return line, false
 }
 
-// kubectlInSpans returns the kubectl commands of the code spans of a
-// paragraph (or of the rows of a table).
-func kubectlInSpans(file string, para []mdLine) []docKubectl {
+// spans reads the kubectl commands of the code spans of a paragraph (or of
+// the rows of a table).
+func (r *docReader) spans(para []mdLine) {
 	if len(para) == 0 {
-		return nil
+		return
 	}
 	texts := make([]string, len(para))
 	for i, l := range para {
 		texts[i] = l.text
 	}
 	text := strings.Join(texts, "\n")
-	var out []docKubectl
 	for i := 0; i < len(text); {
 		if text[i] != '`' {
 			i++
@@ -765,10 +772,9 @@ func kubectlInSpans(file string, para []mdLine) []docKubectl {
 			content = strings.ReplaceAll(content, `\|`, "|")
 		}
 		content, _ = cutPrompt(strings.TrimSpace(content))
-		out = append(out, kubectlIn(file, para[line].n, content)...)
+		r.add(para[line].n, content)
 		i = end + open
 	}
-	return out
 }
 
 // runOf is the length of the run of backticks at text[i:].
@@ -780,16 +786,20 @@ func runOf(text string, i int) int {
 	return n
 }
 
-// kubectlIn returns the kubectl commands of the shell text found at line.
-func kubectlIn(file string, line int, text string) []docKubectl {
-	var out []docKubectl
-	calls, _ := kubectlCalls(text)
+// add reads the kubectl commands of the shell text found at line. Text that
+// names kubectl must parse: a command the shell cannot read would go
+// unchecked.
+func (r *docReader) add(line int, text string) {
+	calls, err := kubectlCalls(text)
+	if err != nil && strings.Contains(text, "kubectl") {
+		r.problems = append(r.problems, fmt.Sprintf("%s:%d: %q does not parse as shell (%v), so %s cannot read its kubectl commands; fix it, or give a block that is not shell its language (text, yaml...)",
+			r.file, line, text, err, kubectlCheck))
+	}
 	for _, c := range calls {
 		if cmd, ok := canonicalKubectl(c.args); ok {
-			out = append(out, docKubectl{file: file, line: line, text: c.text, cmd: cmd})
+			r.cmds = append(r.cmds, docKubectl{file: r.file, line: line, text: c.text, cmd: cmd})
 		}
 	}
-	return out
 }
 
 // --- The tests' commands
@@ -1127,8 +1137,9 @@ const kubectlSampleDoc = "# Title\n" + // 1
 	"Not shell: `kubectl get (echo)`; not kubectl: `the operator's`.\n" // 47
 
 func TestKubectlInMarkdown(t *testing.T) {
+	cmds, problems := kubectlInMarkdown("doc.md", kubectlSampleDoc)
 	var got []string
-	for _, d := range kubectlInMarkdown("doc.md", kubectlSampleDoc) {
+	for _, d := range cmds {
 		got = append(got, fmt.Sprintf("%d: %s", d.line, d.cmd))
 	}
 	want := []string{
@@ -1147,6 +1158,7 @@ func TestKubectlInMarkdown(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("kubectlInMarkdown =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+	expectProblems(t, problems, []string{`doc.md:47: "kubectl get (echo)" does not parse as shell`})
 }
 
 func TestCheckKubectl(t *testing.T) {
