@@ -15,6 +15,8 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"mvdan.cc/sh/v3/syntax"
+
 	"github.com/echo-operator/echo-operator/test/harness/reporoot"
 )
 
@@ -66,17 +68,24 @@ var kubectlExclusions = []kubectlExclusion{
 // What counts as a command:
 //
 //   - In fenced code blocks tagged sh, bash, shell, zsh or console, or not
-//     tagged at all: every simple command, in pipelines and lists too
-//     (`|`, `||`, `&&`, `;`), whose command word is kubectl, after any
-//     VAR=value assignments. Lines joined by a trailing backslash are one
-//     command; in tagged blocks, so are lines joined by an open quote or a
-//     trailing `|`, `||` or `&&`. A leading `$ ` prompt is removed; in
-//     console blocks only lines with that prompt are commands, the others
-//     are output. Comments are dropped, but a comment holding `kubectl ...`
-//     (`# or kubectl get ecr`) yields that command. Blocks tagged with any
-//     other language (yaml, json, promql...) are not read.
+//     tagged at all: every simple command whose command word is kubectl,
+//     after any VAR=value assignments, wherever it stands: in pipelines
+//     and lists (`|`, `||`, `&&`, `;`), in `$(...)`, in compound commands.
+//     The shell is parsed as bash (mvdan.cc/sh/v3/syntax); quotes are
+//     removed, variables are left as written, a heredoc's body is input,
+//     not commands, and a placeholder in angle brackets (<name>) is a
+//     word, not redirections. Lines joined by a trailing backslash are one
+//     command; in tagged blocks, so are the lines of any unfinished
+//     command (an open quote, heredoc or `if`, a trailing `|`, `||` or
+//     `&&`). A leading `$ ` prompt is removed; in console blocks only lines
+//     with that prompt are commands, the others are output. Comments are
+//     dropped, but a comment holding `kubectl ...` (`# or kubectl get
+//     ecr`) yields that command. Blocks tagged with any other language
+//     (yaml, json, promql...) are not read.
 //   - Inline code spans, in prose and in tables, that hold such a command;
 //     a span may wrap over lines of its paragraph.
+//   - A block's command or a span that names kubectl but does not parse is
+//     an error: its commands would go unchecked.
 //   - `kubectl` alone names the tool, not a command. A command of a verb
 //     that needs a target but names none (`kubectl patch`, `kubectl wait
 //     --for=condition=Complete`) is a fragment: it is covered by any run
@@ -465,230 +474,136 @@ func collapseNames(args []string) []string {
 
 // --- Shell
 
-// shellScan is a shell command line split into words and operators.
-type shellScan struct {
-	tokens   []shellToken
-	comments []string
-	// open is true when the line ends inside quotes or with a backslash.
-	open bool
-}
-
-type shellToken struct {
-	text string
-	op   bool // |, ||, &, &&, ;, >, >>, <, or a newline
-}
-
-// scanShell splits s as a POSIX shell would, closely enough for the
-// commands of a document: quotes, backslashes, comments and the operators
-// that end a simple command. Expansions are left as written.
-func scanShell(s string) shellScan {
-	sc := &shellScanner{s: s}
-	for sc.i < len(sc.s) {
-		sc.next()
-	}
-	sc.endWord()
-	return sc.out
-}
-
-// shellScanner is the state of scanShell: where it is in the line and the
-// word it is building.
-type shellScanner struct {
-	s      string
-	i      int // the offset of the next byte to read
-	word   strings.Builder
-	inWord bool // a word has begun, even an empty one ('')
-	out    shellScan
-}
-
-// shellOperatorBytes are the bytes that end a word and a simple command.
-const shellOperatorBytes = "\n|&;<>"
-
-// next reads what starts at sc.i outside quotes.
-func (sc *shellScanner) next() {
-	c := sc.s[sc.i]
-	switch {
-	case c == '\\':
-		sc.readEscape()
-	case c == '\'':
-		sc.readSingleQuoted()
-	case c == '"':
-		sc.readDoubleQuoted()
-	case c == '#' && !sc.inWord:
-		sc.readComment()
-	case c == ' ' || c == '\t' || c == '\r':
-		sc.endWord()
-		sc.i++
-	case c == '<' && angleRe.MatchString(sc.s[sc.i:]):
-		sc.readAnglePlaceholder()
-	case strings.IndexByte(shellOperatorBytes, c) >= 0:
-		sc.readOperator()
-	default:
-		sc.addToWord(sc.s[sc.i : sc.i+1])
-		sc.i++
-	}
-}
-
-func (sc *shellScanner) addToWord(s string) {
-	sc.word.WriteString(s)
-	sc.inWord = true
-}
-
-// endWord adds the word read so far, if any, to the tokens.
-func (sc *shellScanner) endWord() {
-	if sc.inWord {
-		sc.out.tokens = append(sc.out.tokens, shellToken{text: sc.word.String()})
-		sc.word.Reset()
-		sc.inWord = false
-	}
-}
-
-// readEscape reads a backslash outside quotes: it escapes the next byte,
-// joins the next line, or leaves the line open at its end.
-func (sc *shellScanner) readEscape() {
-	switch {
-	case sc.i+1 == len(sc.s):
-		sc.out.open = true
-		sc.i++
-		return
-	case sc.s[sc.i+1] == '\n':
-		// A line continuation: no part of any word.
-	default:
-		sc.addToWord(sc.s[sc.i+1 : sc.i+2])
-	}
-	sc.i += 2
-}
-
-// readSingleQuoted reads a string in single quotes, where nothing is
-// special.
-func (sc *shellScanner) readSingleQuoted() {
-	rest := sc.s[sc.i+1:]
-	end := strings.IndexByte(rest, '\'')
-	if end < 0 {
-		sc.addToWord(rest)
-		sc.out.open = true
-		sc.i = len(sc.s)
-		return
-	}
-	sc.addToWord(rest[:end])
-	sc.i += end + 2
-}
-
-// readDoubleQuoted reads a string in double quotes, where a backslash
-// escapes ", \, $ and ` and joins the next line.
-func (sc *shellScanner) readDoubleQuoted() {
-	sc.inWord = true
-	i := sc.i + 1
-	for ; i < len(sc.s) && sc.s[i] != '"'; i++ {
-		if sc.s[i] == '\\' && i+1 < len(sc.s) && strings.IndexByte("\"\\$`\n", sc.s[i+1]) >= 0 {
-			i++
-			if sc.s[i] == '\n' {
-				continue
-			}
-		}
-		sc.word.WriteByte(sc.s[i])
-	}
-	if i >= len(sc.s) {
-		sc.out.open = true
-	}
-	sc.i = i + 1
-}
-
-// readComment reads a comment, up to the end of the line.
-func (sc *shellScanner) readComment() {
-	end := strings.IndexByte(sc.s[sc.i:], '\n')
-	if end < 0 {
-		end = len(sc.s) - sc.i
-	}
-	sc.out.comments = append(sc.out.comments, sc.s[sc.i+1:sc.i+end])
-	sc.i += end
-}
-
-// readAnglePlaceholder reads <name>: a placeholder of the documentation,
-// not a redirection.
-func (sc *shellScanner) readAnglePlaceholder() {
-	m := angleRe.FindString(sc.s[sc.i:])
-	sc.addToWord(m)
-	sc.i += len(m)
-}
-
-// readOperator reads an operator: |, ||, &, &&, ;, <, <<, >, >> or a
-// newline.
-func (sc *shellScanner) readOperator() {
-	c := sc.s[sc.i]
-	if (c == '<' || c == '>') && sc.inWord && strings.Trim(sc.word.String(), "0123456789") == "" {
-		// 2>&1: the descriptor is no word of the command.
-		sc.word.Reset()
-		sc.inWord = false
-	}
-	sc.endWord()
-	n := 1
-	if c != '\n' && c != ';' && sc.i+1 < len(sc.s) && sc.s[sc.i+1] == c {
-		n = 2
-	}
-	sc.out.tokens = append(sc.out.tokens, shellToken{text: sc.s[sc.i : sc.i+n], op: true})
-	sc.i += n
-}
-
-// shellContinues reports whether the shell line s goes on on the next
-// line: it ends with a backslash, inside quotes, or after |, || or &&.
-func shellContinues(s string) bool {
-	sc := scanShell(s)
-	if sc.open {
-		return true
-	}
-	n := len(sc.tokens)
-	return n > 0 && sc.tokens[n-1].op && slices.Contains([]string{"|", "||", "&&"}, sc.tokens[n-1].text)
+// kubectlCall is a kubectl command of a shell text.
+type kubectlCall struct {
+	args []string // the arguments after kubectl, without their quotes
+	text string   // the command as written, on one line
 }
 
 var (
-	assignmentRe       = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
 	kubectlInCommentRe = regexp.MustCompile(`(^|\s)kubectl\s`)
-	angleRe            = regexp.MustCompile(`^<[A-Za-z][A-Za-z0-9 _.-]*>`)
+	// angleRe matches a placeholder in angle brackets (<name>), which the
+	// shell would read as redirections.
+	angleRe = regexp.MustCompile(`<[A-Za-z][A-Za-z0-9 _.-]*>`)
+	// escapeRe matches the backslashes that quote the next byte of a
+	// literal outside double quotes (false) and inside (true).
+	escapeRe = map[bool]*regexp.Regexp{false: regexp.MustCompile(`(?s)\\(.)`), true: regexp.MustCompile("\\\\([$`\"\\\\])")}
 )
 
-// kubectlWords returns the arguments of every kubectl command of the shell
-// line s, those in its comments included.
-func kubectlWords(s string) [][]string {
-	sc := scanShell(s)
-	var (
-		out     [][]string
-		command []string
-	)
-	flush := func() {
-		for len(command) > 0 && assignmentRe.MatchString(command[0]) {
-			command = command[1:]
-		}
-		if len(command) > 0 && command[0] == "kubectl" {
-			out = append(out, command[1:])
-		}
-		command = nil
+// parseShell parses s as bash, comments included.
+func parseShell(s string) (*syntax.File, error) {
+	f, err := syntax.NewParser(syntax.KeepComments(true)).Parse(strings.NewReader(s), "")
+	if err != nil {
+		return nil, err
 	}
-	for _, tok := range sc.tokens {
-		if tok.op {
-			flush()
-			continue
+	// The parser takes a backslash that ends a comment for a line
+	// continuation, and joins the next line to the command; the shell
+	// does not. Such a backslash is blanked and s parsed again.
+	blanked := []byte(s)
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if c, ok := n.(*syntax.Comment); ok && strings.HasSuffix(c.Text, "\\\n") {
+			if i := int(c.Hash.Offset()) + len(c.Text) - 1; i < len(blanked) && blanked[i] == '\\' {
+				blanked[i] = ' '
+			}
 		}
-		command = append(command, tok.text)
+		return true
+	})
+	if string(blanked) != s {
+		return parseShell(string(blanked))
 	}
-	flush()
-	for _, c := range sc.comments {
-		if loc := kubectlInCommentRe.FindStringIndex(c); loc != nil {
-			out = append(out, kubectlWords(strings.TrimLeft(c[loc[0]:], " \t"))...)
-		}
-	}
-	return out
+	return f, nil
 }
 
-// shellQuote writes the words back as a command line.
-func shellQuote(words []string) string {
-	out := make([]string, len(words))
-	for i, w := range words {
-		if w == "" || strings.ContainsAny(w, " \t\n'\"\\$`|&;<>(){}[]*?#~") {
-			w = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
-		}
-		out[i] = w
+// kubectlCalls returns the kubectl commands of the shell text s: every
+// simple command whose command word is kubectl, after any VAR=value
+// assignments, wherever it stands (a pipeline, a list, $(...), a compound
+// command), then every command that a comment of s holds (# or kubectl
+// get ecr). A comment is prose: one that does not parse holds none.
+func kubectlCalls(s string) ([]kubectlCall, error) {
+	src, restore := hideAngles(s)
+	f, err := parseShell(src)
+	if err != nil {
+		return nil, err
 	}
-	return strings.Join(out, " ")
+	var (
+		out      []kubectlCall
+		comments []string
+	)
+	syntax.Walk(f, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.CallExpr:
+			if len(n.Args) > 0 && unquoted(src, n.Args[0].Parts, false) == "kubectl" {
+				c := kubectlCall{text: "kubectl"}
+				for _, w := range n.Args[1:] {
+					c.args = append(c.args, restore(unquoted(src, w.Parts, false)))
+					c.text += " " + restore(written(src, w))
+				}
+				out = append(out, c)
+			}
+		case *syntax.Comment:
+			comments = append(comments, restore(n.Text))
+		}
+		return true
+	})
+	for _, c := range comments {
+		if loc := kubectlInCommentRe.FindStringIndex(c); loc != nil {
+			inner, _ := kubectlCalls(strings.TrimLeft(c[loc[0]:], " \t"))
+			out = append(out, inner...)
+		}
+	}
+	return out, nil
+}
+
+// hideAngles replaces every placeholder in angle brackets of s with a
+// word the shell reads as it is; restore puts the placeholders back.
+func hideAngles(s string) (hidden string, restore func(string) string) {
+	var pairs []string
+	hidden = angleRe.ReplaceAllStringFunc(s, func(m string) string {
+		mark := fmt.Sprintf("\uE000%d\uE001", len(pairs)/2)
+		pairs = append(pairs, mark, m)
+		return mark
+	})
+	return hidden, strings.NewReplacer(pairs...).Replace
+}
+
+// unquoted is the word parts of the shell text src without their quotes;
+// expansions ($NS, ${NS}, $(...)) are left as written.
+func unquoted(src string, parts []syntax.WordPart, inDouble bool) string {
+	var b strings.Builder
+	for _, part := range parts {
+		switch p := part.(type) {
+		case *syntax.Lit:
+			b.WriteString(escapeRe[inDouble].ReplaceAllString(p.Value, "$1"))
+		case *syntax.SglQuoted:
+			if p.Dollar {
+				b.WriteString(written(src, p))
+			} else {
+				b.WriteString(p.Value)
+			}
+		case *syntax.DblQuoted:
+			b.WriteString(unquoted(src, p.Parts, true))
+		default:
+			b.WriteString(written(src, p))
+		}
+	}
+	return b.String()
+}
+
+// written is the node n of the shell text src as written.
+func written(src string, n syntax.Node) string { return src[n.Pos().Offset():n.End().Offset()] }
+
+// shellContinues reports whether the shell text s goes on on the next
+// line: it ends inside quotes, a heredoc or a compound command, after |,
+// || or &&, or with a backslash; then a word on the next line belongs to
+// its last command.
+func shellContinues(s string) bool {
+	src, _ := hideAngles(s)
+	f, err := parseShell(src + "\n_")
+	if err != nil {
+		return syntax.IsIncomplete(err)
+	}
+	n := len(f.Stmts)
+	return n > 0 && f.Stmts[n-1].Pos().Line() <= uint(strings.Count(src, "\n")+1)
 }
 
 // --- The documentation's commands
@@ -734,21 +649,29 @@ func documentedKubectl(fsys fs.FS) ([]docKubectl, []string) {
 			problems = append(problems, err.Error())
 			continue
 		}
-		out = append(out, kubectlInMarkdown(f, string(doc))...)
+		cmds, p := kubectlInMarkdown(f, string(doc))
+		out = append(out, cmds...)
+		problems = append(problems, p...)
 	}
 	return out, problems
 }
 
+// docReader collects the kubectl commands of a Markdown document, and the
+// problems of reading them.
+type docReader struct {
+	file     string
+	cmds     []docKubectl
+	problems []string
+}
+
 // kubectlInMarkdown returns the kubectl commands of the Markdown document
-// doc, named file.
-func kubectlInMarkdown(file, doc string) []docKubectl {
+// doc, named file, and the problems of reading them.
+func kubectlInMarkdown(file, doc string) ([]docKubectl, []string) {
 	lines := strings.Split(doc, "\n")
-	var (
-		out  []docKubectl
-		para []mdLine
-	)
+	r := &docReader{file: file}
+	var para []mdLine
 	flush := func() {
-		out = append(out, kubectlInSpans(file, para)...)
+		r.spans(para)
 		para = nil
 	}
 	for i := 0; i < len(lines); i++ {
@@ -772,19 +695,18 @@ func kubectlInMarkdown(file, doc string) []docKubectl {
 			block = append(block, mdLine{n: i + 1, text: lines[i]})
 		}
 		if console, ok := shellLangs[lang]; ok {
-			out = append(out, kubectlInBlock(file, block, console, lang != "")...)
+			r.block(block, console, lang != "")
 		}
 	}
 	flush()
-	return out
+	return r.cmds, r.problems
 }
 
-// kubectlInBlock returns the kubectl commands of a fenced code block. In a
-// console block only lines with a prompt are commands; lines join on open
-// quotes and trailing pipes only in a block tagged as shell (an untagged
-// one may hold a drawing).
-func kubectlInBlock(file string, block []mdLine, console, tagged bool) []docKubectl {
-	var out []docKubectl
+// block reads the kubectl commands of a fenced code block. In a console
+// block only lines with a prompt are commands; the lines of an unfinished
+// command (an open quote or heredoc, a trailing pipe) join only in a block
+// tagged as shell: an untagged one may hold a drawing.
+func (r *docReader) block(block []mdLine, console, tagged bool) {
 	for i := 0; i < len(block); i++ {
 		start := block[i].n
 		text, prompted := cutPrompt(block[i].text)
@@ -799,9 +721,8 @@ func kubectlInBlock(file string, block []mdLine, console, tagged bool) []docKube
 			}
 			text += "\n" + next
 		}
-		out = append(out, kubectlIn(file, start, text)...)
+		r.add(start, text)
 	}
-	return out
 }
 
 func cutPrompt(line string) (string, bool) {
@@ -812,18 +733,17 @@ func cutPrompt(line string) (string, bool) {
 	return line, false
 }
 
-// kubectlInSpans returns the kubectl commands of the code spans of a
-// paragraph (or of the rows of a table).
-func kubectlInSpans(file string, para []mdLine) []docKubectl {
+// spans reads the kubectl commands of the code spans of a paragraph (or of
+// the rows of a table).
+func (r *docReader) spans(para []mdLine) {
 	if len(para) == 0 {
-		return nil
+		return
 	}
 	texts := make([]string, len(para))
 	for i, l := range para {
 		texts[i] = l.text
 	}
 	text := strings.Join(texts, "\n")
-	var out []docKubectl
 	for i := 0; i < len(text); {
 		if text[i] != '`' {
 			i++
@@ -852,10 +772,9 @@ func kubectlInSpans(file string, para []mdLine) []docKubectl {
 			content = strings.ReplaceAll(content, `\|`, "|")
 		}
 		content, _ = cutPrompt(strings.TrimSpace(content))
-		out = append(out, kubectlIn(file, para[line].n, content)...)
+		r.add(para[line].n, content)
 		i = end + open
 	}
-	return out
 }
 
 // runOf is the length of the run of backticks at text[i:].
@@ -867,17 +786,20 @@ func runOf(text string, i int) int {
 	return n
 }
 
-// kubectlIn returns the kubectl commands of the shell text found at line.
-func kubectlIn(file string, line int, text string) []docKubectl {
-	var out []docKubectl
-	for _, words := range kubectlWords(text) {
-		cmd, ok := canonicalKubectl(words)
-		if !ok {
-			continue
-		}
-		out = append(out, docKubectl{file: file, line: line, text: "kubectl " + shellQuote(words), cmd: cmd})
+// add reads the kubectl commands of the shell text found at line. Text that
+// names kubectl must parse: a command the shell cannot read would go
+// unchecked.
+func (r *docReader) add(line int, text string) {
+	calls, err := kubectlCalls(text)
+	if err != nil && strings.Contains(text, "kubectl") {
+		r.problems = append(r.problems, fmt.Sprintf("%s:%d: %q does not parse as shell (%v), so %s cannot read its kubectl commands; fix it, or give a block that is not shell its language (text, yaml...)",
+			r.file, line, text, err, kubectlCheck))
 	}
-	return out
+	for _, c := range calls {
+		if cmd, ok := canonicalKubectl(c.args); ok {
+			r.cmds = append(r.cmds, docKubectl{file: r.file, line: line, text: c.text, cmd: cmd})
+		}
+	}
 }
 
 // --- The tests' commands
@@ -939,7 +861,7 @@ func testedKubectl(fsys fs.FS) ([]testedCmd, []string) {
 			}
 			cmd, ok := canonicalKubectl(words)
 			if !ok {
-				problems = append(problems, fmt.Sprintf("%s: %s(%s) names no kubectl verb", at, documentedFunc, shellQuote(words)))
+				problems = append(problems, fmt.Sprintf("%s: %s(%s) names no kubectl verb", at, documentedFunc, goArgs(words)))
 				return true
 			}
 			out = append(out, testedCmd{pos: at, cmd: cmd})
@@ -984,8 +906,9 @@ func (x kubectlExclusion) matches(doc kubectlCmd) bool {
 		return slices.Contains(x.verbs, strings.Fields(doc.verb)[0])
 	}
 	if x.command != "" {
-		for _, words := range kubectlWords(x.command) {
-			if cmd, ok := canonicalKubectl(words); ok && kubectlCovers(cmd, doc) {
+		calls, _ := kubectlCalls(x.command)
+		for _, c := range calls {
+			if cmd, ok := canonicalKubectl(c.args); ok && kubectlCovers(cmd, doc) {
 				return true
 			}
 		}
@@ -1036,6 +959,16 @@ func goArgs(words []string) string {
 
 // --- Tests of the kubectl check itself
 
+// kubectlArgs is the arguments of the one kubectl command of line.
+func kubectlArgs(t *testing.T, line string) []string {
+	t.Helper()
+	calls, err := kubectlCalls(line)
+	if err != nil || len(calls) != 1 {
+		t.Fatalf("%q: %d kubectl commands (%v), want 1", line, len(calls), err)
+	}
+	return calls[0].args
+}
+
 func TestCanonicalKubectl(t *testing.T) {
 	for _, tc := range []struct {
 		line, want string
@@ -1060,6 +993,7 @@ func TestCanonicalKubectl(t *testing.T) {
 		{"kubectl -n prod create -f -", "create --filename=-"},
 		{"kubectl apply -n team-a -f config/samples/echo.yaml", "apply --filename=FILE"},
 		{"kubectl describe job <restore>-restore", "describe job NAME"},
+		{`kubectl get echo "$ECHO" -n "${NS}"`, "get echo NAME"},
 		{"kubectl explain echo.spec.persistence", "explain echo.spec.persistence"},
 		{"kubectl logs -n echo-operator-system deploy/echo-operator-controller-manager -f", "logs deploy/NAME --follow"},
 		{"kubectl exec -it POD -- sh", "exec NAME sh --stdin --tty"},
@@ -1067,12 +1001,7 @@ func TestCanonicalKubectl(t *testing.T) {
 		{"kubectl get echo -w --all-namespaces=true", "get echo --all-namespaces --watch"},
 		{"kubectl rollout status deployment/x", "rollout status deployment/NAME"},
 	} {
-		words := kubectlWords(tc.line)
-		if len(words) != 1 {
-			t.Errorf("%q: %d commands, want 1", tc.line, len(words))
-			continue
-		}
-		got, ok := canonicalKubectl(words[0])
+		got, ok := canonicalKubectl(kubectlArgs(t, tc.line))
 		if !ok || got.String() != tc.want {
 			t.Errorf("%q: canonical %q (%v), want %q", tc.line, got, ok, tc.want)
 		}
@@ -1082,26 +1011,79 @@ func TestCanonicalKubectl(t *testing.T) {
 	}
 }
 
-func TestKubectlWords(t *testing.T) {
+func TestKubectlCalls(t *testing.T) {
 	for _, tc := range []struct {
-		line string
-		want []string
+		shell string
+		want  [][]string
 	}{
-		{"kubectl get ec", []string{"get ec"}},
-		{"KUBECONFIG=x kubectl get ec | grep a && kubectl get all; echo kubectl get no", []string{"get ec", "get all"}},
-		{"kubectl get echorestores          # or kubectl get ecr", []string{"get echorestores", "get ecr"}},
-		{"kubectl delete csv x -n y   # if you made it", []string{"delete csv x -n y"}},
-		{"kubectl get echo 2>&1 >out.txt", []string{"get echo"}},
+		{"kubectl get ec", [][]string{{"get", "ec"}}},
+		{"kubectl", [][]string{nil}},
+		// Pipelines, lists, assignments before the command.
+		{"KUBECONFIG=x kubectl get ec | grep a && kubectl get all; echo kubectl get no", [][]string{{"get", "ec"}, {"get", "all"}}},
+		{"kubectl get a || kubectl get b & kubectl get c", [][]string{{"get", "a"}, {"get", "b"}, {"get", "c"}}},
+		// Comments, and the commands they name.
+		{"kubectl get echorestores          # or kubectl get ecr", [][]string{{"get", "echorestores"}, {"get", "ecr"}}},
+		{"kubectl delete csv x -n y   # if you made it", [][]string{{"delete", "csv", "x", "-n", "y"}}},
+		{"# then kubectl get ecr\nkubectl get echo", [][]string{{"get", "echo"}, {"get", "ecr"}}},
+		{"kubectl get a # or kubectl get b (short)", [][]string{{"get", "a"}}},
+		{"kubectl get a # a comment \\\nkubectl get b", [][]string{{"get", "a"}, {"get", "b"}}},
+		// Redirections are no arguments.
+		{"kubectl get echo 2>&1 >out.txt", [][]string{{"get", "echo"}}},
+		{"kubectl get echo >out.txt -o yaml", [][]string{{"get", "echo", "-o", "yaml"}}},
+		// kubectl must be the command word.
 		{"alias kubectl=$PWD/bin/kubectl", nil},
 		{"bin/kubectl get ec", nil},
 		{"echo 'kubectl get ec'", nil},
+		{`"kubectl" get ec`, [][]string{{"get", "ec"}}},
+		// Line continuations, between words and inside one.
+		{"kubectl delete crd a \\\n  b \\\n  c", [][]string{{"delete", "crd", "a", "b", "c"}}},
+		{"kubectl get ec\\\nho", [][]string{{"get", "echo"}}},
+		// Quotes and escapes are removed, expansions left as written.
+		{`kubectl patch echo x -p '{"a": "b c"}' --type "merge" a\ b '' "q\"\$\\\x"`,
+			[][]string{{"patch", "echo", "x", "-p", `{"a": "b c"}`, "--type", "merge", "a b", "", `q"$\\x`}}},
+		{`kubectl -n "${NS}" get echo $ECHO "$ECHO-data" -o "jsonpath={.x}"`,
+			[][]string{{"-n", "${NS}", "get", "echo", "$ECHO", "$ECHO-data", "-o", "jsonpath={.x}"}}},
+		// Commands in $(...) and in compound commands.
+		{`ECHO=$(kubectl get echo -o name) && kubectl describe "$ECHO"`, [][]string{{"get", "echo", "-o", "name"}, {"describe", "$ECHO"}}},
+		{"if kubectl get ns x; then\n  kubectl delete ns x\nfi", [][]string{{"get", "ns", "x"}, {"delete", "ns", "x"}}},
+		// A heredoc's body is the command's input, not commands.
+		{"kubectl apply -f - <<EOF\nkind: Echo\nkubectl get nothing\nEOF\nkubectl get echo", [][]string{{"apply", "-f", "-"}, {"get", "echo"}}},
+		// Placeholders in angle brackets are words, not redirections.
+		{"kubectl describe job <restore>-restore -n <namespace name> '<q>'", [][]string{{"describe", "job", "<restore>-restore", "-n", "<namespace name>", "<q>"}}},
 	} {
-		var got []string
-		for _, w := range kubectlWords(tc.line) {
-			got = append(got, strings.Join(w, " "))
+		calls, err := kubectlCalls(tc.shell)
+		got := make([][]string, len(calls))
+		for i, c := range calls {
+			got[i] = c.args
 		}
-		if !slices.Equal(got, tc.want) {
-			t.Errorf("kubectlWords(%q) = %q, want %q", tc.line, got, tc.want)
+		if err != nil || !slices.EqualFunc(got, tc.want, slices.Equal) {
+			t.Errorf("kubectlCalls(%q) = %q, %v; want %q", tc.shell, got, err, tc.want)
+		}
+	}
+	for _, shell := range []string{"kubectl get (echo)", "kubectl get 'echo"} {
+		if _, err := kubectlCalls(shell); err == nil {
+			t.Errorf("kubectlCalls(%q) parsed", shell)
+		}
+	}
+	// The text of a command is as written, on one line.
+	calls, err := kubectlCalls("A=1 kubectl patch echo <name> \\\n  -p '{}' \"$B\" | cat")
+	if err != nil || len(calls) != 1 || calls[0].text != `kubectl patch echo <name> -p '{}' "$B"` {
+		t.Errorf("kubectlCalls = %+v, %v", calls, err)
+	}
+}
+
+func TestShellContinues(t *testing.T) {
+	for _, s := range []string{`kubectl get ec \`, "kubectl get ec |", "kubectl get ec ||", "kubectl get ec &&",
+		"jq '.a | {b,", `echo "a`, "x=$(kubectl get ec", "kubectl apply -f - <<EOF", "kubectl apply -f - <<EOF\nkind: Echo",
+		"if kubectl get ns x; then", "the operator's |"} {
+		if !shellContinues(s) {
+			t.Errorf("shellContinues(%q) = false", s)
+		}
+	}
+	for _, s := range []string{"", "kubectl get ec", `kubectl get ec \\`, "kubectl get ec;", "kubectl get ec &",
+		`kubectl get ec # a comment \`, "kubectl describe echo <name>", "kubectl apply -f - <<EOF\nkind: Echo\nEOF"} {
+		if shellContinues(s) {
+			t.Errorf("shellContinues(%q) = true", s)
 		}
 	}
 }
@@ -1123,32 +1105,41 @@ const kubectlSampleDoc = "# Title\n" + // 1
 	"  jq '.a | {b,\n" + // 15
 	"     c}' |\n" + // 16
 	"  kubectl create -f -\n" + // 17
-	"```\n" + // 18
-	"\n" + // 19
-	"```console\n" + // 20
-	"$ kubectl get echobackups\n" + // 21
-	"NAME    kubectl get nothing\n" + // 22
-	"```\n" + // 23
-	"\n" + // 24
-	"```yaml\n" + // 25
-	"command: kubectl get nothing\n" + // 26
-	"```\n" + // 27
-	"\n" + // 28
+	"kubectl apply -f - <<EOF\n" + // 18
+	"kind: Echo\n" + // 19
+	"kubectl get nothing\n" + // 20
+	"EOF\n" + // 21
+	"```\n" + // 22
+	"\n" + // 23
+	"```console\n" + // 24
+	"$ kubectl get echobackups\n" + // 25
+	"NAME    kubectl get nothing\n" + // 26
+	"$ kubectl get echoes \\\n" + // 27
+	">   -o wide\n" + // 28
 	"```\n" + // 29
-	"  kubectl apply -f echo.yaml\n" + // 30
-	"the operator's |\n" + // 31
-	"kubectl get pods\n" + // 32
+	"\n" + // 30
+	"```yaml\n" + // 31
+	"command: kubectl get nothing\n" + // 32
 	"```\n" + // 33
 	"\n" + // 34
-	"- A list item:\n" + // 35
-	"\n" + // 36
-	"  ```sh\n" + // 37
-	"  kubectl delete pod POD -n NAMESPACE\n" + // 38
-	"  ```\n" // 39
+	"```\n" + // 35
+	"  kubectl apply -f echo.yaml\n" + // 36
+	"the operator's |\n" + // 37
+	"kubectl get pods\n" + // 38
+	"```\n" + // 39
+	"\n" + // 40
+	"- A list item:\n" + // 41
+	"\n" + // 42
+	"  ```sh\n" + // 43
+	"  kubectl delete pod POD -n NAMESPACE\n" + // 44
+	"  ```\n" + // 45
+	"\n" + // 46
+	"Not shell: `kubectl get (echo)`; not kubectl: `the operator's`.\n" // 47
 
 func TestKubectlInMarkdown(t *testing.T) {
+	cmds, problems := kubectlInMarkdown("doc.md", kubectlSampleDoc)
 	var got []string
-	for _, d := range kubectlInMarkdown("doc.md", kubectlSampleDoc) {
+	for _, d := range cmds {
 		got = append(got, fmt.Sprintf("%d: %s", d.line, d.cmd))
 	}
 	want := []string{
@@ -1157,21 +1148,23 @@ func TestKubectlInMarkdown(t *testing.T) {
 		"8: get ec",
 		"12: delete crd NAME...",
 		"14: create --filename=-",
-		"21: get echobackups",
-		"30: apply --filename=FILE",
-		"32: get pods",
-		"38: delete pod NAME",
+		"18: apply --filename=-",
+		"25: get echobackups",
+		"27: get echoes --output=wide",
+		"36: apply --filename=FILE",
+		"38: get pods",
+		"44: delete pod NAME",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("kubectlInMarkdown =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+	expectProblems(t, problems, []string{`doc.md:47: "kubectl get (echo)" does not parse as shell`})
 }
 
 func TestCheckKubectl(t *testing.T) {
 	cmd := func(line string) kubectlCmd {
 		t.Helper()
-		words := kubectlWords(line)
-		c, ok := canonicalKubectl(words[0])
+		c, ok := canonicalKubectl(kubectlArgs(t, line))
 		if !ok {
 			t.Fatalf("%q names no verb", line)
 		}
