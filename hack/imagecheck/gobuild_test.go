@@ -80,7 +80,7 @@ func TestRepositoryFacts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"go.mod", "go.sum", "cmd/manager/main.go", "cmd/manager/datamover.go"} {
+	for _, want := range []string{"go.mod", "go.sum", "cmd/manager/main.go", "cmd/manager/app/manager.go", "internal/datamover/cli.go"} {
 		if !slices.Contains(files, want) {
 			t.Errorf("goFiles lacks %s", want)
 		}
