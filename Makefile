@@ -15,6 +15,8 @@ PACKAGE ?= echo-operator
 BUNDLE_IMG ?= $(IMAGE_REGISTRY)/echo-operator-bundle:v$(VERSION)
 # Channels of the bundle and the channel a Subscription follows by default:
 # alpha while the API is v1alpha1 (a stable channel comes with a stable API).
+# catalog-template.yaml must agree with them and with REPLACES (`make catalog`
+# checks it).
 CHANNELS ?= alpha
 DEFAULT_CHANNEL ?= alpha
 BUNDLE_METADATA_OPTS ?= --channels=$(CHANNELS) --default-channel=$(DEFAULT_CHANNEL)
@@ -362,15 +364,24 @@ echo "$$out"; \
 ! grep -vE '$(LIVE_API_NO_EXAMPLE)' <<<"$$out" | grep -qiE 'level=(warn|warning|error)|^(WARN|ERRO)' || { echo "bundle validate reported warnings: fix them."; exit 1; }
 endef
 
-CATALOG_ENV = OPM=$(OPM) BUNDLE_IMG=$(BUNDLE_IMG) VERSION=$(VERSION) CHANNELS=$(CHANNELS) DEFAULT_CHANNEL=$(DEFAULT_CHANNEL)
+# The catalog's template: its package, channels and bundle images (see
+# docs/install.md#releases-in-the-catalog). hack/catalog renders it with
+# `opm alpha render-template`, serving the image $(BUNDLE_IMG) from bundle/.
+CATALOG_TEMPLATE ?= catalog-template.yaml
+RENDER_CATALOG = go run ./hack/catalog -opm $(OPM) -template $(CATALOG_TEMPLATE) -bundle-dir bundle -bundle-image $(BUNDLE_IMG)
 
 .PHONY: catalog
-catalog: opm ## Render the file-based catalog (catalog/echo-operator/catalog.yaml) from bundle/.
-	$(CATALOG_ENV) go run ./hack/catalog render
+catalog: opm ## Render the file-based catalog (catalog/echo-operator/catalog.yaml) from catalog-template.yaml and bundle/.
+	$(RENDER_CATALOG) -o catalog/$(PACKAGE)/catalog.yaml
+	$(OPM) validate catalog
 
 .PHONY: verify-catalog
-verify-catalog: opm ## Fail when catalog/ is stale against bundle/.
-	$(CATALOG_ENV) go run ./hack/catalog verify
+verify-catalog: opm ## Fail when catalog/ is stale against catalog-template.yaml and bundle/, or does not validate.
+	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+	$(RENDER_CATALOG) -o $$tmp/catalog/$(PACKAGE)/catalog.yaml; \
+	$(OPM) validate $$tmp/catalog; \
+	diff -ru catalog $$tmp/catalog || \
+	{ echo "catalog/ is stale: run 'make catalog' and commit the result."; exit 1; }
 
 .PHONY: test-olm
 test-olm: control-plane minio olm ## Install, run and upgrade the operator through OLM on the simulated cluster (part of test).

@@ -3,10 +3,11 @@
 # operator registry's `opm` from the Go module proxy into
 # $BIN_DIR/olm/<version>/{olm,catalog} and $BIN_DIR/opm/<version>/opm, with
 # a copy of OLM's CRDs in $BIN_DIR/olm/<version>/crds/, skipping what is
-# already there. The catalog generator (go run ./hack/catalog) runs opm; the
-# OLM tests (test/olm) run all three as processes against the simulated
-# cluster, found through the OLM, OLM_CATALOG, OLM_CRDS and OPM environment
-# variables (`paths` prints them).
+# already there. `make catalog` renders the catalog's template with
+# `opm alpha render-template` (go run ./hack/catalog); the OLM tests
+# (test/olm) render their catalogs with `opm render` and run all three as
+# processes against the simulated cluster, found through the OLM,
+# OLM_CATALOG, OLM_CRDS and OPM environment variables (`paths` prints them).
 set -euo pipefail
 
 OLM_VERSION="${OLM_VERSION:-v0.46.0}"

@@ -1,41 +1,26 @@
-// Command catalog renders the operator's file-based catalog from the bundle
-// directory, and checks that the committed one is up to date:
-//
-//	go run ./hack/catalog render   # writes catalog/<package>/catalog.yaml
-//	go run ./hack/catalog verify   # fails when that file is stale
-//
-// The bundle is rendered by opm into an olm.bundle blob whose image is the
-// bundle image and whose CSV travels as olm.csv.metadata (OLM unpacks the
-// manifests from the image). Its channel entry (name, spec.replaces,
-// spec.skips, the olm.skipRange annotation) is added to each channel, and
-// the package's default channel is set. Bundles and entries already in the
-// catalog stay, so releases accumulate; rendering the same bundle again
-// changes nothing. The result is written in opm's YAML form and must pass
-// `opm validate`.
-//
-// Flags fall back to environment variables, as the Makefile passes them:
-// -opm (OPM), -bundle-dir (BUNDLE_DIR, default bundle), -catalog-dir
-// (CATALOG_DIR, default catalog), -bundle-image (BUNDLE_IMG, required),
-// -version (VERSION: when set, the bundle's version must match it),
-// -channels (CHANNELS, comma-separated) and -default-channel
-// (DEFAULT_CHANNEL); the last two default to the bundle's
-// metadata/annotations.yaml.
 package main
 
 import (
-	"bytes"
+	"cmp"
 	"context"
+	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
+	"time"
 
-	"k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
 
-	"github.com/echo-operator/echo-operator/hack/catalog/fbc"
+	"github.com/echo-operator/echo-operator/test/harness/testcerts"
 )
 
 // Keys of a bundle's metadata/annotations.yaml.
@@ -44,193 +29,274 @@ const (
 	defaultChannelAnnotation = "operators.operatorframework.io.bundle.channel.default.v1"
 )
 
-type options struct {
-	opm            string
-	bundleDir      string
-	catalogDir     string
-	bundleImage    string
-	version        string
-	channels       string
-	defaultChannel string
-}
-
 func main() {
-	if len(os.Args) < 2 || (os.Args[1] != "render" && os.Args[1] != "verify") {
-		fmt.Fprintln(os.Stderr, "usage: catalog render|verify [flags]")
-		os.Exit(2)
-	}
-	cmd := os.Args[1]
-	fs := flag.NewFlagSet(cmd, flag.ExitOnError)
 	var o options
-	fs.StringVar(&o.opm, "opm", os.Getenv("OPM"), "path of the opm binary (`make olm` builds it)")
-	fs.StringVar(&o.bundleDir, "bundle-dir", envOr("BUNDLE_DIR", "bundle"), "the registry+v1 bundle directory")
-	fs.StringVar(&o.catalogDir, "catalog-dir", envOr("CATALOG_DIR", "catalog"), "the catalog directory")
-	fs.StringVar(&o.bundleImage, "bundle-image", os.Getenv("BUNDLE_IMG"), "the bundle image the catalog points at")
-	fs.StringVar(&o.version, "version", os.Getenv("VERSION"), "the expected bundle version (optional)")
-	fs.StringVar(&o.channels, "channels", os.Getenv("CHANNELS"), "channels of the bundle, comma-separated (default: the bundle's annotations)")
-	fs.StringVar(&o.defaultChannel, "default-channel", os.Getenv("DEFAULT_CHANNEL"), "the package's default channel (default: the bundle's annotations)")
-	_ = fs.Parse(os.Args[2:])
-
-	var err error
-	switch cmd {
-	case "render":
-		var file string
-		if file, err = render(context.Background(), o); err == nil {
-			fmt.Println("wrote", file)
-		}
-	case "verify":
-		err = verify(context.Background(), o)
-	}
-	if err != nil {
+	flag.StringVar(&o.opm, "opm", os.Getenv("OPM"), "path of the opm binary (`make opm` builds it)")
+	flag.StringVar(&o.template, "template", "catalog-template.yaml", "the catalog template")
+	flag.StringVar(&o.bundleDir, "bundle-dir", "bundle", "the registry+v1 bundle directory")
+	flag.StringVar(&o.bundleImage, "bundle-image", os.Getenv("BUNDLE_IMG"), "the image of the bundle directory")
+	flag.StringVar(&o.out, "o", "", "the catalog file to write")
+	flag.Parse()
+	if err := render(context.Background(), o); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 }
 
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
+type options struct {
+	opm, template, bundleDir, bundleImage, out string
 }
 
-// render updates (or creates) the package's catalog file and returns its path.
-func render(ctx context.Context, o options) (string, error) {
-	c, pkg, err := build(ctx, o)
-	if err != nil {
-		return "", err
-	}
-	file := filepath.Join(o.catalogDir, pkg, fbc.FileName)
-	return file, fbc.OPM{Path: o.opm}.WriteYAML(ctx, c, file)
+// template is what the command reads of a basic template.
+type template struct {
+	Schema  string `json:"schema"`
+	Entries []struct {
+		Schema         string          `json:"schema"`
+		Name           string          `json:"name"`
+		DefaultChannel string          `json:"defaultChannel"`
+		Icon           json.RawMessage `json:"icon"`
+		Image          string          `json:"image"`
+		Entries        []entry         `json:"entries"`
+	} `json:"entries"`
 }
 
-// verify renders into a temporary file and compares it with the committed one.
-func verify(ctx context.Context, o options) error {
-	c, pkg, err := build(ctx, o)
+// entry is a channel entry, and the upgrade edges a CSV declares.
+type entry struct {
+	Name      string   `json:"name"`
+	Replaces  string   `json:"replaces,omitempty"`
+	Skips     []string `json:"skips,omitempty"`
+	SkipRange string   `json:"skipRange,omitempty"`
+}
+
+// bundle is what the command reads of the bundle directory.
+type bundle struct {
+	annotations map[string]string
+	csv         entry
+	icon        json.RawMessage
+}
+
+func render(ctx context.Context, o options) error {
+	if o.opm == "" || o.bundleImage == "" || o.out == "" {
+		return errors.New("usage: catalog -opm OPM -bundle-image BUNDLE_IMG -o FILE [-template FILE] [-bundle-dir DIR]")
+	}
+	b, err := readBundle(o.bundleDir)
 	if err != nil {
 		return err
 	}
-	tmp, err := os.MkdirTemp("", "echo-catalog-verify-")
+	var t template
+	if err := readYAML(o.template, &t); err != nil {
+		return err
+	}
+	if err := checkTemplate(t, b, o.bundleImage); err != nil {
+		return fmt.Errorf("%s does not agree with %s: %w", o.template, o.bundleDir, err)
+	}
+	img, err := packBundle(o.bundleDir, b.annotations)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = os.RemoveAll(tmp) }()
-	want := filepath.Join(tmp, pkg, fbc.FileName)
-	if err := (fbc.OPM{Path: o.opm}).WriteYAML(ctx, c, want); err != nil {
-		return err
-	}
-	file := filepath.Join(o.catalogDir, pkg, fbc.FileName)
-	got, err := os.ReadFile(file)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	wantData, err := os.ReadFile(want)
+	reg, env, stop, err := serve(o.bundleImage, img)
 	if err != nil {
 		return err
 	}
-	if bytes.Equal(got, wantData) {
-		return nil
+	defer stop()
+
+	cmd := exec.CommandContext(ctx, o.opm, "alpha", "render-template", "basic", o.template,
+		"--output=yaml", "--migrate-level=bundle-object-to-csv-metadata")
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("opm alpha render-template %s: %w", o.template, err)
 	}
-	diff, _ := exec.Command("diff", "-u", file, want).CombinedOutput()
-	return fmt.Errorf("%s%s is not up to date with %s: run `make catalog` and commit the result",
-		diff, file, o.bundleDir)
+	if !reg.pulled.Load() {
+		return fmt.Errorf("opm did not read %s from %s", o.bundleImage, o.bundleDir)
+	}
+	if err := os.MkdirAll(filepath.Dir(o.out), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(o.out, out, 0o644)
 }
 
-// build renders the bundle and merges it into the committed catalog of its
-// package, returning the result and the package name.
-func build(ctx context.Context, o options) (*fbc.Catalog, string, error) {
-	if o.opm == "" {
-		return nil, "", errors.New("no opm: set OPM or -opm (`make olm` builds it)")
-	}
-	if o.bundleImage == "" {
-		return nil, "", errors.New("no bundle image: set BUNDLE_IMG or -bundle-image")
-	}
-	channels, defaultChannel, err := bundleChannels(o)
+func readYAML(file string, v any) error {
+	raw, err := os.ReadFile(file)
 	if err != nil {
-		return nil, "", err
+		return err
 	}
-	opm := fbc.OPM{Path: o.opm}
-	// The CSV comes from the bundle's objects; the published blob carries
-	// only its metadata.
-	full, err := opm.RenderBundle(ctx, o.bundleDir, o.bundleImage, false)
-	if err != nil {
-		return nil, "", err
+	if err := yaml.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("reading %s: %w", file, err)
 	}
-	csv, err := full.CSV()
-	if err != nil {
-		return nil, "", err
-	}
-	pkg, version, err := full.PackageVersion()
-	if err != nil {
-		return nil, "", err
-	}
-	if want := strings.TrimPrefix(o.version, "v"); want != "" && want != version {
-		return nil, "", fmt.Errorf("%s holds version %s, not %s: regenerate it (`make bundle`)", o.bundleDir, version, want)
-	}
-	published, err := opm.RenderBundle(ctx, o.bundleDir, o.bundleImage, true)
-	if err != nil {
-		return nil, "", err
-	}
-
-	c := &fbc.Catalog{}
-	if _, err := os.Stat(filepath.Join(o.catalogDir, pkg, fbc.FileName)); err == nil {
-		if c, err = opm.Load(ctx, filepath.Join(o.catalogDir, pkg)); err != nil {
-			return nil, "", fmt.Errorf("loading the catalog of %s: %w", pkg, err)
-		}
-	}
-	c.SetPackage(pkg, defaultChannel, csv.Icon)
-	for _, ch := range channels {
-		c.SetEntry(pkg, ch, csv.Entry())
-	}
-	c.SetBundle(published)
-	return c, pkg, nil
+	return nil
 }
 
-// bundleChannels returns the channels and default channel from the options,
-// or else from the bundle's metadata/annotations.yaml.
-func bundleChannels(o options) ([]string, string, error) {
-	channels, def := o.channels, o.defaultChannel
-	if channels == "" || def == "" {
-		a, err := bundleAnnotations(o.bundleDir)
-		if err != nil {
-			return nil, "", err
-		}
-		if channels == "" {
-			channels = a[channelsAnnotation]
-		}
-		if def == "" {
-			def = a[defaultChannelAnnotation]
-		}
-	}
-	var out []string
-	for _, ch := range strings.Split(channels, ",") {
-		if ch = strings.TrimSpace(ch); ch != "" {
-			out = append(out, ch)
-		}
-	}
-	if len(out) == 0 {
-		return nil, "", fmt.Errorf("no channels: set CHANNELS or %s in %s/metadata/annotations.yaml", channelsAnnotation, o.bundleDir)
-	}
-	if def == "" {
-		if len(out) > 1 {
-			return nil, "", fmt.Errorf("no default channel among %v: set DEFAULT_CHANNEL", out)
-		}
-		def = out[0]
-	}
-	return out, def, nil
-}
-
-func bundleAnnotations(bundleDir string) (map[string]string, error) {
-	path := filepath.Join(bundleDir, "metadata", "annotations.yaml")
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var doc struct {
+// readBundle reads the annotations of the bundle directory and its CSV.
+func readBundle(dir string) (bundle, error) {
+	var b bundle
+	var meta struct {
 		Annotations map[string]string `json:"annotations"`
 	}
-	if err := yaml.Unmarshal(raw, &doc); err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
+	if err := readYAML(filepath.Join(dir, "metadata", "annotations.yaml"), &meta); err != nil {
+		return b, err
 	}
-	return doc.Annotations, nil
+	b.annotations = meta.Annotations
+	files, err := filepath.Glob(filepath.Join(dir, "manifests", "*.yaml"))
+	if err != nil {
+		return b, err
+	}
+	for _, f := range files {
+		var csv struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name        string            `json:"name"`
+				Annotations map[string]string `json:"annotations"`
+			} `json:"metadata"`
+			Spec struct {
+				Replaces string            `json:"replaces"`
+				Skips    []string          `json:"skips"`
+				Icon     []json.RawMessage `json:"icon"`
+			} `json:"spec"`
+		}
+		if err := readYAML(f, &csv); err != nil {
+			return b, err
+		}
+		if csv.Kind != "ClusterServiceVersion" {
+			continue
+		}
+		b.csv = entry{Name: csv.Metadata.Name, Replaces: csv.Spec.Replaces, Skips: csv.Spec.Skips,
+			SkipRange: csv.Metadata.Annotations["olm.skipRange"]}
+		if len(csv.Spec.Icon) > 0 {
+			b.icon = csv.Spec.Icon[0]
+		}
+		return b, nil
+	}
+	return b, fmt.Errorf("%s/manifests holds no ClusterServiceVersion", dir)
+}
+
+// checkTemplate returns what of the template disagrees with the bundle
+// directory b and its image.
+func checkTemplate(t template, b bundle, image string) error {
+	if t.Schema != "olm.template.basic" {
+		return fmt.Errorf("schema %q: want olm.template.basic", t.Schema)
+	}
+	var errs []error
+	var channels []string
+	imaged := false
+	for _, e := range t.Entries {
+		switch e.Schema {
+		case "olm.package":
+			if want := b.annotations[defaultChannelAnnotation]; want != "" && e.DefaultChannel != want {
+				errs = append(errs, fmt.Errorf("the default channel is %s, the bundle's %s", e.DefaultChannel, want))
+			}
+			if !jsonEqual(e.Icon, b.icon) {
+				errs = append(errs, errors.New("the package's icon is not the CSV's"))
+			}
+		case "olm.channel":
+			i := slices.IndexFunc(e.Entries, func(x entry) bool { return x.Name == b.csv.Name })
+			if i < 0 {
+				continue
+			}
+			channels = append(channels, e.Name)
+			if got, want := e.Entries[i], b.csv; got.Replaces != want.Replaces || got.SkipRange != want.SkipRange ||
+				!slices.Equal(got.Skips, want.Skips) {
+				errs = append(errs, fmt.Errorf("channel %s: %+v; the CSV says %+v", e.Name, got, want))
+			}
+		case "olm.bundle":
+			imaged = imaged || e.Image == image
+		}
+	}
+	if !imaged {
+		errs = append(errs, fmt.Errorf("no olm.bundle entry has the image %s", image))
+	}
+	var want []string
+	for _, c := range strings.Split(b.annotations[channelsAnnotation], ",") {
+		if c = strings.TrimSpace(c); c != "" {
+			want = append(want, c)
+		}
+	}
+	slices.Sort(want)
+	slices.Sort(channels)
+	if !slices.Equal(channels, want) {
+		errs = append(errs, fmt.Errorf("%s is in the channels %v, the bundle in %v", b.csv.Name, channels, want))
+	}
+	return errors.Join(errs...)
+}
+
+// jsonEqual reports whether a and b hold the same JSON value.
+func jsonEqual(a, b json.RawMessage) bool {
+	var x, y any
+	_ = json.Unmarshal(a, &x)
+	_ = json.Unmarshal(b, &y)
+	return reflect.DeepEqual(x, y)
+}
+
+// serve starts the registry of img on 127.0.0.1, over TLS with a
+// certificate of its own, and writes into a new directory the
+// configuration that makes opm pull image from it: a registries.conf that
+// makes it the mirror of image's repository, a policy.json that accepts
+// images, and the certificate's CA. It returns the registry, the
+// environment of opm, and a function that stops the registry and removes
+// the directory.
+func serve(image string, img *bundleImage) (reg *registry, env []string, stop func(), err error) {
+	// registry/repository:tag; registries.conf matches the repository.
+	i := strings.LastIndex(image, ":")
+	repo, tag := image[:max(i, 0)], image[i+1:]
+	host, path, _ := strings.Cut(repo, "/")
+	if i < 0 || strings.Contains(tag, "/") || strings.Contains(image, "@") || path == "" ||
+		!strings.ContainsAny(host, ".:") && host != "localhost" {
+		return nil, nil, nil, fmt.Errorf("bundle image %q: want registry/repository:tag", image)
+	}
+	dir, err := os.MkdirTemp("", "echo-catalog-")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	reg = &registry{repo: path, tag: tag, img: img}
+	srv := &http.Server{Handler: reg, ReadHeaderTimeout: time.Minute}
+	stop = func() {
+		_ = srv.Close()
+		_ = os.RemoveAll(dir)
+	}
+	defer func() {
+		if err != nil {
+			stop()
+		}
+	}()
+	ca, err := testcerts.NewCA("echo-operator catalog", time.Hour)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	certPEM, keyPEM, err := ca.Sign(testcerts.Leaf{CommonName: "127.0.0.1", IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	l, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	go func() { _ = srv.Serve(l) }()
+
+	conf := fmt.Sprintf("[[registry]]\nprefix = %q\nlocation = %q\n\n[[registry.mirror]]\nlocation = %q\n",
+		repo, repo, l.Addr().String()+"/"+path)
+	policy := `{"default": [{"type": "insecureAcceptAnything"}]}` + "\n"
+	certs := filepath.Join(dir, "certs")
+	if err = os.Mkdir(certs, 0o700); err == nil {
+		err = errors.Join(
+			os.WriteFile(filepath.Join(dir, "registries.conf"), []byte(conf), 0o600),
+			os.WriteFile(filepath.Join(dir, "policy.json"), []byte(policy), 0o600),
+			os.WriteFile(filepath.Join(certs, "ca.pem"), ca.CertPEM(), 0o600))
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	// Go adds the CAs of the directories of SSL_CERT_DIR to those of the
+	// system's bundle file; the system's directories stay in the list.
+	env = []string{
+		"CONTAINERS_REGISTRIES_CONF=" + filepath.Join(dir, "registries.conf"),
+		"CONTAINERS_REGISTRIES_CONF_OVERRIDE=",
+		"CONTAINERS_POLICY_JSON=" + filepath.Join(dir, "policy.json"),
+		"SSL_CERT_DIR=" + certs + ":" + cmp.Or(os.Getenv("SSL_CERT_DIR"), "/etc/ssl/certs:/etc/pki/tls/certs"),
+	}
+	return reg, env, stop, nil
 }

@@ -3,10 +3,15 @@
 package olm
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -16,8 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/echo-operator/echo-operator/hack/catalog/fbc"
 )
 
 // previousVersion is the version of the bundle the upgrade test makes up to
@@ -36,12 +39,56 @@ type testCatalog struct {
 	defaultChannel string
 }
 
+// blob is a blob of a file-based catalog, as `opm render` writes it.
+type blob map[string]any
+
+func (b blob) str(key string) string {
+	s, _ := b[key].(string)
+	return s
+}
+
+// opmRender renders a bundle or catalog directory with `opm render` into
+// its blobs.
+func opmRender(ctx context.Context, dir string) []blob {
+	out, err := exec.CommandContext(ctx, tools.OPM, "render", dir, "--output=json").Output()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		err = fmt.Errorf("%w: %s", err, exit.Stderr)
+	}
+	Expect(err).NotTo(HaveOccurred(), "opm render %s", dir)
+	var blobs []blob
+	dec := json.NewDecoder(bytes.NewReader(out))
+	dec.UseNumber()
+	for {
+		var b blob
+		err := dec.Decode(&b)
+		if errors.Is(err, io.EOF) {
+			return blobs
+		}
+		Expect(err).NotTo(HaveOccurred(), "reading what opm rendered of %s", dir)
+		blobs = append(blobs, b)
+	}
+}
+
+// renderInline renders a bundle directory with `opm render` into its
+// olm.bundle blob: no image, its manifests inline as olm.bundle.object
+// properties.
+func renderInline(ctx context.Context, dir string) blob {
+	blobs := opmRender(ctx, dir)
+	Expect(blobs).To(HaveLen(1), "opm render %s", dir)
+	b := blobs[0]
+	Expect(b.str("schema")).To(Equal("olm.bundle"))
+	Expect(b.str("image")).To(BeEmpty())
+	Expect(b["properties"]).To(ContainElement(HaveKeyWithValue("type", "olm.bundle.object")))
+	return b
+}
+
 // buildTestCatalog writes the catalog the tests serve, a variant of the
-// published one (catalog/echo-operator, which `make catalog` renders from
-// bundle/): the same package and, in each channel that holds the bundle of
-// bundle/, its entry as published; that bundle alone, rendered again with
-// an empty image and its manifests inline. OLM then installs from the
-// catalog's data alone; with an image it would run a Job to unpack the
+// published one (catalog/echo-operator, which `make catalog` renders): the
+// same package and, in each channel that holds the bundle of bundle/, its
+// entry as published; that bundle alone, rendered by `opm render` from
+// bundle/ with no image and its manifests inline. OLM then installs from
+// the catalog's data alone; with an image it would run a Job to unpack the
 // bundle, and KWOK runs no container. (Earlier releases in the published
 // catalog are left out: their manifests are only in their images.)
 // With withPrevious, a bundle of version 0.0.9 made from the same manifests
@@ -50,45 +97,56 @@ func buildTestCatalog(t *testing.T, withPrevious bool) testCatalog {
 	t.Helper()
 	ctx := context.Background()
 	bundleDir := filepath.Join(repoRoot, "bundle")
-	published, err := opm.Load(ctx, filepath.Join(repoRoot, "catalog", packageName))
-	Expect(err).NotTo(HaveOccurred(), "loading the published catalog")
-	inline, err := opm.RenderBundle(ctx, bundleDir, "", false)
-	Expect(err).NotTo(HaveOccurred(), "rendering bundle/")
-	Expect(inline.Image).To(BeEmpty())
-	Expect(inline.Objects()).NotTo(BeEmpty())
+	current := renderInline(ctx, bundleDir)
+	tc := testCatalog{dir: filepath.Join(t.TempDir(), "catalog"), current: current.str("name")}
 
-	pub := published.Bundle(inline.Name)
-	Expect(pub).NotTo(BeNil(), "the published catalog has no bundle %s: run `make catalog`", inline.Name)
-	Expect(pub.Image).NotTo(BeEmpty(), "the published catalog names the bundle image")
-	Expect(published.Packages).To(HaveLen(1))
-
-	c := &fbc.Catalog{Packages: published.Packages, Bundles: []fbc.Bundle{inline}}
-	tc := testCatalog{dir: filepath.Join(t.TempDir(), "catalog"), current: inline.Name,
-		defaultChannel: published.Packages[0].DefaultChannel}
-	for _, ch := range published.Channels {
-		i := slices.IndexFunc(ch.Entries, func(e fbc.ChannelEntry) bool { return e.Name == inline.Name })
-		if i < 0 {
-			continue
+	var blobs, channels []blob
+	published := false
+	for _, b := range opmRender(ctx, filepath.Join(repoRoot, "catalog", packageName)) {
+		switch b.str("schema") {
+		case "olm.package":
+			tc.defaultChannel = b.str("defaultChannel")
+			blobs = append(blobs, b)
+		case "olm.channel":
+			entries, _ := b["entries"].([]any)
+			i := slices.IndexFunc(entries, func(e any) bool { return blob(e.(map[string]any)).str("name") == tc.current })
+			if i < 0 {
+				continue
+			}
+			b["entries"] = []any{entries[i]}
+			channels = append(channels, b)
+			tc.channels = append(tc.channels, b.str("name"))
+		case "olm.bundle":
+			if b.str("name") == tc.current {
+				published = true
+				Expect(b.str("image")).NotTo(BeEmpty(), "the published catalog names the bundle image")
+			}
 		}
-		ch.Entries = []fbc.ChannelEntry{ch.Entries[i]}
-		c.Channels = append(c.Channels, ch)
-		tc.channels = append(tc.channels, ch.Name)
 	}
+	Expect(published).To(BeTrue(), "the published catalog has no bundle %s: run `make catalog`", tc.current)
+	Expect(blobs).To(HaveLen(1), "the published catalog has one package")
 	Expect(tc.channels).To(ContainElement(tc.defaultChannel), "bundle/ is in the default channel")
+	blobs = append(append(blobs, channels...), current)
 
 	if withPrevious {
-		prev, err := opm.RenderBundle(ctx, previousBundle(t, bundleDir, previousVersion), "", false)
-		Expect(err).NotTo(HaveOccurred(), "rendering the previous bundle")
-		tc.previous = prev.Name
-		c.Bundles = append(c.Bundles, prev)
-		for i := range c.Channels {
-			current := c.Channels[i].Entries[0]
-			current.Replaces = prev.Name
-			c.Channels[i].Entries = []fbc.ChannelEntry{{Name: prev.Name}, current}
+		prev := renderInline(ctx, previousBundle(t, bundleDir, previousVersion))
+		tc.previous = prev.str("name")
+		blobs = append(blobs, prev)
+		for _, ch := range channels {
+			entry := ch["entries"].([]any)[0].(map[string]any)
+			entry["replaces"] = tc.previous
+			ch["entries"] = []any{map[string]any{"name": tc.previous}, entry}
 		}
 	}
-	Expect(c.WriteJSON(filepath.Join(tc.dir, packageName, "catalog.json"))).To(Succeed())
-	Expect(opm.Validate(ctx, tc.dir)).To(Succeed())
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for _, b := range blobs {
+		Expect(enc.Encode(b)).To(Succeed())
+	}
+	Expect(os.MkdirAll(filepath.Join(tc.dir, packageName), 0o755)).To(Succeed())
+	Expect(os.WriteFile(filepath.Join(tc.dir, packageName, "catalog.json"), buf.Bytes(), 0o600)).To(Succeed())
+	out, err := exec.CommandContext(ctx, tools.OPM, "validate", tc.dir).CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), "opm validate: %s", out)
 	return tc
 }
 
@@ -114,7 +172,7 @@ func previousBundle(t *testing.T, bundleDir, version string) string {
 		found = true
 		obj.SetName(packageName + ".v" + version)
 		annotations := obj.GetAnnotations()
-		delete(annotations, fbc.SkipRangeAnnotation)
+		delete(annotations, "olm.skipRange")
 		obj.SetAnnotations(annotations)
 		Expect(unstructured.SetNestedField(obj.Object, version, "spec", "version")).To(Succeed())
 		unstructured.RemoveNestedField(obj.Object, "spec", "replaces")

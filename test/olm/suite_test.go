@@ -45,7 +45,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/echo-operator/echo-operator/cmd/manager/app"
-	"github.com/echo-operator/echo-operator/hack/catalog/fbc"
 	"github.com/echo-operator/echo-operator/test/harness/managerbin"
 	"github.com/echo-operator/echo-operator/test/harness/simcluster"
 )
@@ -81,7 +80,6 @@ var (
 	cfg       *rest.Config
 	k8sClient client.Client
 	clientset *kubernetes.Clientset
-	opm       fbc.OPM
 
 	processes processGroup
 	// OLM's operators.
@@ -253,7 +251,6 @@ func inside(m *testing.M) int {
 	if tools, err = locateOLMTools(repoRoot); err != nil {
 		return fail(err)
 	}
-	opm = fbc.OPM{Path: tools.OPM}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
