@@ -1,7 +1,7 @@
 // Command catalog renders the operator's file-based catalog from its
-// template with `opm alpha render-template`:
-// A development command: it imports test/harness/testcerts for its
-// registry's certificate; nothing imports it.
+// template with `opm alpha render-template`. A development command: it
+// imports test/harness/testcerts for its registry's certificate, and
+// nothing imports it. Usage:
 //
 //	go run ./hack/catalog -opm OPM -bundle-image BUNDLE_IMG -o catalog/echo-operator/catalog.yaml
 //
