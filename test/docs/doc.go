@@ -7,6 +7,7 @@
 // command that README.md or a page under docs/ shows must be run by a test
 // of test/e2e, which declares it with documented(...), or be excluded with
 // its reason (kubectl_test.go).
+// Tests only: nothing imports it; it reads the repository's files.
 //
 // It also checks the Grafana dashboard, config/grafana/echo-operator.json:
 // valid JSON, unique panel ids and variable names, every query on the
