@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"cmp"
 	"path"
 	"slices"
 	"strings"
@@ -174,32 +173,18 @@ func storageMount(s echov1alpha1.BackupStorage) ([]string, []corev1.EnvVar, []co
 				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvc.ClaimName}}}},
 			[]corev1.VolumeMount{{Name: "store", MountPath: storeMountPath}}
 	}
-	s3 := s.S3
-	args := []string{
-		moverprotocol.Arg(moverprotocol.FlagS3Endpoint, s3.Endpoint),
-		moverprotocol.Arg(moverprotocol.FlagS3Region, cmp.Or(s3.Region, moverprotocol.DefaultS3Region)),
-		moverprotocol.Arg(moverprotocol.FlagS3Bucket, s3.Bucket),
-	}
-	if s3.Prefix != "" {
-		args = append(args, moverprotocol.Arg(moverprotocol.FlagS3Prefix, s3.Prefix))
-	}
-	if s3.ForcePathStyle {
-		args = append(args, moverprotocol.Switch(moverprotocol.FlagS3PathStyle))
-	}
-	ref := s3.CredentialsSecretRef
+	s3 := moverprotocol.ResolveS3(s.S3)
 	env := []corev1.EnvVar{
-		secretEnv(moverprotocol.EnvAccessKeyID, ref.Name, cmp.Or(ref.AccessKeyIDKey, moverprotocol.EnvAccessKeyID)),
-		secretEnv(moverprotocol.EnvSecretAccessKey, ref.Name, cmp.Or(ref.SecretAccessKeyKey, moverprotocol.EnvSecretAccessKey)),
+		secretEnv(moverprotocol.EnvAccessKeyID, s3.CredentialsSecret, s3.AccessKeyIDKey),
+		secretEnv(moverprotocol.EnvSecretAccessKey, s3.CredentialsSecret, s3.SecretAccessKeyKey),
 	}
-	var volumes []corev1.Volume
-	var mounts []corev1.VolumeMount
-	if ca := s3.CABundle; ca != nil {
-		args = append(args, moverprotocol.Arg(moverprotocol.FlagS3CAFile, path.Join(caMountPath, caFileName)))
-		volumes = append(volumes, corev1.Volume{Name: "ca", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-			SecretName: ca.Name, Items: []corev1.KeyToPath{{Key: ca.Key, Path: caFileName}}}}})
-		mounts = append(mounts, corev1.VolumeMount{Name: "ca", MountPath: caMountPath, ReadOnly: true})
+	if s3.CASecret == "" {
+		return s3.Args(""), env, nil, nil
 	}
-	return args, env, volumes, mounts
+	return s3.Args(path.Join(caMountPath, caFileName)), env,
+		[]corev1.Volume{{Name: "ca", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: s3.CASecret, Items: []corev1.KeyToPath{{Key: s3.CAKey, Path: caFileName}}}}}},
+		[]corev1.VolumeMount{{Name: "ca", MountPath: caMountPath, ReadOnly: true}}
 }
 
 func secretEnv(name, secret, key string) corev1.EnvVar {

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/echo-operator/echo-operator/internal/helmreconciler"
+	"github.com/echo-operator/echo-operator/internal/releaserecords"
 )
 
 // A release deployed before render fingerprints (by an older operator)
@@ -25,12 +25,12 @@ func TestEchoAdoptsAReleaseWithoutFingerprint(t *testing.T) {
 	st := releaseStorage(ns)
 	deployed, err := st.Last(key.Name)
 	Expect(err).NotTo(HaveOccurred())
-	Expect(deployed.Labels).To(HaveKey(helmreconciler.FingerprintLabel), "a new release is labelled with its fingerprint")
-	fp := deployed.Labels[helmreconciler.FingerprintLabel]
+	Expect(deployed.Labels).To(HaveKey(releaserecords.FingerprintLabel), "a new release is labelled with its fingerprint")
+	fp := deployed.Labels[releaserecords.FingerprintLabel]
 
 	// What an older operator left: the same release, without the label.
 	// Rewriting the release Secret starts a reconcile.
-	delete(deployed.Labels, helmreconciler.FingerprintLabel)
+	delete(deployed.Labels, releaserecords.FingerprintLabel)
 	Expect(st.Update(deployed)).To(Succeed())
 
 	Eventually(func(g Gomega) map[string]string {
@@ -38,7 +38,7 @@ func TestEchoAdoptsAReleaseWithoutFingerprint(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(last.Version).To(Equal(deployed.Version), "the release is not upgraded")
 		return last.Labels
-	}, timeout, interval).Should(HaveKeyWithValue(helmreconciler.FingerprintLabel, fp))
+	}, timeout, interval).Should(HaveKeyWithValue(releaserecords.FingerprintLabel, fp))
 
 	// From then on an unchanged Echo sends no request.
 	helmRuns := reconcileCount("echo-controller")

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
-	"github.com/echo-operator/echo-operator/internal/helmreconciler"
+	"github.com/echo-operator/echo-operator/internal/releaserecords"
 	"github.com/echo-operator/echo-operator/internal/releasetrust"
 )
 
@@ -23,7 +23,7 @@ import (
 // the Echo reports them, so that whoever can write Secrets there learns
 // what is ignored and why an upgrade may be blocked.
 func untrustedReleaseRecords(ctx context.Context, c client.Reader, echo *echov1alpha1.Echo) ([]string, error) {
-	records, err := helmreconciler.CachedReleaseRecords(ctx, c, echo.Namespace, echo.Name)
+	records, err := releaserecords.CachedRecords(ctx, c, echo.Namespace, echo.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +68,7 @@ func releaseRecordsCondition(echo *echov1alpha1.Echo, untrusted []string) metav1
 // releaseRecordToEcho maps a release Secret to the Echo of its release's
 // name, in its namespace.
 func releaseRecordToEcho(_ context.Context, obj client.Object) []reconcile.Request {
-	name := helmreconciler.ReleaseNameOf(obj)
+	name := releaserecords.ReleaseNameOf(obj)
 	if name == "" {
 		return nil
 	}

@@ -10,7 +10,7 @@ import (
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	"github.com/echo-operator/echo-operator/internal/chart"
-	"github.com/echo-operator/echo-operator/internal/helmreconciler"
+	"github.com/echo-operator/echo-operator/internal/releaserecords"
 	"github.com/echo-operator/echo-operator/internal/releasetrust"
 )
 
@@ -86,11 +86,11 @@ func backupConfig(ctx context.Context, cache, api client.Reader, verifier *relea
 // write Secrets in the namespace can label any number of them as the
 // release's records), then read by name from the API server.
 func deployedRelease(ctx context.Context, cache, api client.Reader, verifier *releasetrust.Signer, echo *echov1alpha1.Echo) (*release.Release, error) {
-	revisions, err := helmreconciler.CachedReleaseRevisions(ctx, cache, echo.Namespace, chart.ReleaseName(echo.Name))
+	revisions, err := releaserecords.CachedReleaseRevisions(ctx, cache, echo.Namespace, chart.ReleaseName(echo.Name))
 	if err != nil {
 		return nil, fmt.Errorf("listing the release of Echo %s: %w", echo.Name, err)
 	}
-	var newest *helmreconciler.Revision
+	var newest *releaserecords.Revision
 	for i := range revisions {
 		if revisions[i].Status == release.StatusDeployed && (newest == nil || revisions[i].Version > newest.Version) {
 			newest = &revisions[i]
@@ -99,5 +99,5 @@ func deployedRelease(ctx context.Context, cache, api client.Reader, verifier *re
 	if newest == nil {
 		return nil, nil
 	}
-	return helmreconciler.ReadRevision(ctx, api, verifier, echo.Namespace, newest.Record)
+	return releaserecords.ReadRevision(ctx, api, verifier, echo.Namespace, newest.Record)
 }

@@ -157,7 +157,7 @@ func parseMoverFlags(command moverprotocol.Command, args []string, output io.Wri
 			"identity of the restore across retries, recorded with the restored data: a retry finding the data its earlier attempt restored reports it")
 	}
 	fs.StringVar(&o.s3.Endpoint, moverprotocol.FlagS3Endpoint, "", "S3 endpoint URL, http(s)://host[:port]; credentials come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN")
-	fs.StringVar(&o.s3.Region, moverprotocol.FlagS3Region, DefaultS3Region, "S3 region")
+	fs.StringVar(&o.s3.Region, moverprotocol.FlagS3Region, moverprotocol.DefaultS3Region, "S3 region")
 	fs.StringVar(&o.s3.Bucket, moverprotocol.FlagS3Bucket, "", "S3 bucket")
 	fs.StringVar(&o.s3.Prefix, moverprotocol.FlagS3Prefix, "", "prefix of every object key in the bucket")
 	fs.BoolVar(&o.s3.PathStyle, moverprotocol.FlagS3PathStyle, false, "path-style bucket addressing (endpoint/bucket) instead of virtual-host (bucket.endpoint)")

@@ -30,19 +30,9 @@ const (
 	// keeps the buffer at one part; a second buys nothing when compression
 	// is the bottleneck, as it is on two cores.
 	DefaultS3Threads = 1
-	// DefaultS3Region is used when S3Config.Region is empty.
-	DefaultS3Region = moverprotocol.DefaultS3Region
 	// DefaultS3MaxRetries bounds the client's own retries of a request; the
 	// Job's backoff retries the whole operation after that.
 	DefaultS3MaxRetries = 3
-)
-
-// Environment variables holding the S3 credentials, the only source of
-// credentials; the Jobs set them from Secrets.
-const (
-	EnvAccessKeyID     = moverprotocol.EnvAccessKeyID
-	EnvSecretAccessKey = moverprotocol.EnvSecretAccessKey
-	EnvSessionToken    = moverprotocol.EnvSessionToken
 )
 
 // abortTimeout bounds the cleanup of an unfinished multipart upload.
@@ -59,12 +49,12 @@ const (
 )
 
 // S3Config configures an S3Store. Credentials are not part of it: they come
-// from the environment only (EnvAccessKeyID, EnvSecretAccessKey and
-// optionally EnvSessionToken).
+// from the environment only (moverprotocol's EnvAccessKeyID,
+// EnvSecretAccessKey and optionally EnvSessionToken).
 type S3Config struct {
 	// Endpoint is the service URL: http:// or https://host[:port].
 	Endpoint string
-	// Region defaults to DefaultS3Region.
+	// Region defaults to moverprotocol.DefaultS3Region.
 	Region string
 	// Bucket must exist.
 	Bucket string
@@ -112,7 +102,7 @@ func NewS3Store(cfg S3Config) (*S3Store, error) {
 // rather than read from the environment: for a process that serves several
 // stores.
 func NewS3StoreWithCredentials(cfg S3Config, accessKeyID, secretAccessKey string) (*S3Store, error) {
-	creds := map[string]string{EnvAccessKeyID: accessKeyID, EnvSecretAccessKey: secretAccessKey}
+	creds := map[string]string{moverprotocol.EnvAccessKeyID: accessKeyID, moverprotocol.EnvSecretAccessKey: secretAccessKey}
 	return newS3Store(cfg, func(name string) (string, bool) {
 		v, ok := creds[name]
 		return v, ok
@@ -166,7 +156,7 @@ func newS3Store(cfg S3Config, lookupEnv func(string) (string, bool)) (*S3Store, 
 		Creds:        creds,
 		Secure:       secure,
 		Transport:    boundedTransport{base: transport},
-		Region:       cmp.Or(cfg.Region, DefaultS3Region),
+		Region:       cmp.Or(cfg.Region, moverprotocol.DefaultS3Region),
 		BucketLookup: lookup,
 		MaxRetries:   cmp.Or(cfg.MaxRetries, DefaultS3MaxRetries),
 	})
@@ -192,7 +182,7 @@ func parseEndpoint(endpoint string) (host string, secure bool, err error) {
 	}
 	switch {
 	case u.User != nil:
-		return "", false, fmt.Errorf("%w: s3 endpoint must not contain credentials; set %s and %s", ErrInvalidArgument, EnvAccessKeyID, EnvSecretAccessKey)
+		return "", false, fmt.Errorf("%w: s3 endpoint must not contain credentials; set %s and %s", ErrInvalidArgument, moverprotocol.EnvAccessKeyID, moverprotocol.EnvSecretAccessKey)
 	case u.Scheme != "http" && u.Scheme != "https":
 		return "", false, fmt.Errorf("%w: s3 endpoint scheme %q: %s", ErrInvalidArgument, u.Scheme, want)
 	case u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "":
@@ -202,11 +192,11 @@ func parseEndpoint(endpoint string) (host string, secure bool, err error) {
 }
 
 func envCredentials(lookupEnv func(string) (string, bool)) (*credentials.Credentials, error) {
-	id, _ := lookupEnv(EnvAccessKeyID)
-	secret, _ := lookupEnv(EnvSecretAccessKey)
-	token, _ := lookupEnv(EnvSessionToken)
+	id, _ := lookupEnv(moverprotocol.EnvAccessKeyID)
+	secret, _ := lookupEnv(moverprotocol.EnvSecretAccessKey)
+	token, _ := lookupEnv(moverprotocol.EnvSessionToken)
 	if id == "" || secret == "" {
-		return nil, fmt.Errorf("%w: s3 credentials: set %s and %s", ErrInvalidArgument, EnvAccessKeyID, EnvSecretAccessKey)
+		return nil, fmt.Errorf("%w: s3 credentials: set %s and %s", ErrInvalidArgument, moverprotocol.EnvAccessKeyID, moverprotocol.EnvSecretAccessKey)
 	}
 	return credentials.NewStaticV4(id, secret, token), nil
 }

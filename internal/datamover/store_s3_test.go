@@ -20,6 +20,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 
+	"github.com/echo-operator/echo-operator/internal/moverprotocol"
 	"github.com/echo-operator/echo-operator/test/harness/s3server"
 	"github.com/echo-operator/echo-operator/test/harness/testcerts"
 )
@@ -31,9 +32,9 @@ const testBucket = "backups"
 func s3Env(id, secret string) func(string) (string, bool) {
 	return func(name string) (string, bool) {
 		switch name {
-		case EnvAccessKeyID:
+		case moverprotocol.EnvAccessKeyID:
 			return id, true
-		case EnvSecretAccessKey:
+		case moverprotocol.EnvSecretAccessKey:
 			return secret, true
 		}
 		return "", false

@@ -21,13 +21,14 @@ import (
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	opmetrics "github.com/echo-operator/echo-operator/internal/metrics"
+	"github.com/echo-operator/echo-operator/internal/releaserecords"
 	"github.com/echo-operator/echo-operator/internal/releasetrust"
 )
 
 // actionClientGetter hands the Helm reconciler action clients that:
 //   - answer from the cache when the deployed revision was rendered from
-//     the same chart and values (see FingerprintLabel), so an unchanged
-//     release costs no render and no API request;
+//     the same chart and values (see releaserecords.FingerprintLabel),
+//     so an unchanged release costs no render and no API request;
 //   - repair drift against the cached objects (driftrepair.go);
 //   - recover releases an interrupted operator left pending
 //     (pendingrelease.go);
@@ -39,8 +40,8 @@ import (
 // cluster's capabilities from the process (capabilities.go).
 type actionClientGetter struct {
 	inner helmclient.ActionClientGetter
-	// cache holds the release Secrets (see ReleaseSecretTransform) and the
-	// objects of cachedKinds.
+	// cache holds the release Secrets (see releaserecords.CacheTransform)
+	// and the objects of cachedKinds.
 	cache       cache.Cache
 	cachedKinds map[schema.GroupVersionKind]bool
 	// live reads from the API server; writer writes to it.
@@ -51,7 +52,7 @@ type actionClientGetter struct {
 	// revisions the cache has yet to show (see expectations).
 	expected *expectations
 	// charts are the digests of the charts rendered, for fingerprints.
-	charts chartDigests
+	charts releaserecords.ChartDigests
 	// signer signs and verifies the release Secrets.
 	signer *releasetrust.Signer
 	// skipOpenAPIValidation leaves the validation of rendered objects to
@@ -110,38 +111,30 @@ func (c *actionClient) History(name string, opts ...helmclient.HistoryOption) ([
 }
 
 // cachedDeployed returns the latest revision of a release as the cache
-// holds it, when that revision is deployed. The release has its name,
-// version, status, manifest, notes and fingerprint, not its chart or values:
-// enough to compare, report and repair it.
+// holds it (see releaserecords.CachedLatest), when that revision is
+// deployed: enough to compare, report and repair it.
 //
 // The cache is trusted only once it shows the revisions this process
 // wrote; until then, and whenever the revision is not deployed, the API
 // server is asked.
 func (c *actionClient) cachedDeployed(name string) (*release.Release, bool) {
-	cr, ok, err := latestCachedRelease(c.ctx, c.g.cache, c.obj.GetNamespace(), name, c.obj.GetUID())
+	rel, hasManifest, err := releaserecords.CachedLatest(c.ctx, c.g.cache, c.obj.GetNamespace(), name, c.obj.GetUID())
 	if err != nil {
 		c.g.log.V(1).Info("Reading the release from the API server", "release", name, "reason", err.Error())
 		return nil, false
 	}
 	switch {
-	case !ok:
+	case rel == nil:
 		c.g.log.V(1).Info("Reading the release from the API server", "release", name, "reason", "no cached revision of this object")
 		return nil, false
-	case cr.status != release.StatusDeployed || !cr.hasManifest:
-		c.g.log.V(1).Info("Reading the release from the API server", "release", name, "reason", "latest cached revision is "+string(cr.status), "revision", cr.version)
+	case rel.Info.Status != release.StatusDeployed || !hasManifest:
+		c.g.log.V(1).Info("Reading the release from the API server", "release", name, "reason", "latest cached revision is "+string(rel.Info.Status), "revision", rel.Version)
 		return nil, false
-	case !c.g.expected.seen(c.releaseKey(name), cr.version):
-		c.g.log.V(1).Info("Reading the release from the API server", "release", name, "reason", "the cache has yet to show the latest revision written", "revision", cr.version)
+	case !c.g.expected.seen(c.releaseKey(name), rel.Version):
+		c.g.log.V(1).Info("Reading the release from the API server", "release", name, "reason", "the cache has yet to show the latest revision written", "revision", rel.Version)
 		return nil, false
 	}
-	return &release.Release{
-		Name:      name,
-		Namespace: c.obj.GetNamespace(),
-		Version:   cr.version,
-		Info:      &release.Info{Status: release.StatusDeployed, Notes: cr.notes},
-		Manifest:  cr.manifest,
-		Labels:    map[string]string{FingerprintLabel: cr.fingerprint},
-	}, true
+	return rel, true
 }
 
 // Install implements helmclient.ActionInterface. The release is labelled
@@ -154,7 +147,7 @@ func (c *actionClient) Install(name, namespace string, chrt *chart.Chart, vals m
 	fp, hasFP := c.fingerprint(chrt, vals)
 	opts = append(opts, func(i *action.Install) error {
 		if hasFP {
-			i.Labels = withLabel(i.Labels, FingerprintLabel, fp)
+			i.Labels = withLabel(i.Labels, releaserecords.FingerprintLabel, fp)
 		}
 		i.DisableOpenAPIValidation = i.DisableOpenAPIValidation || c.g.skipOpenAPIValidation
 		return nil
@@ -186,7 +179,7 @@ func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals m
 	fp, hasFP := c.fingerprint(chrt, vals)
 	opts = append(opts, func(u *action.Upgrade) error {
 		if hasFP {
-			u.Labels = withLabel(u.Labels, FingerprintLabel, fp)
+			u.Labels = withLabel(u.Labels, releaserecords.FingerprintLabel, fp)
 		}
 		u.DisableOpenAPIValidation = u.DisableOpenAPIValidation || c.g.skipOpenAPIValidation
 		return nil
@@ -234,11 +227,11 @@ const rollbackFailedPrefix = "rollback failed: "
 func (c *actionClient) render(name, namespace string, chrt *chart.Chart, vals map[string]any, fp string, hasFP bool, opts []helmclient.UpgradeOption) (*release.Release, error) {
 	deployed, cached := c.cachedDeployed(name)
 	if hasFP && cached {
-		if deployed.Labels[FingerprintLabel] == fp {
+		if deployed.Labels[releaserecords.FingerprintLabel] == fp {
 			return deployed, nil
 		}
 		c.g.log.V(1).Info("Rendering the release", "release", name, "reason", "chart or values changed",
-			"deployed", deployed.Labels[FingerprintLabel], "wanted", fp)
+			"deployed", deployed.Labels[releaserecords.FingerprintLabel], "wanted", fp)
 	}
 	h, err := c.live()
 	if err != nil {
@@ -265,10 +258,10 @@ func (c *actionClient) render(name, namespace string, chrt *chart.Chart, vals ma
 func (c *actionClient) adopt(h helmclient.ActionInterface, name, manifest, fp string) {
 	cur, err := h.Get(name)
 	if err != nil || cur.Info == nil || cur.Info.Status != release.StatusDeployed ||
-		cur.Manifest != manifest || cur.Labels[FingerprintLabel] == fp {
+		cur.Manifest != manifest || cur.Labels[releaserecords.FingerprintLabel] == fp {
 		return
 	}
-	cur.Labels = withLabel(cur.Labels, FingerprintLabel, fp)
+	cur.Labels = withLabel(cur.Labels, releaserecords.FingerprintLabel, fp)
 	if err := h.Config().Releases.Update(cur); err != nil {
 		c.g.log.V(1).Info("Could not label the release with its fingerprint", "release", name, "error", err.Error())
 		return
@@ -279,12 +272,12 @@ func (c *actionClient) adopt(h helmclient.ActionInterface, name, manifest, fp st
 // fingerprint of a render; ok is false if the values cannot be encoded,
 // which only costs the cached path.
 func (c *actionClient) fingerprint(chrt *chart.Chart, vals map[string]any) (string, bool) {
-	digest, err := c.g.charts.of(chrt)
+	digest, err := c.g.charts.Of(chrt)
 	if err != nil {
 		c.g.log.V(1).Info("Rendering without a fingerprint", "error", err.Error())
 		return "", false
 	}
-	fp, err := fingerprint(digest, vals)
+	fp, err := releaserecords.Fingerprint(digest, vals)
 	if err != nil {
 		c.g.log.V(1).Info("Rendering without a fingerprint", "error", err.Error())
 		return "", false

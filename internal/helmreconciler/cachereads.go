@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/echo-operator/echo-operator/internal/cachetrim"
+	"github.com/echo-operator/echo-operator/internal/releaserecords"
 )
 
 // cachedReads answers, from the manager's cache, the reads of single
@@ -58,7 +59,7 @@ var requestInfos = &request.RequestInfoFactory{
 // for obj: the base one, whose reads of the release's objects are answered
 // from the cache (cachedReads).
 func (g *actionClientGetter) clientRestConfig(ctx context.Context, obj client.Object, base *rest.Config) (*rest.Config, error) {
-	records, err := CachedReleaseRecords(ctx, g.cache, obj.GetNamespace(), obj.GetName())
+	records, err := releaserecords.CachedRecords(ctx, g.cache, obj.GetNamespace(), obj.GetName())
 	if err != nil {
 		return nil, err
 	}

@@ -13,8 +13,8 @@
 //   - driftrepair.go: repair of the objects of a release that drifted or
 //     were deleted;
 //   - actionclient.go: the action clients, which answer an unchanged
-//     release from the cache (fingerprint.go, expectations.go,
-//     releasecache.go) and record Events;
+//     release from the cache (expectations.go, and the fingerprints and
+//     cached records of releaserecords) and record Events;
 //   - storage.go: the release storage, signed (see releasetrust) and
 //     queried with the cache's help;
 //   - manifestguard.go: what a release may touch, the chart's kinds in its
@@ -43,6 +43,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/internal/releaserecords"
 	"github.com/echo-operator/echo-operator/internal/releasetrust"
 )
 
@@ -79,7 +80,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("loading %s: %w", opts.WatchesFile, err)
 	}
-	if err := IndexReleaseSecrets(context.Background(), mgr.GetFieldIndexer()); err != nil {
+	if err := releaserecords.IndexByRelease(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return fmt.Errorf("indexing the release Secrets: %w", err)
 	}
 	for _, w := range ws {

@@ -11,7 +11,6 @@ import (
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -19,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/echo-operator/echo-operator/internal/chart"
+	"github.com/echo-operator/echo-operator/internal/releaserecords"
 	"github.com/echo-operator/echo-operator/internal/releasetrust"
 )
 
@@ -74,18 +74,17 @@ func (s *releaseStorage) Query(query map[string]string) ([]*release.Release, err
 	if name == "" || query[chart.ReleaseOwnerLabel] != chart.ReleaseOwner || s.pending(name) {
 		return s.Driver.Query(query)
 	}
-	secrets := &corev1.SecretList{}
-	if err := s.cache.List(context.Background(), secrets, client.InNamespace(s.namespace),
-		client.MatchingFields{releaseNameIndex: name}); err != nil {
+	secrets, err := releaserecords.CachedRecords(context.Background(), s.cache, s.namespace, name)
+	if err != nil {
 		return s.Driver.Query(query)
 	}
 	selector := labels.SelectorFromSet(query)
-	names := make([]string, 0, len(secrets.Items))
-	for i := range secrets.Items {
+	names := make([]string, 0, len(secrets))
+	for i := range secrets {
 		// A revision the operator did not write would be hidden by the
 		// Secrets client anyway: it is not worth a read.
-		if selector.Matches(labels.Set(secrets.Items[i].Labels)) && releasetrust.CachedVerified(&secrets.Items[i]) {
-			names = append(names, secrets.Items[i].Name)
+		if selector.Matches(labels.Set(secrets[i].Labels)) && releasetrust.CachedVerified(&secrets[i]) {
+			names = append(names, secrets[i].Name)
 		}
 	}
 	sort.Strings(names)

@@ -1,19 +1,53 @@
 package helmreconciler
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"testing"
 
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/echo-operator/echo-operator/internal/chart"
+	"github.com/echo-operator/echo-operator/internal/releaserecords"
+	"github.com/echo-operator/echo-operator/internal/releasetrust"
 )
+
+// testSigner signs the release Secrets of the tests.
+var testSigner = func() *releasetrust.Signer {
+	s, err := releasetrust.NewSigner([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		panic(err)
+	}
+	return s
+}()
+
+// cachedRecord is the cache's copy of a release Secret the operator wrote.
+func cachedRecord(name string, version int, status release.Status) *corev1.Secret {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
+		Name: fmt.Sprintf("sh.helm.release.v1.%s.v%d", name, version), Namespace: "ns",
+		Labels: map[string]string{chart.ReleaseOwnerLabel: chart.ReleaseOwner, chart.ReleaseNameLabel: name,
+			chart.ReleaseStatusLabel: string(status), chart.ReleaseVersionLabel: strconv.Itoa(version)},
+	}}
+	testSigner.Sign(s)
+	out, _ := releaserecords.CacheTransform(testSigner)(s)
+	return out.(*corev1.Secret)
+}
+
+// builderIndexer registers the cache's indexes on a fake client.
+type builderIndexer struct{ *fake.ClientBuilder }
+
+func (b builderIndexer) IndexField(_ context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
+	b.WithIndex(obj, field, extract)
+	return nil
+}
 
 // countingDriver counts the label-selected queries that reach the API server.
 type countingDriver struct {
@@ -27,14 +61,13 @@ func (d *countingDriver) Query(l map[string]string) ([]*release.Release, error) 
 }
 
 func TestReleaseStorageQuery(t *testing.T) {
-	const uid = "echo-uid"
 	stored := []*corev1.Secret{
-		releaseSecret(t, "web", 1, release.StatusSuperseded, uid),
-		releaseSecret(t, "web", 2, release.StatusDeployed, uid),
-		releaseSecret(t, "api", 1, release.StatusDeployed, uid),
+		cachedRecord("web", 1, release.StatusSuperseded),
+		cachedRecord("web", 2, release.StatusDeployed),
+		cachedRecord("api", 1, release.StatusDeployed),
 	}
 	// gone is in the cache but was deleted from the API server since.
-	gone := releaseSecret(t, "web", 3, release.StatusFailed, uid)
+	gone := cachedRecord("web", 3, release.StatusFailed)
 
 	newStorage := func(t *testing.T, pending bool) (*releaseStorage, *countingDriver) {
 		t.Helper()
@@ -42,11 +75,13 @@ func TestReleaseStorageQuery(t *testing.T) {
 		if err := corev1.AddToScheme(scheme); err != nil {
 			t.Fatal(err)
 		}
-		b := fake.NewClientBuilder().WithScheme(scheme).WithIndex(&corev1.Secret{}, releaseNameIndex, releaseNameOf)
+		b := fake.NewClientBuilder().WithScheme(scheme)
+		if err := releaserecords.IndexByRelease(context.Background(), builderIndexer{b}); err != nil {
+			t.Fatal(err)
+		}
 		mem := driver.NewMemory()
 		for _, s := range append(append([]*corev1.Secret{}, stored...), gone) {
-			cached, _ := transformReleaseSecret(s.DeepCopy())
-			b = b.WithObjects(cached.(client.Object))
+			b = b.WithObjects(s.DeepCopy())
 		}
 		for _, s := range stored {
 			rel := &release.Release{Name: s.Labels[chart.ReleaseNameLabel], Version: mustAtoi(t, s.Labels[chart.ReleaseVersionLabel]),

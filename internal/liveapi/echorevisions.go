@@ -17,15 +17,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	livev1alpha1 "github.com/echo-operator/echo-operator/api/live/v1alpha1"
-	"github.com/echo-operator/echo-operator/internal/helmreconciler"
+	"github.com/echo-operator/echo-operator/internal/releaserecords"
 	"github.com/echo-operator/echo-operator/internal/releasetrust"
 )
 
 // echoRevisions serves EchoRevisions: lists from the cached release
 // records, a get of one revision from its record on the API server.
 type echoRevisions struct {
-	// cache holds the release records as helmreconciler's cache
-	// transform keeps them: labels, verdict, summary.
+	// cache holds the release records as releaserecords.CacheTransform
+	// keeps them: labels, verdict, summary.
 	cache client.Reader
 	// api reads a whole record for a get.
 	api      client.Reader
@@ -48,7 +48,7 @@ func (s *echoRevisions) List(ctx context.Context, opts *metainternalversion.List
 	if err != nil {
 		return nil, err
 	}
-	revisions, err := helmreconciler.CachedRevisions(ctx, s.cache, q.namespace)
+	revisions, err := releaserecords.CachedRevisions(ctx, s.cache, q.namespace)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
@@ -83,7 +83,7 @@ func (s *echoRevisions) Get(ctx context.Context, name string, _ *metav1.GetOptio
 	if !ok {
 		return nil, apierrors.NewNotFound(echoRevisionsResource, name)
 	}
-	revisions, err := helmreconciler.CachedReleaseRevisions(ctx, s.cache, namespace, echo)
+	revisions, err := releaserecords.CachedReleaseRevisions(ctx, s.cache, namespace, echo)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
@@ -96,10 +96,10 @@ func (s *echoRevisions) Get(ctx context.Context, name string, _ *metav1.GetOptio
 }
 
 // whole adds to a cached revision the values and manifest of its record.
-func (s *echoRevisions) whole(ctx context.Context, r *helmreconciler.Revision) (*livev1alpha1.EchoRevision, error) {
-	rel, err := helmreconciler.ReadRevision(ctx, s.api, s.verifier, r.Namespace, r.Record)
+func (s *echoRevisions) whole(ctx context.Context, r *releaserecords.Revision) (*livev1alpha1.EchoRevision, error) {
+	rel, err := releaserecords.ReadRevision(ctx, s.api, s.verifier, r.Namespace, r.Record)
 	switch {
-	case apierrors.IsNotFound(err), errors.Is(err, helmreconciler.ErrRecordNotVerified):
+	case apierrors.IsNotFound(err), errors.Is(err, releaserecords.ErrNotVerified):
 		// Superseded and pruned, or replaced, since the cache saw it.
 		return nil, apierrors.NewNotFound(echoRevisionsResource, revisionName(r.Release, r.Version))
 	case err != nil:
@@ -116,7 +116,7 @@ func (s *echoRevisions) whole(ctx context.Context, r *helmreconciler.Revision) (
 }
 
 // echoRevision is the listed form of a cached revision.
-func echoRevision(r *helmreconciler.Revision) livev1alpha1.EchoRevision {
+func echoRevision(r *releaserecords.Revision) livev1alpha1.EchoRevision {
 	sum := r.Summary
 	out := livev1alpha1.EchoRevision{
 		ObjectMeta: metav1.ObjectMeta{

@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	livev1alpha1 "github.com/echo-operator/echo-operator/api/live/v1alpha1"
-	"github.com/echo-operator/echo-operator/internal/helmreconciler"
+	"github.com/echo-operator/echo-operator/internal/releaserecords"
 )
 
 func TestRevisionNames(t *testing.T) {
@@ -41,9 +41,9 @@ func TestRevisionNames(t *testing.T) {
 func TestEchoRevisionFromTheCache(t *testing.T) {
 	first := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	last := first.Add(time.Hour)
-	got := echoRevision(&helmreconciler.Revision{
+	got := echoRevision(&releaserecords.Revision{
 		Namespace: "team-a", Release: "web", Version: 2, Status: release.StatusDeployed, Record: "sh.helm.release.v1.web.v2",
-		Summary: helmreconciler.RevisionSummary{
+		Summary: releaserecords.RevisionSummary{
 			Chart: "echo", ChartVersion: "0.1.0", AppVersion: "1.2.3", Description: "Upgrade complete",
 			FirstDeployed: first, LastDeployed: last,
 		},

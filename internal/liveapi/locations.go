@@ -15,6 +15,7 @@ import (
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	"github.com/echo-operator/echo-operator/internal/datamover"
 	"github.com/echo-operator/echo-operator/internal/egress"
+	"github.com/echo-operator/echo-operator/internal/moverprotocol"
 )
 
 const (
@@ -193,30 +194,25 @@ func (l *locationListings) open(ctx context.Context, loc *echov1alpha1.EchoBacku
 	if err := l.requireOptedIn(ctx, loc); err != nil {
 		return nil, &locationError{err}
 	}
-	s3 := loc.Spec.S3
+	s3 := moverprotocol.ResolveS3(&loc.Spec.S3)
 	creds := &corev1.Secret{}
-	if err := l.api.Get(ctx, client.ObjectKey{Namespace: loc.Namespace, Name: s3.CredentialsSecretRef.Name}, creds); err != nil {
-		return nil, &locationError{fmt.Errorf("reading the credentials Secret %s: %w", s3.CredentialsSecretRef.Name, err)}
+	if err := l.api.Get(ctx, client.ObjectKey{Namespace: loc.Namespace, Name: s3.CredentialsSecret}, creds); err != nil {
+		return nil, &locationError{fmt.Errorf("reading the credentials Secret %s: %w", s3.CredentialsSecret, err)}
 	}
-	id, secret := creds.Data[s3.CredentialsSecretRef.AccessKeyIDKey], creds.Data[s3.CredentialsSecretRef.SecretAccessKeyKey]
+	id, secret := creds.Data[s3.AccessKeyIDKey], creds.Data[s3.SecretAccessKeyKey]
 	if len(id) == 0 || len(secret) == 0 {
-		return nil, &locationError{fmt.Errorf("the credentials Secret %s has no %s or no %s", creds.Name, s3.CredentialsSecretRef.AccessKeyIDKey, s3.CredentialsSecretRef.SecretAccessKeyKey)}
+		return nil, &locationError{fmt.Errorf("the credentials Secret %s has no %s or no %s", creds.Name, s3.AccessKeyIDKey, s3.SecretAccessKeyKey)}
 	}
-	cfg := datamover.S3Config{
-		Endpoint:   s3.Endpoint,
-		Region:     s3.Region,
-		Bucket:     s3.Bucket,
-		Prefix:     s3.Prefix,
-		PathStyle:  s3.ForcePathStyle,
-		MaxRetries: 1,
-		Transport:  l.egress.ConfigureTransport,
-	}
-	if s3.CABundle != nil {
+	cfg := datamover.S3Config{Endpoint: s3.Endpoint, Region: s3.Region, Bucket: s3.Bucket, Prefix: s3.Prefix, PathStyle: s3.PathStyle,
+		MaxRetries: 1, Transport: l.egress.ConfigureTransport}
+	if s3.CASecret != "" {
 		ca := &corev1.Secret{}
-		if err := l.api.Get(ctx, client.ObjectKey{Namespace: loc.Namespace, Name: s3.CABundle.Name}, ca); err != nil {
-			return nil, &locationError{fmt.Errorf("reading the CA bundle Secret %s: %w", s3.CABundle.Name, err)}
+		if err := l.api.Get(ctx, client.ObjectKey{Namespace: loc.Namespace, Name: s3.CASecret}, ca); err != nil {
+			return nil, &locationError{fmt.Errorf("reading the CA bundle Secret %s: %w", s3.CASecret, err)}
 		}
-		cfg.CABundle = ca.Data[s3.CABundle.Key]
+		if cfg.CABundle = ca.Data[s3.CAKey]; len(cfg.CABundle) == 0 { // a mover Job's pod would not start either
+			return nil, &locationError{fmt.Errorf("the CA bundle Secret %s has no %s", s3.CASecret, s3.CAKey)}
+		}
 	}
 	store, err := datamover.NewS3StoreWithCredentials(cfg, string(id), string(secret))
 	if err != nil {

@@ -79,6 +79,9 @@ func TestListingNeedsOptedInSecrets(t *testing.T) {
 		{"credentials that do not exist", echov1alpha1.S3CredentialsSecretRef{Name: "nothing", AccessKeyIDKey: "id", SecretAccessKeyKey: "key"}, nil,
 			"reading the credentials Secret nothing"},
 		{"opted-in credentials", echov1alpha1.S3CredentialsSecretRef{Name: "s3-credentials", AccessKeyIDKey: "AWS_ACCESS_KEY_ID", SecretAccessKeyKey: "AWS_SECRET_ACCESS_KEY"}, nil, ""},
+		// As a mover Job reads them: the API server defaults the key names,
+		// a location built otherwise is read alike.
+		{"opted-in credentials under the default key names", echov1alpha1.S3CredentialsSecretRef{Name: "s3-credentials"}, nil, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -142,4 +145,29 @@ func TestListingNeedsOptedInSecrets(t *testing.T) {
 // server on 127.0.0.1.
 func allowLoopback() *egress.Policy {
 	return egress.New(egress.Config{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
+}
+
+// TestListingNeedsTheCABundleKey: a location whose CA bundle Secret lacks
+// the key it names is refused before anything is sent to its endpoint, as
+// a mover Job's pod would not start without it.
+func TestListingNeedsTheCABundleKey(t *testing.T) {
+	server := newEndpoint(t)
+	optedIn := map[string]string{echov1alpha1.StorageSecretLabel: "true"}
+	api := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "s3-credentials", Labels: optedIn},
+			Data: map[string][]byte{"AWS_ACCESS_KEY_ID": []byte("backup-key"), "AWS_SECRET_ACCESS_KEY": []byte("backup-secret")}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "s3-ca", Labels: optedIn},
+			Data: map[string][]byte{"other.pem": []byte("not the bundle")}},
+	).Build()
+	loc := &echov1alpha1.EchoBackupLocation{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "offsite", ResourceVersion: "1"},
+		Spec: echov1alpha1.EchoBackupLocationSpec{S3: echov1alpha1.S3Storage{Endpoint: server.URL, Bucket: "backups", ForcePathStyle: true,
+			CredentialsSecretRef: echov1alpha1.S3CredentialsSecretRef{Name: "s3-credentials", AccessKeyIDKey: "AWS_ACCESS_KEY_ID", SecretAccessKeyKey: "AWS_SECRET_ACCESS_KEY"},
+			CABundle:             &echov1alpha1.SecretKeyRef{Name: "s3-ca", Key: "ca.crt"}}}}
+	_, err := newLocationListings(api, allowLoopback(), defaultListingLimits).list(context.Background(), loc)
+	if want := "the CA bundle Secret s3-ca has no ca.crt"; err == nil || !apierrors.IsServiceUnavailable(err) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("listing: %v, want a 503 saying %q", err, want)
+	}
+	if auths := server.requests(); len(auths) > 0 {
+		t.Errorf("%d requests reached the endpoint", len(auths))
+	}
 }

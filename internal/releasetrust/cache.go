@@ -4,7 +4,7 @@ import corev1 "k8s.io/api/core/v1"
 
 // verdictKey records, in the cache's copy of a release Secret, whether the
 // Secret verified when it was cached. The cache drops a release Secret's
-// data (see helmreconciler.ReleaseSecretTransform), so the verdict is taken
+// data (see releaserecords.CacheTransform), so the verdict is taken
 // once, when the whole Secret is at hand. The key holds a '/', which no
 // key of a Secret stored by the API server can: a tenant cannot forge it,
 // and a copy that has it was transformed already.

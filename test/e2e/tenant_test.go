@@ -35,7 +35,7 @@ import (
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	"github.com/echo-operator/echo-operator/cmd/manager/app"
 	echochart "github.com/echo-operator/echo-operator/internal/chart"
-	"github.com/echo-operator/echo-operator/internal/helmreconciler"
+	"github.com/echo-operator/echo-operator/internal/releaserecords"
 	"github.com/echo-operator/echo-operator/internal/releasetrust"
 	"github.com/echo-operator/echo-operator/test/harness/olderschema"
 )
@@ -320,7 +320,7 @@ func TestHostileTenantStaysInItsNamespace(t *testing.T) {
 	run("a tampered record in the way of the next revision blocks only this Echo, until it is deleted", func(t *testing.T) {
 		genuine := latestSignedRelease(Default, webKey)
 		rel := &release.Release{}
-		Expect(helmreconciler.DecodeRelease(genuine.Data["release"], rel)).To(Succeed())
+		Expect(releaserecords.Decode(genuine.Data["release"], rel)).To(Succeed())
 		rel.Manifest += hostileManifest(tn.ns, victimNS, adminCM.Name)
 		genuine.Data["release"] = encodeRelease(rel)
 		Expect(tn.c.Update(ctx, genuine)).To(Succeed(), "the tenant may edit Secrets in its namespace")

@@ -37,6 +37,7 @@ import (
 	"github.com/echo-operator/echo-operator/internal/helmreconciler"
 	"github.com/echo-operator/echo-operator/internal/liveapi"
 	opmetrics "github.com/echo-operator/echo-operator/internal/metrics"
+	"github.com/echo-operator/echo-operator/internal/releaserecords"
 	"github.com/echo-operator/echo-operator/internal/releasetrust"
 	"github.com/echo-operator/echo-operator/internal/servingcert"
 )
@@ -349,7 +350,7 @@ func cacheOptions(namespaces []string, signer *releasetrust.Signer) cache.Option
 			// verdict of their signature.
 			&corev1.Secret{}: {
 				Label:     chart.ReleaseRecordSelector(),
-				Transform: helmreconciler.ReleaseSecretTransform(signer),
+				Transform: releaserecords.CacheTransform(signer),
 			},
 			// Anyone who may write in a namespace can label objects as
 			// the operator's or the chart's: the cache keeps each whole

@@ -1,4 +1,4 @@
-package helmreconciler
+package releaserecords
 
 import (
 	"crypto/sha256"
@@ -20,15 +20,15 @@ import (
 const FingerprintLabel = "echo.dev/render-fingerprint"
 
 // renderVersion changes when the operator changes what it does to a
-// rendered manifest (post-rendering), so that releases deployed by an
+// rendered manifest (the reconciler's post-rendering), so that releases deployed by an
 // older operator are rendered again, and upgraded only if that changes
 // them.
 const renderVersion = "1"
 
-// fingerprint hashes a chart, given by its digest, and the values it is
-// rendered with. Label values are at most 63 characters: 40 hex digits
-// (160 bits) are kept.
-func fingerprint(chartDigest string, vals map[string]any) (string, error) {
+// Fingerprint hashes a chart, given by its digest (ChartDigests), and the
+// values it is rendered with: the value of FingerprintLabel. Label values
+// are at most 63 characters: 40 hex digits (160 bits) are kept.
+func Fingerprint(chartDigest string, vals map[string]any) (string, error) {
 	v, err := json.Marshal(vals) // map keys are sorted: the encoding is canonical
 	if err != nil {
 		return "", fmt.Errorf("encoding the values: %w", err)
@@ -40,28 +40,21 @@ func fingerprint(chartDigest string, vals map[string]any) (string, error) {
 	return hex.EncodeToString(h.Sum(nil))[:40], nil
 }
 
-// digestChart hashes what a render reads from a chart.
-func digestChart(chrt *chart.Chart) (string, error) {
+// ChartDigests remembers the digest of each chart: a reconciler renders
+// the same loaded chart for its whole life, and hashing it (templates,
+// schema, default values) on every reconcile would be work thrown away.
+type ChartDigests struct{ m sync.Map }
+
+// Of returns the digest of what a render reads from chrt.
+func (d *ChartDigests) Of(chrt *chart.Chart) (string, error) {
+	if v, ok := d.m.Load(chrt); ok {
+		return v.(string), nil
+	}
 	h := sha256.New()
 	if err := writeChart(h, chrt); err != nil {
 		return "", err
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// chartDigests remembers the digest of each chart: a reconciler renders
-// the same loaded chart for its whole life, and hashing it (templates,
-// schema, default values) on every reconcile would be work thrown away.
-type chartDigests struct{ m sync.Map }
-
-func (d *chartDigests) of(chrt *chart.Chart) (string, error) {
-	if v, ok := d.m.Load(chrt); ok {
-		return v.(string), nil
-	}
-	digest, err := digestChart(chrt)
-	if err != nil {
-		return "", err
-	}
+	digest := hex.EncodeToString(h.Sum(nil))
 	d.m.Store(chrt, digest)
 	return digest, nil
 }

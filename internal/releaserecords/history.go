@@ -1,4 +1,4 @@
-package helmreconciler
+package releaserecords
 
 import (
 	"context"
@@ -47,29 +47,29 @@ func CachedRevisions(ctx context.Context, c client.Reader, namespace string) ([]
 	if err := c.List(ctx, secrets, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: chart.ReleaseRecordSelector()}); err != nil {
 		return nil, fmt.Errorf("listing the cached release records: %w", err)
 	}
-	revisions := make([]Revision, 0, len(secrets.Items))
-	for i := range secrets.Items {
-		if r, ok := cachedRevision(&secrets.Items[i]); ok {
-			revisions = append(revisions, r)
-		}
-	}
-	return revisions, nil
+	return revisionsOf(secrets.Items), nil
 }
 
 // CachedReleaseRevisions lists the revisions of one release whose record
 // the operator wrote, through the cache's release-name index.
 func CachedReleaseRevisions(ctx context.Context, c client.Reader, namespace, release string) ([]Revision, error) {
-	secrets, err := CachedReleaseRecords(ctx, c, namespace, release)
+	secrets, err := CachedRecords(ctx, c, namespace, release)
 	if err != nil {
 		return nil, err
 	}
+	return revisionsOf(secrets), nil
+}
+
+// revisionsOf reads cached release Secrets, leaving out those
+// cachedRevision does not take.
+func revisionsOf(secrets []corev1.Secret) []Revision {
 	revisions := make([]Revision, 0, len(secrets))
 	for i := range secrets {
 		if r, ok := cachedRevision(&secrets[i]); ok {
 			revisions = append(revisions, r)
 		}
 	}
-	return revisions, nil
+	return revisions
 }
 
 // cachedRevision reads a cached release Secret; ok is false for a record
@@ -93,9 +93,9 @@ func cachedRevision(s *corev1.Secret) (Revision, bool) {
 	return r, true
 }
 
-// ErrRecordNotVerified is returned by ReadRevision for a record the
-// operator did not write, or that was changed since.
-var ErrRecordNotVerified = errors.New("the release record does not carry the operator's signature")
+// ErrNotVerified is returned by ReadRevision for a record the operator did
+// not write, or that was changed since.
+var ErrNotVerified = errors.New("the release record does not carry the operator's signature")
 
 // ReadRevision reads a whole release record from the API server (the cache
 // keeps only summaries) and decodes it once its signature verifies.
@@ -105,10 +105,10 @@ func ReadRevision(ctx context.Context, api client.Reader, verifier *releasetrust
 		return nil, fmt.Errorf("reading release record %s/%s: %w", namespace, record, err)
 	}
 	if !verifier.Verify(s) {
-		return nil, fmt.Errorf("release record %s/%s: %w", namespace, record, ErrRecordNotVerified)
+		return nil, fmt.Errorf("release record %s/%s: %w", namespace, record, ErrNotVerified)
 	}
 	rel := &release.Release{}
-	if err := DecodeRelease(s.Data[releasetrust.ReleaseDataKey], rel); err != nil {
+	if err := Decode(s.Data[releasetrust.ReleaseDataKey], rel); err != nil {
 		return nil, fmt.Errorf("decoding release record %s/%s: %w", namespace, record, err)
 	}
 	return rel, nil

@@ -1,4 +1,4 @@
-package helmreconciler
+package releaserecords
 
 import (
 	"path/filepath"
@@ -20,11 +20,11 @@ func loadEchoChart(t *testing.T) *chart.Chart {
 // fingerprintOf fingerprints a render of chrt with vals.
 func fingerprintOf(t *testing.T, chrt *chart.Chart, vals map[string]any) string {
 	t.Helper()
-	digest, err := digestChart(chrt)
+	digest, err := new(ChartDigests).Of(chrt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fp, err := fingerprint(digest, vals)
+	fp, err := Fingerprint(digest, vals)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,14 +87,14 @@ func TestFingerprint(t *testing.T) {
 		},
 	}
 	t.Run("a chart's digest is computed once", func(t *testing.T) {
-		var digests chartDigests
+		var digests ChartDigests
 		chrt := loadEchoChart(t)
-		first, err := digests.of(chrt)
+		first, err := digests.Of(chrt)
 		if err != nil {
 			t.Fatal(err)
 		}
 		chrt.Templates[0].Data = append(chrt.Templates[0].Data, '\n')
-		again, _ := digests.of(chrt)
+		again, _ := digests.Of(chrt)
 		if again != first {
 			t.Error("the digest of the same chart was computed again")
 		}

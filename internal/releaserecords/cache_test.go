@@ -1,4 +1,4 @@
-package helmreconciler
+package releaserecords
 
 import (
 	"bytes"
@@ -53,7 +53,7 @@ var testSigner = func() *releasetrust.Signer {
 }()
 
 // transformReleaseSecret is the cache transform with the tests' key.
-var transformReleaseSecret = ReleaseSecretTransform(testSigner)
+var transformReleaseSecret = CacheTransform(testSigner)
 
 // releaseSecret is a release Secret as the operator writes it, signed.
 func releaseSecret(t *testing.T, name string, version int, status release.Status, owner types.UID) *corev1.Secret {
@@ -90,7 +90,7 @@ func unsignedReleaseSecret(t *testing.T, name string, version int, status releas
 	}
 }
 
-func TestReleaseSecretTransform(t *testing.T) {
+func TestCacheTransform(t *testing.T) {
 	tests := []struct {
 		name     string
 		status   release.Status
@@ -224,7 +224,7 @@ func equalMaps(a, b map[string]string) bool {
 	return true
 }
 
-func TestLatestCachedRelease(t *testing.T) {
+func TestCachedLatest(t *testing.T) {
 	const owner, other = types.UID("echo-uid"), types.UID("old-uid")
 	tests := []struct {
 		name        string
@@ -286,20 +286,23 @@ func TestLatestCachedRelease(t *testing.T) {
 			}
 			c := b.WithIndex(&corev1.Secret{}, releaseNameIndex, releaseNameOf).Build()
 
-			got, ok, err := latestCachedRelease(context.Background(), c, "ns", "web", owner)
+			got, hasManifest, err := CachedLatest(context.Background(), c, "ns", "web", owner)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ok != tt.wantOK {
-				t.Fatalf("ok = %v, want %v", ok, tt.wantOK)
+			if (got != nil) != tt.wantOK {
+				t.Fatalf("got %+v, want a revision: %v", got, tt.wantOK)
 			}
-			if !ok {
+			if got == nil {
 				return
 			}
-			if got.version != tt.wantVersion || got.status != tt.wantStatus {
-				t.Errorf("got version %d %s, want %d %s", got.version, got.status, tt.wantVersion, tt.wantStatus)
+			if got.Version != tt.wantVersion || got.Info.Status != tt.wantStatus {
+				t.Errorf("got version %d %s, want %d %s", got.Version, got.Info.Status, tt.wantVersion, tt.wantStatus)
 			}
-			if tt.wantStatus == release.StatusDeployed && (!got.hasManifest || got.notes != "notes of web") {
+			if got.Name != "web" || got.Namespace != "ns" || got.Labels[FingerprintLabel] != "fp"+strconv.Itoa(tt.wantVersion) {
+				t.Errorf("got %s/%s labelled %v, want ns/web and its fingerprint", got.Namespace, got.Name, got.Labels)
+			}
+			if tt.wantStatus == release.StatusDeployed && (!hasManifest || got.Info.Notes != "notes of web") {
 				t.Errorf("the deployed revision lost its manifest or notes: %+v", got)
 			}
 		})

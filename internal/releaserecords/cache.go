@@ -1,4 +1,4 @@
-package helmreconciler
+package releaserecords
 
 import (
 	"bytes"
@@ -34,9 +34,8 @@ const (
 	releaseNameIndex = "helm.release.name"
 )
 
-// ReleaseSecretTransform returns the cache transform of release Secrets
-// (those chart.ReleaseRecordSelector selects, the only Secrets the operator
-// caches).
+// CacheTransform returns the cache transform of release Secrets (those
+// chart.ReleaseRecordSelector selects, the only Secrets the operator caches).
 //
 // A release Secret holds the whole release: the chart with its templates
 // and schema, the values and the manifest, gzipped, about 10 KiB for the
@@ -53,7 +52,7 @@ const (
 // The signature is checked before anything is decoded: a Secret the
 // operator did not write, however large or however deeply compressed, is
 // never decompressed and costs the cache only its name and record labels.
-func ReleaseSecretTransform(signer *releasetrust.Signer) func(any) (any, error) {
+func CacheTransform(signer *releasetrust.Signer) func(any) (any, error) {
 	return func(obj any) (any, error) {
 		s, ok := obj.(*corev1.Secret)
 		if !ok || s.Labels[chart.ReleaseOwnerLabel] != chart.ReleaseOwner || releasetrust.IsCachedCopy(s) {
@@ -73,7 +72,7 @@ func ReleaseSecretTransform(signer *releasetrust.Signer) func(any) (any, error) 
 			return s, nil
 		}
 		var rel storedRelease
-		if err := DecodeRelease(encoded, &rel); err != nil {
+		if err := Decode(encoded, &rel); err != nil {
 			// Without a manifest the release is read from the API server.
 			return s, nil //nolint:nilerr // a release the cache cannot decode is not an error of the cache
 		}
@@ -131,10 +130,9 @@ func (r *storedRelease) summary() RevisionSummary {
 	}
 }
 
-// DecodeRelease reads Helm's storage format, base64 of (usually gzipped)
-// JSON, into rel: a *release.Release, or a struct of only the fields
-// wanted.
-func DecodeRelease(encoded []byte, rel any) error {
+// Decode reads Helm's storage format, base64 of (usually gzipped) JSON,
+// into rel: a *release.Release, or a struct of only the fields wanted.
+func Decode(encoded []byte, rel any) error {
 	raw := make([]byte, base64.StdEncoding.DecodedLen(len(encoded)))
 	n, err := base64.StdEncoding.Decode(raw, encoded)
 	if err != nil {
@@ -159,9 +157,9 @@ func DecodeRelease(encoded []byte, rel any) error {
 // maxReleaseSize bounds a decompressed release.
 const maxReleaseSize = 64 << 20
 
-// IndexReleaseSecrets indexes the cached release Secrets by release name,
-// so that finding a release's revisions does not scan its namespace.
-func IndexReleaseSecrets(ctx context.Context, indexer client.FieldIndexer) error {
+// IndexByRelease indexes the cached release Secrets by release name, so
+// that finding a release's revisions does not scan its namespace.
+func IndexByRelease(ctx context.Context, indexer client.FieldIndexer) error {
 	return indexer.IndexField(ctx, &corev1.Secret{}, releaseNameIndex, releaseNameOf)
 }
 
@@ -173,11 +171,11 @@ func releaseNameOf(o client.Object) []string {
 	return nil
 }
 
-// CachedReleaseRecords lists the cached release Secrets of a release: every
+// CachedRecords lists the cached release Secrets of a release: every
 // Secret of the namespace that carries Helm's release labels with the
-// release's name, whoever wrote it. Their data is what
-// ReleaseSecretTransform kept.
-func CachedReleaseRecords(ctx context.Context, c client.Reader, namespace, name string) ([]corev1.Secret, error) {
+// release's name, whoever wrote it. Their data is what CacheTransform
+// kept.
+func CachedRecords(ctx context.Context, c client.Reader, namespace, name string) ([]corev1.Secret, error) {
 	secrets := &corev1.SecretList{}
 	if err := c.List(ctx, secrets, client.InNamespace(namespace), client.MatchingFields{releaseNameIndex: name}); err != nil {
 		return nil, fmt.Errorf("listing the cached revisions of release %s: %w", name, err)
@@ -194,24 +192,16 @@ func ReleaseNameOf(s client.Object) string {
 	return s.GetLabels()[chart.ReleaseNameLabel]
 }
 
-// cachedRelease is what the cache knows of a release's latest revision.
-type cachedRelease struct {
-	version     int
-	status      release.Status
-	fingerprint string
-	manifest    string
-	notes       string
-	hasManifest bool
-}
-
-// latestCachedRelease returns the latest verified revision of a release, as
-// cached. ok is false when the cache holds none, or when the latest revision does
-// not belong to owner: it was written for a deleted object of the same
-// name, or by hand, and only the API server can tell what it is.
-func latestCachedRelease(ctx context.Context, c client.Reader, namespace, name string, owner types.UID) (cachedRelease, bool, error) {
-	secrets, err := CachedReleaseRecords(ctx, c, namespace, name)
+// CachedLatest returns the latest verified revision of a release, as
+// cached: its version, status and fingerprint label, and the manifest and
+// notes the cache keeps of a deployed revision (hasManifest), not its chart
+// or values. It is nil when the cache holds none, or when the latest
+// revision does not belong to owner: it was written for a deleted object of
+// the same name, or by hand, and only the API server can tell what it is.
+func CachedLatest(ctx context.Context, c client.Reader, namespace, name string, owner types.UID) (rel *release.Release, hasManifest bool, err error) {
+	secrets, err := CachedRecords(ctx, c, namespace, name)
 	if err != nil {
-		return cachedRelease{}, false, err
+		return nil, false, err
 	}
 	var latest *corev1.Secret
 	latestVersion := 0
@@ -226,17 +216,14 @@ func latestCachedRelease(ctx context.Context, c client.Reader, namespace, name s
 		}
 	}
 	if latest == nil || !ownedBy(latest, owner) {
-		return cachedRelease{}, false, nil
+		return nil, false, nil
 	}
 	manifest, hasManifest := latest.Data[cachedManifestKey]
-	return cachedRelease{
-		version:     latestVersion,
-		status:      release.Status(latest.Labels[chart.ReleaseStatusLabel]),
-		fingerprint: latest.Labels[FingerprintLabel],
-		manifest:    string(manifest),
-		notes:       string(latest.Data[cachedNotesKey]),
-		hasManifest: hasManifest,
-	}, true, nil
+	return &release.Release{
+		Name: name, Namespace: namespace, Version: latestVersion, Manifest: string(manifest),
+		Info:   &release.Info{Status: release.Status(latest.Labels[chart.ReleaseStatusLabel]), Notes: string(latest.Data[cachedNotesKey])},
+		Labels: map[string]string{FingerprintLabel: latest.Labels[FingerprintLabel]},
+	}, hasManifest, nil
 }
 
 func ownedBy(o client.Object, uid types.UID) bool {
