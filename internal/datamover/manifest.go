@@ -1,20 +1,3 @@
-// Package datamover moves an Echo's data directory and configuration to
-// object storage (S3) or a filesystem (a mounted PVC) and back, and deletes
-// backups. It is run by the operator's backup, restore and artifact
-// deletion Jobs through the manager's backup, restore and delete
-// subcommands.
-//
-// A backup is two objects under a key:
-//
-//	<key>/data.tar.gz   (data.tar without compression) the archive
-//	<key>/manifest.json what the archive holds, with checksums
-//
-// The manifest is written last, and deleted first: its presence means the
-// backup is complete.
-// The archive holds config.json (the configuration given to Backup) and
-// every file and directory of the data directory under data/. Backup and
-// Restore stream: neither holds the archive in memory, see Backup and
-// Restore for their memory bounds.
 package datamover
 
 import (

@@ -1,11 +1,3 @@
-// Package liveapi is the operator's aggregated API server: the
-// live.echo.dev group of read-only resources computed when they are asked
-// for (see api/live/v1alpha1). kube-apiserver proxies requests for the
-// group to it, through an APIService, with the user in request headers;
-// the server authenticates kube-apiserver by the front-proxy client
-// certificate and authorizes every request by a SubjectAccessReview, as
-// any aggregated API server does, then checks that the user may read the
-// echo.dev objects a live resource reveals.
 package liveapi
 
 import (
