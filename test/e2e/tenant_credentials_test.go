@@ -215,12 +215,14 @@ func TestEchoEditorCannotUseASecretAsStorageCredentials(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "opted-in"},
 		Spec:       echov1alpha1.EchoBackupLocationSpec{S3: *optedIn},
 	})).To(Succeed())
+	// Until the manager's cache has the new location, the list names no
+	// location and succeeds empty: wait for the endpoint to be asked.
 	Eventually(func(g Gomega) {
 		g.Expect(attacker.live.List(ctx, &livev1alpha1.StoredBackupList{}, client.InNamespace(ns),
 			client.MatchingLabels{livev1alpha1.LocationLabel: "opted-in"})).To(Succeed())
+		g.Expect(endpoint.requests()).NotTo(BeEmpty())
 	}, timeout, interval).Should(Succeed())
 	auths := endpoint.requests()
-	Expect(auths).NotTo(BeEmpty())
 	for _, auth := range auths {
 		Expect(auth).To(ContainSubstring("Credential=opted-in-key/"))
 		Expect(auth).NotTo(ContainSubstring(password))
