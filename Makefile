@@ -45,6 +45,13 @@ OPERATOR_SDK_VERSION ?= v1.42.2
 KUBE_VERSION ?= v1.35.4
 ETCD_VERSION ?= v3.6.16
 KWOK_VERSION ?= v0.8.0
+# The real node's binaries (see hack/build-node.sh); kubelet and kube-proxy
+# are KUBE_VERSION's. PAUSE_VERSION is the pause TAG that k8s.io/kubernetes
+# ships at KUBE_VERSION (build/pause/Makefile).
+CONTAINERD_VERSION ?= v2.4.2
+RUNC_VERSION ?= v1.5.2
+CNI_PLUGINS_VERSION ?= v1.10.0
+PAUSE_VERSION ?= 3.10.1
 # S3 service of the data mover's tests and benchmark (see hack/build-minio.sh)
 MINIO_VERSION ?= v0.0.0-20260212201848-7aac2a2c5b7c
 # The stock helm-operator the scale benchmark compares with (see hack/build-helm-operator.sh)
@@ -94,6 +101,17 @@ CONTROL_PLANE_ENV = \
 	MINIO=$(MINIO) \
 	PROMETHEUS=$(PROMETHEUS) \
 	PROMTOOL=$(PROMTOOL)
+
+# The real node's binaries, as hack/build-node.sh prints them.
+NODE_ENV = \
+	KUBELET=$(LOCALBIN)/kubernetes/$(KUBE_VERSION)/kubelet \
+	KUBE_PROXY=$(LOCALBIN)/kubernetes/$(KUBE_VERSION)/kube-proxy \
+	CONTAINERD=$(LOCALBIN)/containerd/$(CONTAINERD_VERSION)/containerd \
+	CONTAINERD_SHIM=$(LOCALBIN)/containerd/$(CONTAINERD_VERSION)/containerd-shim-runc-v2 \
+	CTR=$(LOCALBIN)/containerd/$(CONTAINERD_VERSION)/ctr \
+	RUNC=$(LOCALBIN)/runc/$(RUNC_VERSION)/runc \
+	CNI_BIN_DIR=$(LOCALBIN)/cni-plugins/$(CNI_PLUGINS_VERSION) \
+	PAUSE=$(LOCALBIN)/pause/$(PAUSE_VERSION)/pause
 
 # Go test flags; override e.g. TEST_FLAGS="-run TestEcho -v".
 TEST_FLAGS ?=
@@ -412,6 +430,11 @@ helm-operator: ## Build the stock helm-operator of the scale benchmark (first ru
 .PHONY: control-plane
 control-plane: ## Build the simulated cluster's binaries (first run only).
 	KUBE_VERSION=$(KUBE_VERSION) ETCD_VERSION=$(ETCD_VERSION) KWOK_VERSION=$(KWOK_VERSION) BIN_DIR=$(LOCALBIN) hack/build-control-plane.sh build >/dev/null
+
+.PHONY: node
+node: ## Build the real node's binaries: kubelet, kube-proxy, containerd, runc, CNI plugins, pause (first run only).
+	KUBE_VERSION=$(KUBE_VERSION) CONTAINERD_VERSION=$(CONTAINERD_VERSION) RUNC_VERSION=$(RUNC_VERSION) \
+	CNI_PLUGINS_VERSION=$(CNI_PLUGINS_VERSION) PAUSE_VERSION=$(PAUSE_VERSION) BIN_DIR=$(LOCALBIN) hack/build-node.sh build >/dev/null
 
 .PHONY: operator-sdk
 operator-sdk: ## Build operator-sdk and the scorecard's test binary (first run only).

@@ -27,16 +27,17 @@ scratch_module() {
   echo "${dir}"
 }
 
+# build_kubernetes builds the named commands of k8s.io/kubernetes (cmd/<name>)
+# that are not in $kube_dir yet; those already there are left alone.
 build_kubernetes() {
-  local cmds=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
-  local missing=0
-  for c in "${cmds[@]}"; do [[ -x "${kube_dir}/${c}" ]] || missing=1; done
-  if [[ ${missing} == 0 ]]; then return; fi
-  log "building kubernetes ${KUBE_VERSION} control plane (first run only, ~10 minutes)"
+  local cmds=() c
+  for c in "$@"; do [[ -x "${kube_dir}/${c}" ]] || cmds+=("${c}"); done
+  if [[ ${#cmds[@]} == 0 ]]; then return; fi
+  log "building kubernetes ${KUBE_VERSION}: ${cmds[*]} (first run only, ~10 minutes)"
   local dir; dir="$(scratch_module)"
   (
     cd "${dir}"
-    go mod init echo-operator.local/control-plane >/dev/null 2>&1
+    go mod init echo-operator.local/kubernetes >/dev/null 2>&1
     go mod edit -require "k8s.io/kubernetes@${KUBE_VERSION}"
     # k8s.io/kubernetes refers to its staging modules as v0.0.0 with local
     # replaces; point each one at its published release instead.
@@ -121,9 +122,17 @@ case "${1:-build}" in
     fence_bin_dir
     build_etcd
     build_kwok
-    build_kubernetes
+    build_kubernetes kube-apiserver kube-controller-manager kube-scheduler kubectl
     print_paths
     ;;
   paths) print_paths ;;
-  *) echo "usage: $0 [build|paths]" >&2; exit 2 ;;
+  # kubernetes CMD...: only the named k8s.io/kubernetes commands, e.g. the
+  # node's kubelet and kube-proxy (hack/build-node.sh).
+  kubernetes)
+    shift
+    [[ $# -gt 0 ]] || { echo "usage: $0 kubernetes CMD..." >&2; exit 2; }
+    fence_bin_dir
+    build_kubernetes "$@"
+    ;;
+  *) echo "usage: $0 [build|paths|kubernetes CMD...]" >&2; exit 2 ;;
 esac

@@ -1,0 +1,226 @@
+#!/usr/bin/env bash
+# Builds the binaries of a real Kubernetes node from source: kubelet and
+# kube-proxy (k8s.io/kubernetes, through hack/build-control-plane.sh),
+# containerd with its runc shim and ctr, runc, the CNI plugins bridge,
+# host-local, loopback and portmap, and the pause binary of the sandbox
+# image, compiled from the pause.c that k8s.io/kubernetes ships. Each lands
+# in $BIN_DIR/<component>/<version>/ and is skipped when already there, so
+# only the first run pays for the build.
+#
+# What comes from Debian's packages rather than source is installed with
+# apt-get when missing and the script runs as root:
+# libseccomp-dev (and pkg-config), which runc's seccomp support links
+# against (only while runc is built), and nftables, whose nft binary
+# kube-proxy runs in its nftables mode.
+set -euo pipefail
+
+KUBE_VERSION="${KUBE_VERSION:-v1.35.4}"
+CONTAINERD_VERSION="${CONTAINERD_VERSION:-v2.4.2}"
+RUNC_VERSION="${RUNC_VERSION:-v1.5.2}"
+CNI_PLUGINS_VERSION="${CNI_PLUGINS_VERSION:-v1.10.0}"
+# The TAG of build/pause/Makefile in k8s.io/kubernetes@$KUBE_VERSION: the
+# script fails when the two disagree.
+PAUSE_VERSION="${PAUSE_VERSION:-3.10.1}"
+BIN_DIR="${BIN_DIR:-$(cd "$(dirname "$0")/.." && pwd)/bin}"
+export KUBE_VERSION BIN_DIR
+
+hack_dir="$(cd "$(dirname "$0")" && pwd)"
+
+kube_dir="${BIN_DIR}/kubernetes/${KUBE_VERSION}"
+containerd_dir="${BIN_DIR}/containerd/${CONTAINERD_VERSION}"
+runc_dir="${BIN_DIR}/runc/${RUNC_VERSION}"
+cni_dir="${BIN_DIR}/cni-plugins/${CNI_PLUGINS_VERSION}"
+pause_dir="${BIN_DIR}/pause/${PAUSE_VERSION}"
+
+containerd_cmds=(containerd containerd-shim-runc-v2 ctr)
+cni_plugins=(main/bridge ipam/host-local main/loopback meta/portmap)
+
+log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { echo "$0: $*" >&2; exit 1; }
+
+# bin/ lies inside the project's module: a go.mod of its own keeps it out of
+# the project's packages (see hack/build-control-plane.sh).
+fence_bin_dir() {
+  mkdir -p "${BIN_DIR}"
+  [[ -f "${BIN_DIR}/go.mod" ]] || printf 'module echo-operator.local/bin\n' >"${BIN_DIR}/go.mod"
+}
+
+# install_into TMP DIR FILE... moves each file from the temporary directory
+# TMP into DIR, under a temporary name first so that an interrupted build
+# leaves nothing that looks complete, then removes TMP.
+install_into() {
+  local tmp="$1" dir="$2" f
+  shift 2
+  mkdir -p "${dir}"
+  for f in "$@"; do
+    mv "${tmp}/${f}" "${dir}/${f}.tmp"
+    mv "${dir}/${f}.tmp" "${dir}/${f}"
+  done
+  rm -rf "${tmp}"
+}
+
+tmp_dir() { mktemp -d "${TMPDIR:-/tmp}/echo-node-build.XXXXXX"; }
+
+# go_install runs go install with its arguments. go install pkg@version
+# builds outside any module, so nothing leaks into the project's go.mod. It
+# also asks the proxy for the module's version list (deprecation notices):
+# when that fails, even with the module in the module cache, build from the
+# cache served as a file proxy (as hack/build-prometheus.sh does).
+go_install() {
+  if go install "$@"; then return; fi
+  log "the module proxy failed; building from the module cache instead"
+  GOPROXY="file://$(go env GOMODCACHE)/cache/download,$(go env GOPROXY)" go install "$@"
+}
+
+# apt_install installs Debian packages, refreshing the package lists only
+# when the install fails for lack of them.
+apt_install() {
+  local out
+  if out="$(DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@" 2>&1)"; then
+    return
+  fi
+  if ! grep -qE 'Unable to locate package|has no installation candidate|Failed to fetch' <<<"${out}"; then
+    echo "${out}" >&2
+    return 1
+  fi
+  log "  apt-get update (no package lists for $*)"
+  apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@" >/dev/null
+}
+
+# need_package makes sure a Debian package is installed when have (a
+# command) fails: installs it as root, else fails with what to install.
+need_package() {
+  local pkg="$1" why="$2"
+  shift 2
+  if "$@"; then return; fi
+  if [[ $(id -u) != 0 ]]; then
+    die "${why}: install the Debian package ${pkg} (apt-get install ${pkg}) or run as root"
+  fi
+  log "installing ${pkg} with apt-get (${why})"
+  apt_install "${pkg}"
+  "$@" || die "${why}: ${pkg} is installed but still not found"
+}
+
+have_pkg_config() { command -v pkg-config >/dev/null; }
+
+have_libseccomp() {
+  [[ -f /usr/include/seccomp.h ]] && pkg-config --exists libseccomp 2>/dev/null &&
+    [[ "$(gcc -print-file-name=libseccomp.a)" == /* ]]
+}
+
+have_nft() { PATH="${PATH}:/usr/sbin:/sbin" command -v nft >/dev/null; }
+
+# building logs what a build step is about to build, for timed.
+built=0
+building() { built=1; log "building $*"; }
+
+# timed NAME CMD... runs a build step and logs how long it took when it
+# built anything.
+timed() {
+  local name="$1" start=${SECONDS}
+  shift
+  built=0
+  "$@"
+  if [[ ${built} == 1 ]]; then log "  ${name} done in $((SECONDS - start))s"; fi
+}
+
+build_kubernetes() {
+  if [[ -x "${kube_dir}/kubelet" && -x "${kube_dir}/kube-proxy" ]]; then return; fi
+  built=1
+  "${hack_dir}/build-control-plane.sh" kubernetes kubelet kube-proxy
+}
+
+build_containerd() {
+  local module=github.com/containerd/containerd/v2
+  local cmds=() pkgs=() c
+  for c in "${containerd_cmds[@]}"; do
+    [[ -x "${containerd_dir}/${c}" ]] || { cmds+=("${c}"); pkgs+=("${module}/cmd/${c}@${CONTAINERD_VERSION}"); }
+  done
+  if [[ ${#cmds[@]} == 0 ]]; then return; fi
+  building "containerd ${CONTAINERD_VERSION} (first run only, a few minutes)"
+  local tmp; tmp="$(tmp_dir)"
+  # Without cgo every binary is static.
+  GOBIN="${tmp}" CGO_ENABLED=0 GOFLAGS=-buildvcs=false \
+    go_install -trimpath -ldflags "-s -w -X ${module}/version.Version=${CONTAINERD_VERSION}" "${pkgs[@]}"
+  install_into "${tmp}" "${containerd_dir}" "${cmds[@]}"
+}
+
+build_runc() {
+  if [[ -x "${runc_dir}/runc" ]]; then return; fi
+  command -v gcc >/dev/null || die "runc needs cgo: install gcc and libc6-dev"
+  need_package pkg-config "runc's seccomp support finds libseccomp with pkg-config" have_pkg_config
+  need_package libseccomp-dev "runc links libseccomp statically" have_libseccomp
+  building "runc ${RUNC_VERSION} (first run only, about a minute)"
+  local tmp; tmp="$(tmp_dir)"
+  # runc's nsenter is C, so cgo; the seccomp tag links libseccomp.a into a
+  # static PIE, as runc's own `make static` does. runc's default tag
+  # libpathrs needs a Rust library Debian does not have: without it runc
+  # uses its pure Go implementation.
+  GOBIN="${tmp}" CGO_ENABLED=1 GOFLAGS=-buildvcs=false \
+    go_install -trimpath -buildmode=pie -tags "seccomp urfave_cli_no_docs netgo osusergo" \
+    -ldflags "-s -w -X main.gitCommit=${RUNC_VERSION} -linkmode external -extldflags -static-pie" \
+    "github.com/opencontainers/runc@${RUNC_VERSION}"
+  install_into "${tmp}" "${runc_dir}" runc
+}
+
+build_cni_plugins() {
+  local module=github.com/containernetworking/plugins
+  local names=() pkgs=() p
+  for p in "${cni_plugins[@]}"; do
+    [[ -x "${cni_dir}/${p##*/}" ]] || { names+=("${p##*/}"); pkgs+=("${module}/plugins/${p}@${CNI_PLUGINS_VERSION}"); }
+  done
+  if [[ ${#names[@]} == 0 ]]; then return; fi
+  building "CNI plugins ${CNI_PLUGINS_VERSION} (first run only, about a minute)"
+  local tmp; tmp="$(tmp_dir)"
+  GOBIN="${tmp}" CGO_ENABLED=0 GOFLAGS=-buildvcs=false \
+    go_install -trimpath -ldflags "-s -w -X ${module}/pkg/utils/buildversion.BuildVersion=${CNI_PLUGINS_VERSION}" "${pkgs[@]}"
+  install_into "${tmp}" "${cni_dir}" "${names[@]}"
+}
+
+build_pause() {
+  if [[ -x "${pause_dir}/pause" ]]; then return; fi
+  command -v gcc >/dev/null || die "pause is C: install gcc and libc6-dev"
+  building "pause ${PAUSE_VERSION} from k8s.io/kubernetes@${KUBE_VERSION}"
+  local src tag
+  src="$(go mod download -json "k8s.io/kubernetes@${KUBE_VERSION}" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')"
+  [[ -n "${src}" ]] || die "k8s.io/kubernetes@${KUBE_VERSION} did not download"
+  tag="$(sed -n 's/^TAG ?= *//p' "${src}/build/pause/Makefile")"
+  [[ "${tag}" == "${PAUSE_VERSION}" ]] ||
+    die "k8s.io/kubernetes@${KUBE_VERSION} ships pause ${tag}, PAUSE_VERSION is ${PAUSE_VERSION}: make them equal"
+  local tmp; tmp="$(tmp_dir)"
+  # The CFLAGS of build/pause/Makefile; its VERSION has a git revision
+  # where this one says where it was built.
+  gcc -Os -Wall -Werror -static -DVERSION="v${PAUSE_VERSION}-k8s.io-kubernetes-${KUBE_VERSION}" \
+    -o "${tmp}/pause" "${src}/build/pause/linux/pause.c"
+  strip "${tmp}/pause"
+  install_into "${tmp}" "${pause_dir}" pause
+}
+
+print_paths() {
+  cat <<OUT
+KUBELET=${kube_dir}/kubelet
+KUBE_PROXY=${kube_dir}/kube-proxy
+CONTAINERD=${containerd_dir}/containerd
+CONTAINERD_SHIM=${containerd_dir}/containerd-shim-runc-v2
+CTR=${containerd_dir}/ctr
+RUNC=${runc_dir}/runc
+CNI_BIN_DIR=${cni_dir}
+PAUSE=${pause_dir}/pause
+OUT
+}
+
+case "${1:-build}" in
+  build)
+    fence_bin_dir
+    need_package nftables "kube-proxy's nftables mode runs nft" have_nft
+    timed pause build_pause
+    timed "CNI plugins" build_cni_plugins
+    timed runc build_runc
+    timed containerd build_containerd
+    timed "kubelet and kube-proxy" build_kubernetes
+    print_paths
+    ;;
+  paths) print_paths ;;
+  *) echo "usage: $0 [build|paths]" >&2; exit 2 ;;
+esac
