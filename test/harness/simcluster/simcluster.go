@@ -430,7 +430,11 @@ func (c *Cluster) startControlPlane() error {
 		// gives every new node a not-ready taint that only the (disabled)
 		// node-lifecycle controller would remove.
 		Set("disable-admission-plugins", "TaintNodesByCondition").
-		Set("service-cluster-ip-range", ServiceNetwork)
+		Set("service-cluster-ip-range", ServiceNetwork).
+		// A real node (test/harness/realnode) is reached at its address on
+		// the node's bridge, never by a host name that could resolve
+		// elsewhere.
+		Set("kubelet-preferred-address-types", "InternalIP")
 	if c.opts.AdvertiseAddress != "" {
 		api.Configure().Set("advertise-address", c.opts.AdvertiseAddress)
 	}
