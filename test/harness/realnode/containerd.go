@@ -1,0 +1,97 @@
+package realnode
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// PauseImage is the sandbox image, built from the pause binary at Start.
+const PauseImage = "localhost/echo-realnode/pause:latest"
+
+// containerdConfig is containerd's configuration: state under the node's
+// root, the CRI plugin with runc, the pause image and the CNI bridge; the
+// network namespaces of pods under the state directory, so a stop finds
+// them; nothing on host paths.
+const containerdConfig = `version = 3
+disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.internal.v1.opt"]
+root = "{{root}}/containerd/root"
+state = "{{root}}/containerd/state"
+[grpc]
+  address = "{{socket}}"
+[plugins.'io.containerd.cri.v1.images']
+  snapshotter = "overlayfs"
+  [plugins.'io.containerd.cri.v1.images'.pinned_images]
+    sandbox = "{{pause}}"
+[plugins.'io.containerd.cri.v1.runtime']
+  # The host lacks CAP_SYS_RESOURCE: containers may only raise their OOM score.
+  restrict_oom_score_adj = true
+  netns_mounts_under_state_dir = true
+  [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+    runtime_type = "io.containerd.runc.v2"
+    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+      BinaryName = "{{runc}}"
+      SystemdCgroup = false
+  [plugins.'io.containerd.cri.v1.runtime'.cni]
+    bin_dirs = ["{{cni}}"]
+    conf_dir = "{{root}}/cni"
+`
+
+// startContainerd writes containerd's configuration, starts it and waits
+// for its socket to answer.
+func (n *Node) startContainerd(ctx context.Context) error {
+	config := strings.NewReplacer("{{root}}", n.opts.Root, "{{socket}}", n.containerd,
+		"{{pause}}", PauseImage, "{{runc}}", n.opts.Runc, "{{cni}}", n.opts.CNIBinDir).Replace(containerdConfig)
+	file := n.path("containerd", "config.toml")
+	if err := os.WriteFile(file, []byte(config), 0o644); err != nil {
+		return err
+	}
+	shims, err := n.shimDir()
+	if err != nil {
+		return err
+	}
+	env := []string{"PATH=" + shims + ":" + os.Getenv("PATH")}
+	if err := n.startProcess("containerd", env, n.opts.Containerd, "--config", file); err != nil {
+		return fmt.Errorf("starting containerd: %w", err)
+	}
+	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		if n.exited() != "" {
+			return false, fmt.Errorf("containerd exited (logs in %s)", n.LogDir())
+		}
+		return n.ctr(ctx, "version") == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for containerd: %w", err)
+	}
+	return nil
+}
+
+// importImages imports the pause image and Options.Images into the CRI
+// plugin's namespace.
+func (n *Node) importImages(ctx context.Context) error {
+	pause := n.path("containerd", "pause.tar")
+	if err := WriteImage(pause, PauseImage, ImageConfig{Entrypoint: []string{"/pause"}, User: "65535:65535"},
+		map[string]string{"/pause": n.opts.Pause}); err != nil {
+		return fmt.Errorf("building the pause image: %w", err)
+	}
+	for _, archive := range append([]string{pause}, n.opts.Images...) {
+		if err := n.ctr(ctx, "images", "import", archive); err != nil {
+			return fmt.Errorf("importing %s: %w", archive, err)
+		}
+	}
+	return nil
+}
+
+// ctr runs ctr against the node's containerd, in the CRI namespace.
+func (n *Node) ctr(ctx context.Context, args ...string) error {
+	cmd := exec.CommandContext(ctx, n.opts.Ctr, append([]string{"--address", n.containerd, "--namespace", containerdNamespace}, args...)...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("ctr %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}

@@ -1,0 +1,193 @@
+package realnode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+)
+
+// The node's fixed names and ranges. PodCIDR lies in the simulated
+// cluster's pod network (simcluster.PodNetwork), far from the fake nodes'
+// ranges, which start at its beginning.
+const (
+	// NodeName is the node's name and hostname.
+	NodeName = "real-node-0"
+	// Bridge is the pods' bridge; its address is NodeIP.
+	Bridge = "echonode0"
+	// PodCIDR holds the node's pod addresses; NodeIP is its first.
+	PodCIDR = "10.255.0.0/24"
+	NodeIP  = "10.255.0.1"
+	// DefaultRoot is where a node keeps its state when Options.Root is empty.
+	DefaultRoot = "/tmp/echo-realnode"
+	// containerdNamespace is the containerd namespace of the CRI plugin.
+	containerdNamespace = "k8s.io"
+)
+
+// Options configure a node.
+type Options struct {
+	Binaries
+	// Kubeconfig is the kubeconfig the kubelet registers with.
+	Kubeconfig string
+	// PodNetwork and ServiceNetwork are the cluster's ranges, blackholed on
+	// the host (simcluster.PodNetwork, simcluster.ServiceNetwork).
+	PodNetwork, ServiceNetwork string
+	// Root holds the node's state and logs; empty means DefaultRoot. It is
+	// wiped at Start and removed by Stop, but for its logs/ directory.
+	Root string
+	// Images are image archives (docker-archive or OCI tar) imported into
+	// the node's image store before the kubelet starts, as if pulled.
+	Images []string
+	// StartTimeout bounds Start; 0 means 2 minutes.
+	StartTimeout time.Duration
+}
+
+// Node is a running real node.
+type Node struct {
+	opts       Options
+	lock       *os.File
+	procs      []*process
+	ipForward  string
+	containerd string // the socket
+}
+
+// Start cleans what an earlier node left behind, then starts containerd,
+// imports the images and starts the kubelet, and returns once the node is
+// Ready. On error, everything it started is stopped.
+func Start(ctx context.Context, o Options) (_ *Node, err error) {
+	if o.Root == "" {
+		o.Root = DefaultRoot
+	}
+	if o.StartTimeout == 0 {
+		o.StartTimeout = 2 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.StartTimeout)
+	defer cancel()
+	n := &Node{opts: o, containerd: filepath.Join(o.Root, "containerd", "containerd.sock")}
+	if n.lock, err = lockMachine(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, n.Stop())
+		}
+	}()
+	if err := n.cleanUp(); err != nil {
+		return nil, fmt.Errorf("cleaning what an earlier node left: %w", err)
+	}
+	for _, dir := range []string{n.path("logs"), n.path("containerd"), n.path("kubelet"), n.path("cni")} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	if err := n.setUpNetwork(); err != nil {
+		return nil, fmt.Errorf("setting up the pod network: %w", err)
+	}
+	if err := n.startContainerd(ctx); err != nil {
+		return nil, err
+	}
+	if err := n.importImages(ctx); err != nil {
+		return nil, err
+	}
+	if err := n.startKubelet(); err != nil {
+		return nil, err
+	}
+	return n, n.waitReady(ctx)
+}
+
+// Stop stops the node and removes everything it left, but for its logs.
+func (n *Node) Stop() error {
+	var errs []error
+	for i := len(n.procs) - 1; i >= 0; i-- {
+		errs = append(errs, n.procs[i].stop())
+	}
+	n.procs = nil
+	errs = append(errs, n.cleanUp())
+	if n.ipForward != "" {
+		errs = append(errs, os.WriteFile(ipForwardFile, []byte(n.ipForward), 0o644))
+	}
+	if n.lock != nil {
+		errs = append(errs, n.lock.Close())
+		n.lock = nil
+	}
+	return errors.Join(errs...)
+}
+
+// LogDir holds the logs of the node's processes.
+func (n *Node) LogDir() string { return n.path("logs") }
+
+// ContainerdSocket is the address of the node's containerd.
+func (n *Node) ContainerdSocket() string { return n.containerd }
+
+func (n *Node) path(elem ...string) string {
+	return filepath.Join(append([]string{n.opts.Root}, elem...)...)
+}
+
+// waitReady waits for the node to register and report Ready.
+func (n *Node) waitReady(ctx context.Context) error {
+	cs, err := clientFor(n.opts.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	var last string
+	err = wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		if exited := n.exited(); exited != "" {
+			return false, fmt.Errorf("%s exited (logs in %s)", exited, n.LogDir())
+		}
+		node, err := cs.CoreV1().Nodes().Get(ctx, NodeName, metav1.GetOptions{})
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		for _, c := range node.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				last = string(c.Status) + ": " + c.Message
+				return c.Status == corev1.ConditionTrue, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("node %s not Ready (%s): %w (logs in %s)", NodeName, last, err, n.LogDir())
+	}
+	return nil
+}
+
+// exited names a process of the node that has exited, or is "".
+func (n *Node) exited() string {
+	for _, p := range n.procs {
+		if p.done() {
+			return p.name
+		}
+	}
+	return ""
+}
+
+// lockMachine takes the machine-wide lock of real nodes.
+func lockMachine() (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(os.TempDir(), "echo-realnode.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("another real node runs on this machine: %w", err)
+	}
+	return f, nil
+}
+
+func clientFor(kubeconfig string) (*kubernetes.Clientset, error) {
+	cfg, err := restConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(cfg)
+}

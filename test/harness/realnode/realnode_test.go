@@ -1,0 +1,340 @@
+package realnode_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+
+	"github.com/echo-operator/echo-operator/test/harness/realnode"
+	"github.com/echo-operator/echo-operator/test/harness/reporoot"
+	"github.com/echo-operator/echo-operator/test/harness/simcluster"
+)
+
+const echoImage = "localhost/echo-operator/echo-server:realnode-test"
+
+// TestNodeRunsARestrictedPodAndLeavesNothing starts a real node beside a
+// simulated control plane, runs the echo server as a pod under the
+// restricted Pod Security Standard, reads its answer at its pod address
+// and the routes of its network namespace, then stops the node and checks
+// nothing is left.
+func TestNodeRunsARestrictedPodAndLeavesNothing(t *testing.T) {
+	bins := needNode(t)
+	root := reporoot.Must(t)
+	cluster := startCluster(t, root)
+	image := echoServerImage(t, root)
+	ctx := context.Background()
+	nodeRoot := filepath.Join(t.TempDir(), "node")
+	node, err := realnode.Start(ctx, realnode.Options{Binaries: bins, Kubeconfig: cluster.KubeconfigPath(),
+		PodNetwork: simcluster.PodNetwork, ServiceNetwork: simcluster.ServiceNetwork, Root: nodeRoot, Images: []string{image}})
+	if err != nil {
+		t.Fatalf("starting the node: %v", err)
+	}
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			_ = node.Stop()
+		}
+	})
+
+	cs := kubernetes.NewForConfigOrDie(cluster.Config())
+	pod := runEchoPod(ctx, t, cs, node)
+	answer := get(t, "http://"+pod.Status.PodIP+":8080/realnode")
+	if !strings.Contains(answer, "Hello from a real node") || !strings.Contains(answer, "/realnode") {
+		t.Errorf("the pod answered %q", answer)
+	}
+	checkRoutes(t, nodeRoot)
+	// kube-apiserver reads the container's log from the kubelet, at the
+	// node's address on the bridge.
+	logs, err := cs.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+	if err != nil || !strings.Contains(string(logs), "/realnode") {
+		t.Errorf("the pod's log through the API: %v\n%s", err, logs)
+	}
+
+	if err := node.Stop(); err != nil {
+		t.Fatalf("stopping the node: %v", err)
+	}
+	stopped = true
+	checkNothingLeft(t, nodeRoot)
+}
+
+// TestStartCleansWhatACrashedNodeLeft SIGKILLs a process that runs a node
+// and a pod, which leaves the pod's shim and container, their mounts and
+// cgroups, the bridge and the routes behind; a new node on the same root
+// cleans them at Start, and its Stop leaves nothing.
+func TestStartCleansWhatACrashedNodeLeft(t *testing.T) {
+	if os.Getenv(crashChildEnv) != "" {
+		runCrashChild(t)
+		return
+	}
+	bins := needNode(t)
+	root := reporoot.Must(t)
+	cluster := startCluster(t, root)
+	image := echoServerImage(t, root)
+	nodeRoot := filepath.Join(t.TempDir(), "node")
+
+	child := exec.Command(os.Args[0], "-test.run=^TestStartCleansWhatACrashedNodeLeft$", "-test.v")
+	child.Env = append(os.Environ(), crashChildEnv+"=1", "CRASH_KUBECONFIG="+cluster.KubeconfigPath(),
+		"CRASH_NODE_ROOT="+nodeRoot, "CRASH_IMAGE="+image)
+	out, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	child.Stderr = os.Stderr
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitForLine(t, out, crashReady)
+	_ = child.Process.Kill()
+	_ = child.Wait()
+	if shims, _ := exec.Command("pgrep", "-f", "containerd-shim-runc-v2.*"+nodeRoot+"/").Output(); len(shims) == 0 {
+		t.Fatal("the crashed node left no shim: the test proves nothing")
+	}
+
+	node, err := realnode.Start(context.Background(), realnode.Options{Binaries: bins, Kubeconfig: cluster.KubeconfigPath(),
+		PodNetwork: simcluster.PodNetwork, ServiceNetwork: simcluster.ServiceNetwork, Root: nodeRoot, Images: []string{image}})
+	if err != nil {
+		t.Fatalf("starting a node over a crashed one: %v", err)
+	}
+	if err := node.Stop(); err != nil {
+		t.Fatalf("stopping the node: %v", err)
+	}
+	checkNothingLeft(t, nodeRoot)
+}
+
+const (
+	crashChildEnv = "REALNODE_CRASH_CHILD"
+	crashReady    = "crash child: pod ready"
+)
+
+// runCrashChild runs a node and a pod, says so, and waits to be killed.
+func runCrashChild(t *testing.T) {
+	bins, err := realnode.LocateBinaries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	node, err := realnode.Start(ctx, realnode.Options{Binaries: bins, Kubeconfig: os.Getenv("CRASH_KUBECONFIG"),
+		PodNetwork: simcluster.PodNetwork, ServiceNetwork: simcluster.ServiceNetwork, Root: os.Getenv("CRASH_NODE_ROOT"),
+		Images: []string{os.Getenv("CRASH_IMAGE")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("CRASH_KUBECONFIG"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runEchoPod(ctx, t, kubernetes.NewForConfigOrDie(cfg), node)
+	_, _ = os.Stdout.WriteString(crashReady + "\n")
+	select {}
+}
+
+func waitForLine(t *testing.T, r io.Reader, line string) {
+	t.Helper()
+	found := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), line) {
+				found <- true
+				go func() { _, _ = io.Copy(io.Discard, r) }()
+				return
+			}
+		}
+		found <- false
+	}()
+	select {
+	case ok := <-found:
+		if !ok {
+			t.Fatal("the crash child ended before its pod was ready")
+		}
+	case <-time.After(4 * time.Minute):
+		t.Fatal("the crash child did not get its pod ready in time")
+	}
+}
+
+func needNode(t *testing.T) realnode.Binaries {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a real node: not in -short mode")
+	}
+	if why := realnode.Unavailable(); why != "" {
+		t.Skip(why)
+	}
+	bins, err := realnode.LocateBinaries()
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	return bins
+}
+
+func startCluster(t *testing.T, root string) *simcluster.Cluster {
+	t.Helper()
+	bins, err := simcluster.LocateBinaries(root)
+	if err != nil {
+		t.Skip(err)
+	}
+	cluster, err := simcluster.Start(context.Background(), simcluster.Options{Binaries: bins, WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("starting the cluster: %v", err)
+	}
+	t.Cleanup(func() { _ = cluster.Stop() })
+	return cluster
+}
+
+// echoServerImage builds the echo server and writes it as an image archive
+// shaped as the Dockerfile's echo-server stage: the binary as entrypoint,
+// the nonroot user.
+func echoServerImage(t *testing.T, root string) string {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "echo-server")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/echo-server")
+	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the echo server: %v\n%s", err, out)
+	}
+	archive := filepath.Join(dir, "echo-server.tar")
+	if err := realnode.WriteImage(archive, echoImage, realnode.ImageConfig{Entrypoint: []string{"/echo-server"}, User: "65532:65532"},
+		map[string]string{"/echo-server": bin}); err != nil {
+		t.Fatal(err)
+	}
+	return archive
+}
+
+// runEchoPod runs the echo server on the node in a namespace that enforces
+// the restricted Pod Security Standard, and waits for it to be Ready
+// through its readiness probe.
+func runEchoPod(ctx context.Context, t *testing.T, cs kubernetes.Interface, node *realnode.Node) *corev1.Pod {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "realnode", Labels: map[string]string{
+		"pod-security.kubernetes.io/enforce": "restricted"}}}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	probe := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromInt32(8080)}}, PeriodSeconds: 1}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "echo"},
+		Spec: corev1.PodSpec{
+			NodeName: realnode.NodeName,
+			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+			Containers: []corev1.Container{{
+				Name: "echo", Image: echoImage, ImagePullPolicy: corev1.PullNever,
+				Args:           []string{"--message=Hello from a real node"},
+				Ports:          []corev1.ContainerPort{{ContainerPort: 8080}},
+				ReadinessProbe: probe,
+				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
+					Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
+			}},
+		},
+	}
+	if _, err := cs.CoreV1().Pods(ns.Name).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("the restricted namespace refused the pod: %v", err)
+	}
+	var got *corev1.Pod
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		p, err := cs.CoreV1().Pods(ns.Name).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		got = p
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("pod not Ready: %v; status %+v (node logs in %s)", err, got.Status, node.LogDir())
+	}
+	return got
+}
+
+// checkRoutes reads, without sending anything, that the pod cannot reach
+// beyond the machine and that the host drops the cluster's unused ranges.
+func checkRoutes(t *testing.T, nodeRoot string) {
+	t.Helper()
+	netns := podNetns(t, nodeRoot)
+	if out, err := realnode.RouteGet(netns, "1.1.1.1"); err == nil || !strings.Contains(out, "unreachable") {
+		t.Errorf("inside the pod, ip route get 1.1.1.1 = %q, %v; want Network is unreachable", out, err)
+	}
+	for _, addr := range []string{"10.200.0.1", "10.96.0.10"} {
+		if out, err := realnode.RouteGet("", addr); err == nil || !strings.Contains(out, "Invalid argument") && !strings.Contains(out, "blackhole") {
+			t.Errorf("on the host, ip route get %s = %q, %v; want a blackhole", addr, out, err)
+		}
+	}
+}
+
+// podNetns finds the network namespace of the one pod, which containerd
+// keeps under its state directory.
+func podNetns(t *testing.T, nodeRoot string) string {
+	t.Helper()
+	matches, _ := filepath.Glob(filepath.Join(nodeRoot, "containerd", "state", "*", "netns", "cni-*"))
+	if len(matches) != 1 {
+		t.Fatalf("pod network namespaces: %v", matches)
+	}
+	return matches[0]
+}
+
+func checkNothingLeft(t *testing.T, nodeRoot string) {
+	t.Helper()
+	if out, _ := exec.Command("ip", "link", "show", "dev", realnode.Bridge).CombinedOutput(); !strings.Contains(string(out), "does not exist") {
+		t.Errorf("the bridge is left: %s", out)
+	}
+	for _, cidr := range []string{simcluster.PodNetwork, simcluster.ServiceNetwork} {
+		if out, _ := exec.Command("ip", "route", "show", "exact", cidr).Output(); strings.TrimSpace(string(out)) != "" {
+			t.Errorf("a route for %s is left: %s", cidr, out)
+		}
+	}
+	if mounts, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(mounts), nodeRoot) {
+		t.Errorf("mounts under %s are left", nodeRoot)
+	}
+	if left, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", "k8s.io")); len(left) > 0 {
+		t.Errorf("cgroups are left: %v", left)
+	}
+	entries, _ := os.ReadDir(nodeRoot)
+	for _, e := range entries {
+		if e.Name() != "logs" {
+			t.Errorf("%s is left in the node's root", e.Name())
+		}
+	}
+	if out, _ := exec.Command("pgrep", "-f", nodeRoot+"/").Output(); len(out) > 0 {
+		t.Errorf("processes are left: %s", out)
+	}
+}
+
+func get(t *testing.T, url string) string {
+	t.Helper()
+	// No proxy: the pod's address is on the node's bridge.
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{Proxy: nil}}
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %s %v", url, resp.StatusCode, b, errors.Join(err))
+	}
+	return string(b)
+}
