@@ -24,6 +24,11 @@ root = "{{root}}/containerd/root"
 state = "{{root}}/containerd/state"
 [grpc]
   address = "{{socket}}"
+# The streams of exec, attach and port-forward, on the node's address: a
+# random port on loopback could take one another test chose.
+[plugins.'io.containerd.grpc.v1.cri']
+  stream_server_address = "{{nodeIP}}"
+  stream_server_port = "0"
 [plugins.'io.containerd.cri.v1.images']
   snapshotter = "overlayfs"
   [plugins.'io.containerd.cri.v1.images'.pinned_images]
@@ -46,7 +51,7 @@ state = "{{root}}/containerd/state"
 // for its socket to answer.
 func (n *Node) startContainerd(ctx context.Context) error {
 	config := strings.NewReplacer("{{root}}", n.opts.Root, "{{socket}}", n.containerd,
-		"{{pause}}", PauseImage, "{{runc}}", n.opts.Runc, "{{cni}}", n.opts.CNIBinDir).Replace(containerdConfig)
+		"{{pause}}", PauseImage, "{{nodeIP}}", NodeIP, "{{runc}}", n.opts.Runc, "{{cni}}", n.opts.CNIBinDir).Replace(containerdConfig)
 	file := n.path("containerd", "config.toml")
 	if err := os.WriteFile(file, []byte(config), 0o644); err != nil {
 		return err

@@ -58,6 +58,9 @@ func TestNodeRunsARestrictedPodAndLeavesNothing(t *testing.T) {
 	if !strings.Contains(answer, "Hello from a real node") || !strings.Contains(answer, "/realnode") {
 		t.Errorf("the pod answered %q", answer)
 	}
+	if answer := portForward(t, cluster, pod); !strings.Contains(answer, "Hello from a real node") {
+		t.Errorf("through kubectl port-forward the pod answered %q", answer)
+	}
 	checkRoutes(t, nodeRoot)
 	// kube-apiserver reads the container's log from the kubelet, at the
 	// node's address on the bridge.
@@ -166,6 +169,54 @@ func waitForLine(t *testing.T, r io.Reader, line string) {
 	case <-time.After(4 * time.Minute):
 		t.Fatal("the crash child did not get its pod ready in time")
 	}
+}
+
+// portForward runs kubectl port-forward to the pod, as a user would, and
+// returns the pod's answer through the forwarded local port: kube-apiserver
+// to the kubelet, the kubelet to containerd's stream server, both on the
+// node's bridge.
+func portForward(t *testing.T, cluster *simcluster.Cluster, pod *corev1.Pod) string {
+	t.Helper()
+	kubectl := os.Getenv("KUBECTL")
+	if kubectl == "" {
+		t.Skip("$KUBECTL is not set: run the tests through make")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cmd := exec.CommandContext(ctx, kubectl, "--kubeconfig", cluster.KubeconfigPath(), "port-forward", "-n", pod.Namespace,
+		"pod/"+pod.Name, "--address", "127.0.0.1", ":8080")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Wait() }()
+	defer cancel()
+	// "Forwarding from 127.0.0.1:<port> -> 8080"
+	line := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "Forwarding from 127.0.0.1:") {
+				line <- sc.Text()
+				break
+			}
+		}
+		close(line)
+		_, _ = io.Copy(io.Discard, out)
+	}()
+	var forwarding string
+	select {
+	case forwarding = <-line:
+	case <-time.After(time.Minute):
+	}
+	local, _, ok := strings.Cut(strings.TrimPrefix(forwarding, "Forwarding from "), " ")
+	if !ok {
+		t.Fatalf("kubectl port-forward did not say where it listens")
+	}
+	return get(t, "http://"+local+"/forwarded")
 }
 
 func needNode(t *testing.T) realnode.Binaries {
