@@ -45,6 +45,9 @@ state = "{{root}}/containerd/state"
   [plugins.'io.containerd.cri.v1.runtime'.cni]
     bin_dirs = ["{{cni}}"]
     conf_dir = "{{root}}/cni"
+    # containerd brings each pod's loopback up itself: the loopback
+    # plugin would leave its results in the host's /var/lib/cni.
+    use_internal_loopback = true
 `
 
 // startContainerd writes containerd's configuration, starts it and waits

@@ -23,7 +23,9 @@
 // under Root (the kubelet's and the pods' network namespaces, which
 // containerd keeps under its state directory), the bridge, the routes, the
 // cgroups named for containerd's namespaces, and Root itself; IP forwarding
-// goes back to what it was.
+// goes back to what it was. Of CNI's cache in the host's /var/lib/cni, the
+// results of the node's network go too (containerd brings the pods'
+// loopback up itself, so the loopback plugin writes none).
 //
 // Only one node runs on a machine at a time: the names are fixed, and
 // Start takes a lock.

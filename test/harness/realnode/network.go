@@ -57,7 +57,6 @@ func (n *Node) writeCNIConfig() error {
 				},
 			},
 			{"type": "portmap", "capabilities": map[string]bool{"portMappings": true}},
-			{"type": "loopback"},
 		},
 	}
 	raw, err := json.MarshalIndent(conf, "", "  ")
@@ -99,6 +98,23 @@ func (n *Node) tearDownNetwork() error {
 	if b, err := os.ReadFile(saved); err == nil {
 		errs = append(errs, os.WriteFile(ipForwardFile, b, 0o644), os.Remove(saved))
 	}
+	return errors.Join(append(errs, removeCNIResults())...)
+}
+
+// cniCacheDir is where CNI keeps the result of each pod's network set-up
+// until the pod's teardown, which a stopped node never runs.
+const cniCacheDir = "/var/lib/cni"
+
+// removeCNIResults removes the cached results of the node's network, and
+// the cache's directories when nothing else is left in them.
+func removeCNIResults() error {
+	results, _ := filepath.Glob(filepath.Join(cniCacheDir, "results", cniNetwork+"-*"))
+	var errs []error
+	for _, f := range results {
+		errs = append(errs, os.Remove(f))
+	}
+	_ = os.Remove(filepath.Join(cniCacheDir, "results"))
+	_ = os.Remove(cniCacheDir)
 	return errors.Join(errs...)
 }
 

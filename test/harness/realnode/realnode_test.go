@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +41,7 @@ func TestNodeRunsARestrictedPodAndLeavesNothing(t *testing.T) {
 	image := echoServerImage(t, root)
 	ctx := context.Background()
 	nodeRoot := filepath.Join(t.TempDir(), "node")
+	cniBefore := hostCNIState()
 	node, err := realnode.Start(ctx, realnode.Options{Binaries: bins, Kubeconfig: cluster.KubeconfigPath(),
 		PodNetwork: simcluster.PodNetwork, ServiceNetwork: simcluster.ServiceNetwork, Root: nodeRoot, Images: []string{image}})
 	if err != nil {
@@ -73,7 +75,7 @@ func TestNodeRunsARestrictedPodAndLeavesNothing(t *testing.T) {
 		t.Fatalf("stopping the node: %v", err)
 	}
 	stopped = true
-	checkNothingLeft(t, nodeRoot)
+	checkNothingLeft(t, nodeRoot, cniBefore)
 }
 
 // TestStartCleansWhatACrashedNodeLeft SIGKILLs a process that runs a node
@@ -90,6 +92,7 @@ func TestStartCleansWhatACrashedNodeLeft(t *testing.T) {
 	cluster := startCluster(t, root)
 	image := echoServerImage(t, root)
 	nodeRoot := filepath.Join(t.TempDir(), "node")
+	cniBefore := hostCNIState()
 
 	child := exec.Command(os.Args[0], "-test.run=^TestStartCleansWhatACrashedNodeLeft$", "-test.v")
 	child.Env = append(os.Environ(), crashChildEnv+"=1", "CRASH_KUBECONFIG="+cluster.KubeconfigPath(),
@@ -117,7 +120,7 @@ func TestStartCleansWhatACrashedNodeLeft(t *testing.T) {
 	if err := node.Stop(); err != nil {
 		t.Fatalf("stopping the node: %v", err)
 	}
-	checkNothingLeft(t, nodeRoot)
+	checkNothingLeft(t, nodeRoot, cniBefore)
 }
 
 const (
@@ -347,8 +350,26 @@ func podNetns(t *testing.T, nodeRoot string) string {
 	return matches[0]
 }
 
-func checkNothingLeft(t *testing.T, nodeRoot string) {
+// hostCNIState lists what CNI keeps in the host's own directory, which a
+// node must not write to.
+func hostCNIState() []string {
+	var files []string
+	_ = filepath.WalkDir("/var/lib/cni", func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			files = append(files, p)
+		}
+		return nil
+	})
+	return files
+}
+
+func checkNothingLeft(t *testing.T, nodeRoot string, cniBefore []string) {
 	t.Helper()
+	for _, f := range hostCNIState() {
+		if !slices.Contains(cniBefore, f) {
+			t.Errorf("CNI state is left on the host: %s", f)
+		}
+	}
 	if out, _ := exec.Command("ip", "link", "show", "dev", realnode.Bridge).CombinedOutput(); !strings.Contains(string(out), "does not exist") {
 		t.Errorf("the bridge is left: %s", out)
 	}
