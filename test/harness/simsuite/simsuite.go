@@ -59,6 +59,11 @@ func Start(suite, operatorNamespace string, opts simcluster.Options) (_ *Env, er
 	}
 	defer func() {
 		if err != nil {
+			// The work directory goes with Stop: show why the cluster
+			// did not start first.
+			for _, component := range []string{"etcd", "kube-apiserver"} {
+				DumpLog(filepath.Join(e.WorkDir, "cluster", component+".log"), 4000)
+			}
 			e.Stop()
 		}
 	}()
