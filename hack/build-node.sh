@@ -131,19 +131,26 @@ build_kubernetes() {
   "${hack_dir}/build-control-plane.sh" kubernetes kubelet kube-proxy
 }
 
-build_containerd() {
-  local module=github.com/containerd/containerd/v2
-  local cmds=() pkgs=() c
-  for c in "${containerd_cmds[@]}"; do
-    [[ -x "${containerd_dir}/${c}" ]] || { cmds+=("${c}"); pkgs+=("${module}/cmd/${c}@${CONTAINERD_VERSION}"); }
+# go_install_missing DIR WHAT LDFLAGS NAME=PACKAGE... builds with go install,
+# without cgo (static binaries), each NAME that DIR does not hold yet.
+go_install_missing() {
+  local dir="$1" what="$2" ldflags="$3" names=() pkgs=() entry
+  shift 3
+  for entry in "$@"; do
+    [[ -x "${dir}/${entry%%=*}" ]] || { names+=("${entry%%=*}"); pkgs+=("${entry#*=}"); }
   done
-  if [[ ${#cmds[@]} == 0 ]]; then return; fi
-  building "containerd ${CONTAINERD_VERSION} (first run only, a few minutes)"
+  if [[ ${#names[@]} == 0 ]]; then return; fi
+  building "${what} (first run only)"
   local tmp; tmp="$(tmp_dir)"
-  # Without cgo every binary is static.
-  GOBIN="${tmp}" CGO_ENABLED=0 GOFLAGS=-buildvcs=false \
-    go_install -trimpath -ldflags "-s -w -X ${module}/version.Version=${CONTAINERD_VERSION}" "${pkgs[@]}"
-  install_into "${tmp}" "${containerd_dir}" "${cmds[@]}"
+  GOBIN="${tmp}" CGO_ENABLED=0 GOFLAGS=-buildvcs=false go_install -trimpath -ldflags "${ldflags}" "${pkgs[@]}"
+  install_into "${tmp}" "${dir}" "${names[@]}"
+}
+
+build_containerd() {
+  local module=github.com/containerd/containerd/v2 c entries=()
+  for c in "${containerd_cmds[@]}"; do entries+=("${c}=${module}/cmd/${c}@${CONTAINERD_VERSION}"); done
+  go_install_missing "${containerd_dir}" "containerd ${CONTAINERD_VERSION}" \
+    "-s -w -X ${module}/version.Version=${CONTAINERD_VERSION}" "${entries[@]}"
 }
 
 build_runc() {
@@ -165,17 +172,10 @@ build_runc() {
 }
 
 build_cni_plugins() {
-  local module=github.com/containernetworking/plugins
-  local names=() pkgs=() p
-  for p in "${cni_plugins[@]}"; do
-    [[ -x "${cni_dir}/${p##*/}" ]] || { names+=("${p##*/}"); pkgs+=("${module}/plugins/${p}@${CNI_PLUGINS_VERSION}"); }
-  done
-  if [[ ${#names[@]} == 0 ]]; then return; fi
-  building "CNI plugins ${CNI_PLUGINS_VERSION} (first run only, about a minute)"
-  local tmp; tmp="$(tmp_dir)"
-  GOBIN="${tmp}" CGO_ENABLED=0 GOFLAGS=-buildvcs=false \
-    go_install -trimpath -ldflags "-s -w -X ${module}/pkg/utils/buildversion.BuildVersion=${CNI_PLUGINS_VERSION}" "${pkgs[@]}"
-  install_into "${tmp}" "${cni_dir}" "${names[@]}"
+  local module=github.com/containernetworking/plugins p entries=()
+  for p in "${cni_plugins[@]}"; do entries+=("${p##*/}=${module}/plugins/${p}@${CNI_PLUGINS_VERSION}"); done
+  go_install_missing "${cni_dir}" "CNI plugins ${CNI_PLUGINS_VERSION}" \
+    "-s -w -X ${module}/pkg/utils/buildversion.BuildVersion=${CNI_PLUGINS_VERSION}" "${entries[@]}"
 }
 
 build_pause() {
