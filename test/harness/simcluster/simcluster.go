@@ -1,6 +1,7 @@
 package simcluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -103,6 +104,19 @@ type Options struct {
 	// without a default route has none, and needs 127.0.0.1 here.
 	AdvertiseAddress string
 
+	// ServeAddress is the address kube-apiserver listens on and, unless
+	// AdvertiseAddress is set, advertises as the "kubernetes" Service's
+	// endpoint; empty means 127.0.0.1. Pods of a real node reach
+	// kube-apiserver through that Service, so they need an address of the
+	// node's bridge here (realnode.NodeIP), which must exist before Start.
+	ServeAddress string
+
+	// NoFakeNodes starts no KWOK and registers no fake node: the cluster's
+	// nodes are real ones (test/harness/realnode) that join after Start.
+	// DefaultStorageClass and HeldJobPodNamespaces need KWOK and cannot be
+	// set with it.
+	NoFakeNodes bool
+
 	// AggregatorRouting makes kube-apiserver reach extension API servers
 	// at the endpoints of their Service (--enable-aggregator-routing), a
 	// pod's address, rather than at the Service's cluster IP, which no
@@ -181,6 +195,9 @@ func (o *Options) check() error {
 	if o.Nodes < 0 {
 		return fmt.Errorf("invalid node count %d", o.Nodes)
 	}
+	if o.NoFakeNodes && (o.Nodes > 0 || o.DefaultStorageClass || len(o.HeldJobPodNamespaces) > 0) {
+		return errors.New("fake nodes, the default StorageClass and held Job pods need KWOK, which NoFakeNodes turns off")
+	}
 	for _, ns := range o.HeldJobPodNamespaces {
 		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
 			return fmt.Errorf("held Job pod namespace %q: %s", ns, strings.Join(errs, "; "))
@@ -191,7 +208,7 @@ func (o *Options) check() error {
 
 // setDefaults replaces the zero values that stand for a default.
 func (o *Options) setDefaults() {
-	if o.Nodes == 0 {
+	if o.Nodes == 0 && !o.NoFakeNodes {
 		o.Nodes = 1
 	}
 	if o.ControllerManagerQPS == 0 {
@@ -411,11 +428,12 @@ func (c *Cluster) startControlPlane() error {
 		Set("initial-advertise-peer-urls", "http://"+net.JoinHostPort("127.0.0.1", strconv.Itoa(etcdPeerPort))).
 		Set("initial-cluster", "default=http://"+net.JoinHostPort("127.0.0.1", strconv.Itoa(etcdPeerPort)))
 
+	serveAddress := cmp.Or(c.opts.ServeAddress, "127.0.0.1")
 	api := &envtest.APIServer{
 		Path:    apiPath,
 		CertDir: filepath.Join(c.stateDir, "pki"),
 		SecureServing: envtest.SecureServing{
-			ListenAddr: envtest.ListenAddr{Address: "127.0.0.1", Port: strconv.Itoa(apiPort)},
+			ListenAddr: envtest.ListenAddr{Address: serveAddress, Port: strconv.Itoa(apiPort)},
 		},
 		Out:          apiLog,
 		Err:          apiLog,
@@ -435,8 +453,11 @@ func (c *Cluster) startControlPlane() error {
 		// the node's bridge, never by a host name that could resolve
 		// elsewhere.
 		Set("kubelet-preferred-address-types", "InternalIP")
-	if c.opts.AdvertiseAddress != "" {
-		api.Configure().Set("advertise-address", c.opts.AdvertiseAddress)
+	if advertise := cmp.Or(c.opts.AdvertiseAddress, c.opts.ServeAddress); advertise != "" {
+		api.Configure().Set("advertise-address", advertise)
+	}
+	if err := writeServingCert(api, serveAddress); err != nil {
+		return fmt.Errorf("kube-apiserver's serving certificate: %w", err)
 	}
 	// On SIGTERM, drain the requests in flight, then give open watches 2s
 	// instead of the 60s request timeout: StopComponent stays quick.
@@ -558,6 +579,9 @@ leaderElection:
 		return err
 	}
 
+	if c.opts.NoFakeNodes {
+		return nil
+	}
 	stages, err := c.kwokStages()
 	if err != nil {
 		return err
@@ -716,6 +740,9 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 		return err
 	}
 
+	if c.opts.NoFakeNodes {
+		return nil
+	}
 	// Smoke test of kube-scheduler and KWOK: a pod gets bound and Ready.
 	pods := c.client.CoreV1().Pods(metav1.NamespaceSystem)
 	smoke := &corev1.Pod{
