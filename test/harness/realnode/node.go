@@ -35,7 +35,8 @@ const (
 // Options configure a node.
 type Options struct {
 	Binaries
-	// Kubeconfig is the kubeconfig the kubelet registers with.
+	// Kubeconfig is the kubeconfig the kubelet registers with (Start's;
+	// Join takes its own).
 	Kubeconfig string
 	// PodNetwork and ServiceNetwork are the cluster's ranges, blackholed on
 	// the host (simcluster.PodNetwork, simcluster.ServiceNetwork).
@@ -46,7 +47,7 @@ type Options struct {
 	// Images are image archives (docker-archive or OCI tar) imported into
 	// the node's image store before the kubelet starts, as if pulled.
 	Images []string
-	// StartTimeout bounds Start; 0 means 2 minutes.
+	// StartTimeout bounds Join; 0 means 2 minutes.
 	StartTimeout time.Duration
 }
 
@@ -59,18 +60,31 @@ type Node struct {
 	containerd string // the socket
 }
 
-// Start cleans what an earlier node left behind, then starts containerd,
-// imports the images and starts the kubelet, and returns once the node is
-// Ready. On error, everything it started is stopped.
-func Start(ctx context.Context, o Options) (_ *Node, err error) {
+// Start prepares a node and joins it to the cluster of o.Kubeconfig: it
+// is Prepare, then Join.
+func Start(ctx context.Context, o Options) (*Node, error) {
+	n, err := Prepare(o)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.Join(ctx, o.Kubeconfig); err != nil {
+		return nil, errors.Join(err, n.Stop())
+	}
+	return n, nil
+}
+
+// Prepare takes the machine's lock of real nodes, cleans what an earlier
+// node left behind and brings up the node's network: the bridge with
+// NodeIP and the host's routes. A control plane can then listen on NodeIP
+// (simcluster.Options.ServeAddress), where the node's pods reach it, before
+// the node joins. On error, what it did is undone.
+func Prepare(o Options) (_ *Node, err error) {
 	if o.Root == "" {
 		o.Root = DefaultRoot
 	}
 	if o.StartTimeout == 0 {
 		o.StartTimeout = 2 * time.Minute
 	}
-	ctx, cancel := context.WithTimeout(ctx, o.StartTimeout)
-	defer cancel()
 	n := &Node{opts: o, containerd: filepath.Join(o.Root, "containerd", "containerd.sock")}
 	if n.lock, err = lockMachine(); err != nil {
 		return nil, err
@@ -91,16 +105,26 @@ func Start(ctx context.Context, o Options) (_ *Node, err error) {
 	if err := n.setUpNetwork(); err != nil {
 		return nil, fmt.Errorf("setting up the pod network: %w", err)
 	}
+	return n, nil
+}
+
+// Join starts containerd, imports the images and starts the kubelet, which
+// registers with the cluster of kubeconfig, and returns once the node is
+// Ready, within Options.StartTimeout. On error, the caller stops the node.
+func (n *Node) Join(ctx context.Context, kubeconfig string) error {
+	n.opts.Kubeconfig = kubeconfig
+	ctx, cancel := context.WithTimeout(ctx, n.opts.StartTimeout)
+	defer cancel()
 	if err := n.startContainerd(ctx); err != nil {
-		return nil, err
+		return err
 	}
 	if err := n.importImages(ctx); err != nil {
-		return nil, err
+		return err
 	}
 	if err := n.startKubelet(); err != nil {
-		return nil, err
+		return err
 	}
-	return n, n.waitReady(ctx)
+	return n.waitReady(ctx)
 }
 
 // Stop stops the node and removes everything it left, but for its logs.
