@@ -45,7 +45,7 @@ func writeServingCert(api *envtest.APIServer, serveAddress string) error {
 	if err := ca.WriteSigned(leaf, filepath.Join(api.CertDir, "apiserver.crt"), filepath.Join(api.CertDir, "apiserver.key")); err != nil {
 		return err
 	}
-	api.SecureServing.CA = ca.CertPEM()
+	api.CA = ca.CertPEM()
 	// envtest skips the service-account signing key too when it finds a
 	// serving certificate: any key pair does.
 	return ca.WriteSigned(testcerts.Leaf{CommonName: "service-accounts"},
