@@ -46,7 +46,14 @@ type Options struct {
 	// Images are image archives (docker-archive or OCI tar) imported into
 	// the node's image store before the kubelet starts, as if pulled.
 	Images []string
-	// StartTimeout bounds Start; 0 means 2 minutes.
+	// ClusterServices makes the node a working cluster node: kube-proxy
+	// (nftables) serves ClusterIP Services to pods, CoreDNS answers
+	// cluster.local at the kube-dns Service, and local-path-provisioner
+	// binds PersistentVolumeClaims of the default StorageClass to
+	// directories under Root. Start waits for them all. They need the
+	// Binaries of the services, and cost Start some 20 seconds more.
+	ClusterServices bool
+	// StartTimeout bounds Start; 0 means 2 minutes, 3 with ClusterServices.
 	StartTimeout time.Duration
 }
 
@@ -57,17 +64,28 @@ type Node struct {
 	procs      []*process
 	ipForward  string
 	containerd string // the socket
+	api        *apiForwarder
 }
 
 // Start cleans what an earlier node left behind, then starts containerd,
 // imports the images and starts the kubelet, and returns once the node is
-// Ready. On error, everything it started is stopped.
+// Ready; with ClusterServices, once kube-proxy has written its rules,
+// CoreDNS is Ready and local-path-provisioner runs. On error, everything it
+// started is stopped.
 func Start(ctx context.Context, o Options) (_ *Node, err error) {
 	if o.Root == "" {
 		o.Root = DefaultRoot
 	}
 	if o.StartTimeout == 0 {
 		o.StartTimeout = 2 * time.Minute
+		if o.ClusterServices {
+			o.StartTimeout = 3 * time.Minute
+		}
+	}
+	if o.ClusterServices {
+		if err := o.checkClusterServices(); err != nil {
+			return nil, err
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.StartTimeout)
 	defer cancel()
@@ -91,6 +109,9 @@ func Start(ctx context.Context, o Options) (_ *Node, err error) {
 	if err := n.setUpNetwork(); err != nil {
 		return nil, fmt.Errorf("setting up the pod network: %w", err)
 	}
+	if err := n.startAPIForwarder(); err != nil {
+		return nil, err
+	}
 	if err := n.startContainerd(ctx); err != nil {
 		return nil, err
 	}
@@ -100,7 +121,27 @@ func Start(ctx context.Context, o Options) (_ *Node, err error) {
 	if err := n.startKubelet(); err != nil {
 		return nil, err
 	}
-	return n, n.waitReady(ctx)
+	if !o.ClusterServices {
+		return n, n.waitReady(ctx)
+	}
+	return n, n.startServices(ctx)
+}
+
+// startServices creates the objects of the cluster's services, waits for
+// the node to be Ready, starts kube-proxy and waits for the services' pods.
+func (n *Node) startServices(ctx context.Context) error {
+	// The objects first: the scheduler places the pods as soon as the node
+	// is Ready.
+	if err := n.createServices(ctx); err != nil {
+		return err
+	}
+	if err := n.waitReady(ctx); err != nil {
+		return err
+	}
+	if err := n.startKubeProxy(ctx); err != nil {
+		return err
+	}
+	return n.waitServices(ctx)
 }
 
 // Stop stops the node and removes everything it left, but for its logs.
@@ -110,6 +151,10 @@ func (n *Node) Stop() error {
 		errs = append(errs, n.procs[i].stop())
 	}
 	n.procs = nil
+	if n.api != nil {
+		errs = append(errs, n.api.close())
+		n.api = nil
+	}
 	errs = append(errs, n.cleanUp())
 	if n.ipForward != "" {
 		errs = append(errs, os.WriteFile(ipForwardFile, []byte(n.ipForward), 0o644))
