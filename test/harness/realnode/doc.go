@@ -27,8 +27,10 @@
 // # Cluster services
 //
 // With Options.ClusterServices the node is a working cluster node, and
-// Start returns once every service is up (some 10 to 20 seconds more on 2
-// cores; the option keeps that cost off the tests that need a pod only):
+// Start returns once every service is up. Start then writes and imports
+// some 100 MB of images more and waits for kube-proxy and two more pods
+// (9 to 13 seconds in all on 2 cores): the option keeps that off the tests
+// that need a pod only.
 //
 //   - kube-proxy runs on the host beside the kubelet, in nftables mode
 //     (tables "ip kube-proxy" and "ip6 kube-proxy"), with no conntrack

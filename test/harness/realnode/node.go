@@ -51,7 +51,7 @@ type Options struct {
 	// cluster.local at the kube-dns Service, and local-path-provisioner
 	// binds PersistentVolumeClaims of the default StorageClass to
 	// directories under Root. Start waits for them all. They need the
-	// Binaries of the services, and cost Start some 20 seconds more.
+	// Binaries of the services; see the package doc for what they cost.
 	ClusterServices bool
 	// StartTimeout bounds Start; 0 means 2 minutes, 3 with ClusterServices.
 	StartTimeout time.Duration
