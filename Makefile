@@ -52,6 +52,9 @@ CONTAINERD_VERSION ?= v2.4.2
 RUNC_VERSION ?= v1.5.2
 CNI_PLUGINS_VERSION ?= v1.10.0
 PAUSE_VERSION ?= 3.10.1
+# The cluster's services on the real node, built from source with it.
+COREDNS_VERSION ?= v1.15.0
+LOCAL_PATH_PROVISIONER_VERSION ?= v0.0.30
 # S3 service of the data mover's tests and benchmark (see hack/build-minio.sh)
 MINIO_VERSION ?= v0.0.0-20260212201848-7aac2a2c5b7c
 # The stock helm-operator the scale benchmark compares with (see hack/build-helm-operator.sh)
@@ -111,7 +114,10 @@ NODE_ENV = \
 	CTR=$(LOCALBIN)/containerd/$(CONTAINERD_VERSION)/ctr \
 	RUNC=$(LOCALBIN)/runc/$(RUNC_VERSION)/runc \
 	CNI_BIN_DIR=$(LOCALBIN)/cni-plugins/$(CNI_PLUGINS_VERSION) \
-	PAUSE=$(LOCALBIN)/pause/$(PAUSE_VERSION)/pause
+	PAUSE=$(LOCALBIN)/pause/$(PAUSE_VERSION)/pause \
+	COREDNS=$(LOCALBIN)/coredns/$(COREDNS_VERSION)/coredns \
+	LOCAL_PATH_PROVISIONER=$(LOCALBIN)/local-path-provisioner/$(LOCAL_PATH_PROVISIONER_VERSION)/local-path-provisioner \
+	BUSYBOX=/bin/busybox
 
 # Go test flags; override e.g. TEST_FLAGS="-run TestEcho -v".
 TEST_FLAGS ?=
@@ -432,9 +438,10 @@ control-plane: ## Build the simulated cluster's binaries (first run only).
 	KUBE_VERSION=$(KUBE_VERSION) ETCD_VERSION=$(ETCD_VERSION) KWOK_VERSION=$(KWOK_VERSION) BIN_DIR=$(LOCALBIN) hack/build-control-plane.sh build >/dev/null
 
 .PHONY: node
-node: ## Build the real node's binaries: kubelet, kube-proxy, containerd, runc, CNI plugins, pause (first run only).
+node: ## Build the real node's binaries: kubelet, kube-proxy, containerd, runc, CNI plugins, pause, CoreDNS, local-path-provisioner (first run only).
 	KUBE_VERSION=$(KUBE_VERSION) CONTAINERD_VERSION=$(CONTAINERD_VERSION) RUNC_VERSION=$(RUNC_VERSION) \
-	CNI_PLUGINS_VERSION=$(CNI_PLUGINS_VERSION) PAUSE_VERSION=$(PAUSE_VERSION) BIN_DIR=$(LOCALBIN) hack/build-node.sh build >/dev/null
+	CNI_PLUGINS_VERSION=$(CNI_PLUGINS_VERSION) PAUSE_VERSION=$(PAUSE_VERSION) COREDNS_VERSION=$(COREDNS_VERSION) \
+	LOCAL_PATH_PROVISIONER_VERSION=$(LOCAL_PATH_PROVISIONER_VERSION) BIN_DIR=$(LOCALBIN) hack/build-node.sh build >/dev/null
 
 .PHONY: node-if-root
 node-if-root: ## `node` where the real node's tests run (root on Linux); elsewhere say why they skip.

@@ -2,16 +2,19 @@
 # Builds the binaries of a real Kubernetes node from source: kubelet and
 # kube-proxy (k8s.io/kubernetes, through hack/build-control-plane.sh),
 # containerd with its runc shim and ctr, runc, the CNI plugins bridge,
-# host-local, loopback and portmap, and the pause binary of the sandbox
-# image, compiled from the pause.c that k8s.io/kubernetes ships. Each lands
-# in $BIN_DIR/<component>/<version>/ and is skipped when already there, so
+# host-local, loopback and portmap, the pause binary of the sandbox image,
+# compiled from the pause.c that k8s.io/kubernetes ships, and the programs
+# of the cluster's services that run as pods: CoreDNS, with only the plugins
+# a cluster needs, and local-path-provisioner. Each lands in
+# $BIN_DIR/<component>/<version>/ and is skipped when already there, so
 # only the first run pays for the build.
 #
 # What comes from Debian's packages rather than source is installed with
 # apt-get when missing and the script runs as root:
 # libseccomp-dev (and pkg-config), which runc's seccomp support links
-# against (only while runc is built), and nftables, whose nft binary
-# kube-proxy runs in its nftables mode.
+# against (only while runc is built), nftables, whose nft binary
+# kube-proxy runs in its nftables mode, and busybox-static, the userland of
+# local-path-provisioner's helper pods.
 set -euo pipefail
 
 KUBE_VERSION="${KUBE_VERSION:-v1.35.4}"
@@ -21,6 +24,8 @@ CNI_PLUGINS_VERSION="${CNI_PLUGINS_VERSION:-v1.10.0}"
 # The TAG of build/pause/Makefile in k8s.io/kubernetes@$KUBE_VERSION: the
 # script fails when the two disagree.
 PAUSE_VERSION="${PAUSE_VERSION:-3.10.1}"
+COREDNS_VERSION="${COREDNS_VERSION:-v1.15.0}"
+LOCAL_PATH_PROVISIONER_VERSION="${LOCAL_PATH_PROVISIONER_VERSION:-v0.0.30}"
 BIN_DIR="${BIN_DIR:-$(cd "$(dirname "$0")/.." && pwd)/bin}"
 export KUBE_VERSION BIN_DIR
 
@@ -31,9 +36,17 @@ containerd_dir="${BIN_DIR}/containerd/${CONTAINERD_VERSION}"
 runc_dir="${BIN_DIR}/runc/${RUNC_VERSION}"
 cni_dir="${BIN_DIR}/cni-plugins/${CNI_PLUGINS_VERSION}"
 pause_dir="${BIN_DIR}/pause/${PAUSE_VERSION}"
+coredns_dir="${BIN_DIR}/coredns/${COREDNS_VERSION}"
+lpp_dir="${BIN_DIR}/local-path-provisioner/${LOCAL_PATH_PROVISIONER_VERSION}"
+# Debian's busybox-static: one static binary, no libraries to copy into an
+# image.
+busybox=/bin/busybox
 
 containerd_cmds=(containerd containerd-shim-runc-v2 ctr)
 cni_plugins=(main/bridge ipam/host-local main/loopback meta/portmap)
+# The CoreDNS plugins a cluster's DNS needs, by their directive names in
+# CoreDNS's plugin.cfg (the metrics plugin's directive is prometheus).
+coredns_plugins=(reload ready health prometheus errors log loadbalance cache template hosts kubernetes loop forward whoami)
 
 log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { echo "$0: $*" >&2; exit 1; }
@@ -110,6 +123,8 @@ have_libseccomp() {
 }
 
 have_nft() { PATH="${PATH}:/usr/sbin:/sbin" command -v nft >/dev/null; }
+
+have_busybox() { [[ -x "${busybox}" ]]; }
 
 # building logs what a build step is about to build, for timed.
 built=0
@@ -197,6 +212,72 @@ build_pause() {
   install_into "${tmp}" "${pause_dir}" pause
 }
 
+# module_dir MODULE@VERSION prints where the module lies in the module
+# cache, downloading it first.
+module_dir() {
+  go mod download -json "$1" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p'
+}
+
+# build_coredns builds CoreDNS as its documentation's "CoreDNS as a
+# library" does: a main package in a scratch module that imports the chosen
+# plugins and sets the server's directives, in the order of the plugin.cfg
+# that ships in the module (the order in which a query passes the plugins),
+# and runs coremain. Only plugins a cluster's DNS uses are compiled in.
+build_coredns() {
+  if [[ -x "${coredns_dir}/coredns" ]]; then return; fi
+  building "CoreDNS ${COREDNS_VERSION} (first run only)"
+  local module=github.com/coredns/coredns src tmp line name pkg imports="" directives=""
+  src="$(module_dir "${module}@${COREDNS_VERSION}")"
+  [[ -n "${src}" ]] || die "${module}@${COREDNS_VERSION} did not download"
+  while IFS= read -r line; do
+    [[ "${line}" == \#* || "${line}" != *:* ]] && continue
+    name="${line%%:*}" pkg="${line#*:}"
+    [[ " ${coredns_plugins[*]} " == *" ${name} "* ]] || continue
+    [[ "${pkg}" == */* ]] || pkg="${module}/plugin/${pkg}"
+    imports+=$'\t_ "'"${pkg}"$'"\n'
+    directives+=$'\t"'"${name}"$'",\n'
+  done <"${src}/plugin.cfg"
+  [[ $(grep -c . <<<"${directives}") == "${#coredns_plugins[@]}" ]] ||
+    die "plugin.cfg of ${module}@${COREDNS_VERSION} lacks some of: ${coredns_plugins[*]}"
+  tmp="$(tmp_dir)"
+  mkdir "${tmp}/src"
+  (
+    cd "${tmp}/src"
+    go mod init echo-operator.local/coredns >/dev/null 2>&1
+    go mod edit -require "${module}@${COREDNS_VERSION}"
+    cat >main.go <<GO
+// Command coredns is CoreDNS ${COREDNS_VERSION} with the plugins of a cluster's DNS.
+package main
+
+import (
+	"${module}/core/dnsserver"
+	"${module}/coremain"
+
+${imports})
+
+func init() {
+	dnsserver.Directives = []string{
+${directives}	}
+}
+
+func main() { coremain.Run() }
+GO
+    gofmt -w main.go
+    go mod tidy >/dev/null 2>&1 || GOPROXY="file://$(go env GOMODCACHE)/cache/download,$(go env GOPROXY)" go mod tidy >/dev/null
+    CGO_ENABLED=0 GOFLAGS=-buildvcs=false go build -trimpath -tags grpcnotrace \
+      -ldflags "-s -w -X ${module}/coremain.GitCommit=${COREDNS_VERSION}" -o "${tmp}/coredns" .
+  )
+  rm -rf "${tmp}/src"
+  install_into "${tmp}" "${coredns_dir}" coredns
+}
+
+build_local_path_provisioner() {
+  local module=github.com/rancher/local-path-provisioner
+  go_install_missing "${lpp_dir}" "local-path-provisioner ${LOCAL_PATH_PROVISIONER_VERSION}" \
+    "-s -w -X main.VERSION=${LOCAL_PATH_PROVISIONER_VERSION}" \
+    "local-path-provisioner=${module}@${LOCAL_PATH_PROVISIONER_VERSION}"
+}
+
 print_paths() {
   cat <<OUT
 KUBELET=${kube_dir}/kubelet
@@ -207,6 +288,9 @@ CTR=${containerd_dir}/ctr
 RUNC=${runc_dir}/runc
 CNI_BIN_DIR=${cni_dir}
 PAUSE=${pause_dir}/pause
+COREDNS=${coredns_dir}/coredns
+LOCAL_PATH_PROVISIONER=${lpp_dir}/local-path-provisioner
+BUSYBOX=${busybox}
 OUT
 }
 
@@ -219,6 +303,9 @@ case "${1:-build}" in
     timed runc build_runc
     timed containerd build_containerd
     timed "kubelet and kube-proxy" build_kubernetes
+    need_package busybox-static "local-path-provisioner's helper pods run busybox" have_busybox
+    timed CoreDNS build_coredns
+    timed local-path-provisioner build_local_path_provisioner
     print_paths
     ;;
   paths) print_paths ;;

@@ -14,6 +14,10 @@ type Binaries struct {
 	Kubelet, Containerd, ContainerdShim, Ctr, Runc, Pause string
 	// CNIBinDir holds the CNI plugins: bridge, host-local, loopback, portmap.
 	CNIBinDir string
+	// The cluster's services (Options.ClusterServices), which a node
+	// without them does not need: kube-proxy, CoreDNS, local-path-provisioner
+	// and the static busybox of its helper pods.
+	KubeProxy, CoreDNS, LocalPathProvisioner, Busybox string
 }
 
 // binaryEnv maps each binary to its environment variable.
@@ -24,7 +28,18 @@ func (b *Binaries) binaryEnv() map[string]*string {
 	}
 }
 
-// LocateBinaries reads the binaries' paths from the environment.
+// serviceBinaryEnv maps each binary of the cluster's services to its
+// environment variable.
+func (b *Binaries) serviceBinaryEnv() map[string]*string {
+	return map[string]*string{
+		"KUBE_PROXY": &b.KubeProxy, "COREDNS": &b.CoreDNS,
+		"LOCAL_PATH_PROVISIONER": &b.LocalPathProvisioner, "BUSYBOX": &b.Busybox,
+	}
+}
+
+// LocateBinaries reads the binaries' paths from the environment. Those of
+// the cluster's services are read when set; Start checks them when it
+// needs them.
 func LocateBinaries() (Binaries, error) {
 	var b Binaries
 	for env, p := range b.binaryEnv() {
@@ -35,7 +50,24 @@ func LocateBinaries() (Binaries, error) {
 			return b, fmt.Errorf("$%s: %w", env, err)
 		}
 	}
+	for env, p := range b.serviceBinaryEnv() {
+		*p = os.Getenv(env)
+	}
 	return b, nil
+}
+
+// checkServiceBinaries says which binary of the cluster's services is
+// missing.
+func (b *Binaries) checkServiceBinaries() error {
+	for env, p := range b.serviceBinaryEnv() {
+		if *p == "" {
+			return fmt.Errorf("the cluster's services need $%s: run `make node`, or the tests through make", env)
+		}
+		if _, err := os.Stat(*p); err != nil {
+			return fmt.Errorf("$%s: %w", env, err)
+		}
+	}
+	return nil
 }
 
 // Unavailable says why no real node can run here, or is "": it needs

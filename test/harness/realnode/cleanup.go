@@ -19,12 +19,13 @@ import (
 const cgroupRoot = "/sys/fs/cgroup"
 
 // cleanUp removes what a node, running or crashed, has left: its
-// processes, its containers, its mounts, its network, its cgroups and its
-// state. Each step runs even when one before it failed.
+// processes, its containers, its mounts, kube-proxy's nftables tables, its
+// network, its cgroups and its state (with the volumes of
+// local-path-provisioner). Each step runs even when one before it failed.
 func (n *Node) cleanUp() error {
 	errs := []error{killProcessesOf(n.opts.Root)}
 	errs = append(errs, killCgroups(containerdNamespace)...)
-	errs = append(errs, unmountUnder(n.opts.Root), n.tearDownNetwork(), removeStateUnder(n.opts.Root))
+	errs = append(errs, unmountUnder(n.opts.Root), deleteKubeProxyTables(), n.tearDownNetwork(), removeStateUnder(n.opts.Root))
 	return errors.Join(errs...)
 }
 

@@ -79,15 +79,24 @@ func (n *Node) startContainerd(ctx context.Context) error {
 	return nil
 }
 
-// importImages imports the pause image and Options.Images into the CRI
-// plugin's namespace.
+// importImages imports the pause image, the images of the cluster's
+// services when it runs them, and Options.Images into the CRI plugin's
+// namespace.
 func (n *Node) importImages(ctx context.Context) error {
 	pause := n.path("containerd", "pause.tar")
 	if err := WriteImage(pause, PauseImage, ImageConfig{Entrypoint: []string{"/pause"}, User: "65535:65535"},
 		map[string]string{"/pause": n.opts.Pause}); err != nil {
 		return fmt.Errorf("building the pause image: %w", err)
 	}
-	for _, archive := range append([]string{pause}, n.opts.Images...) {
+	archives := []string{pause}
+	if n.opts.ClusterServices {
+		services, err := n.serviceImages()
+		if err != nil {
+			return err
+		}
+		archives = append(archives, services...)
+	}
+	for _, archive := range append(archives, n.opts.Images...) {
 		if err := n.ctr(ctx, "images", "import", archive); err != nil {
 			return fmt.Errorf("importing %s: %w", archive, err)
 		}

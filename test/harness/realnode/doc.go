@@ -15,15 +15,54 @@
 // those ranges that no more specific route serves is dropped instead of
 // leaving through the host's default route. Routes are read, never probed.
 //
+// Pods reach kube-apiserver as in any cluster, through the "kubernetes"
+// Service with their in-cluster configuration: Prepare brings the bridge
+// up before the control plane starts, so kube-apiserver can listen on
+// NodeIP (simcluster.Options.ServeAddress), the Service's endpoint, with a
+// certificate that names the Service.
+//
+// # Cluster services
+//
+// With Options.ClusterServices the node is a working cluster node, and
+// Start returns once every service is up. Start then writes and imports
+// some 100 MB of images more and waits for kube-proxy and two more pods
+// (9 to 13 seconds in all on 2 cores): the option keeps that off the tests
+// that need a pod only.
+//
+//   - kube-proxy runs on the host beside the kubelet, in nftables mode
+//     (tables "ip kube-proxy" and "ip6 kube-proxy"), with no conntrack
+//     setting so it writes no sysctl, its health and metrics servers on
+//     NodeIP. A pod's packet to a ClusterIP reaches the host through the
+//     bridge and is DNATed in prerouting to an endpoint. The host itself
+//     cannot reach ClusterIPs: its route for ServiceNetwork is a blackhole.
+//   - CoreDNS runs as a restricted pod (Deployment coredns in kube-system,
+//     port 1053, the kube-dns Service at ClusterDNSIP mapping 53 to it),
+//     Ready through its ready plugin; the kubelet gives pods ClusterDNSIP
+//     and ClusterDomain. It answers cluster.local and the reverse zones
+//     from the API and NXDOMAIN for every other name: it forwards nothing,
+//     as an upstream resolver would take queries off the machine, and no
+//     test needs a name outside the cluster.
+//   - local-path-provisioner runs as a restricted pod in StorageNamespace
+//     and serves StorageClass, the default (WaitForFirstConsumer, local
+//     PersistentVolumes, so a pod's fsGroup owns them), with directories
+//     under VolumeDir, inside Root. Its helper pods, which create and
+//     remove those directories as root through a hostPath volume, run in
+//     StorageNamespace too, which enforces the privileged level for them.
+//
+// Their images are written at Start from the binaries (CoreDNS and the
+// provisioner as non-root static binaries, the helper's from Debian's
+// static busybox) and imported with the pause image.
+//
 // # What a stop undoes
 //
 // Stop, and Start before anything else (after a crash), removes everything
-// a node leaves behind: the kubelet and containerd, every shim and container
-// process (found by containerd's socket and by their cgroups), every mount
-// under Root (the kubelet's and the pods' network namespaces, which
-// containerd keeps under its state directory), the bridge, the routes, the
-// cgroups named for containerd's namespaces, and Root itself; IP forwarding
-// goes back to what it was. Of CNI's cache in the host's /var/lib/cni, the
+// a node leaves behind: the kubelet, kube-proxy and containerd, every shim
+// and container process (found by containerd's socket and by their
+// cgroups), every mount under Root (the kubelet's and the pods' network
+// namespaces, which containerd keeps under its state directory),
+// kube-proxy's nftables tables, the bridge, the routes, the cgroups named
+// for containerd's namespaces, and Root itself with the provisioned
+// volumes; IP forwarding goes back to what it was. Of CNI's cache in the host's /var/lib/cni, the
 // results of the node's network go too (containerd brings the pods'
 // loopback up itself, so the loopback plugin writes none).
 //

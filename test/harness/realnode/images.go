@@ -16,6 +16,7 @@ import (
 // ImageConfig is what an image says about how it runs.
 type ImageConfig struct {
 	Entrypoint []string          `json:"Entrypoint,omitempty"`
+	Env        []string          `json:"Env,omitempty"`
 	User       string            `json:"User,omitempty"`
 	WorkingDir string            `json:"WorkingDir,omitempty"`
 	Labels     map[string]string `json:"Labels,omitempty"`
@@ -26,7 +27,13 @@ type ImageConfig struct {
 // path of each, from a file on this machine) and config. It is how the
 // node gets images no registry serves: the pause image, for one.
 func WriteImage(dest, ref string, config ImageConfig, files map[string]string) error {
-	layer, err := layerTar(files)
+	return WriteImageWithLinks(dest, ref, config, files, nil)
+}
+
+// WriteImageWithLinks is WriteImage with symbolic links too: links maps
+// each link's path in the image to its target, e.g. /bin/sh to busybox.
+func WriteImageWithLinks(dest, ref string, config ImageConfig, files, links map[string]string) error {
+	layer, err := layerTar(files, links)
 	if err != nil {
 		return err
 	}
@@ -60,12 +67,16 @@ func WriteImage(dest, ref string, config ImageConfig, files map[string]string) e
 	return os.WriteFile(dest, out.Bytes(), 0o644)
 }
 
-// layerTar is a layer holding files, owned by root, with their parents.
-func layerTar(files map[string]string) ([]byte, error) {
+// layerTar is a layer holding files and links, owned by root, with their
+// parents.
+func layerTar(files, links map[string]string) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	names := make([]string, 0, len(files))
+	names := make([]string, 0, len(files)+len(links))
 	for name := range files {
+		names = append(names, name)
+	}
+	for name := range links {
 		names = append(names, name)
 	}
 	sort.Strings(names)
@@ -76,6 +87,12 @@ func layerTar(files map[string]string) ([]byte, error) {
 			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d[1:] + "/", Mode: 0o755}); err != nil {
 				return nil, err
 			}
+		}
+		if target, ok := links[name]; ok {
+			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: name[1:], Linkname: target, Mode: 0o777}); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		src, err := os.Open(files[name])
 		if err != nil {

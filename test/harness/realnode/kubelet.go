@@ -44,9 +44,19 @@ authorization:
   mode: AlwaysAllow
 `
 
+// kubeletDNSConfig points pods at the cluster's DNS, with ClusterServices.
+const kubeletDNSConfig = `clusterDomain: {{domain}}
+clusterDNS: [{{dns}}]
+`
+
 // startKubelet writes the kubelet's configuration and starts it.
 func (n *Node) startKubelet() error {
-	config := strings.NewReplacer("{{socket}}", n.containerd, "{{nodeIP}}", NodeIP, "{{podCIDR}}", PodCIDR).Replace(kubeletConfig)
+	config := kubeletConfig
+	if n.opts.ClusterServices {
+		config += kubeletDNSConfig
+	}
+	config = strings.NewReplacer("{{socket}}", n.containerd, "{{nodeIP}}", NodeIP, "{{podCIDR}}", PodCIDR,
+		"{{domain}}", ClusterDomain, "{{dns}}", ClusterDNSIP).Replace(config)
 	file := n.path("kubelet", "config.yaml")
 	if err := os.WriteFile(file, []byte(config), 0o644); err != nil {
 		return err

@@ -47,7 +47,14 @@ type Options struct {
 	// Images are image archives (docker-archive or OCI tar) imported into
 	// the node's image store before the kubelet starts, as if pulled.
 	Images []string
-	// StartTimeout bounds Join; 0 means 2 minutes.
+	// ClusterServices makes the node a working cluster node: kube-proxy
+	// (nftables) serves ClusterIP Services to pods, CoreDNS answers
+	// cluster.local at the kube-dns Service, and local-path-provisioner
+	// binds PersistentVolumeClaims of the default StorageClass to
+	// directories under Root. Start waits for them all. They need the
+	// Binaries of the services; see the package doc for what they cost.
+	ClusterServices bool
+	// StartTimeout bounds Join; 0 means 2 minutes, 3 with ClusterServices.
 	StartTimeout time.Duration
 }
 
@@ -76,14 +83,23 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 // Prepare takes the machine's lock of real nodes, cleans what an earlier
 // node left behind and brings up the node's network: the bridge with
 // NodeIP and the host's routes. A control plane can then listen on NodeIP
-// (simcluster.Options.ServeAddress), where the node's pods reach it, before
-// the node joins. On error, what it did is undone.
+// (simcluster.Options.ServeAddress), where the node's pods reach it through
+// the "kubernetes" Service, before the node joins. On error, what it did is
+// undone.
 func Prepare(o Options) (_ *Node, err error) {
 	if o.Root == "" {
 		o.Root = DefaultRoot
 	}
 	if o.StartTimeout == 0 {
 		o.StartTimeout = 2 * time.Minute
+		if o.ClusterServices {
+			o.StartTimeout = 3 * time.Minute
+		}
+	}
+	if o.ClusterServices {
+		if err := o.checkClusterServices(); err != nil {
+			return nil, err
+		}
 	}
 	n := &Node{opts: o, containerd: filepath.Join(o.Root, "containerd", "containerd.sock")}
 	if n.lock, err = lockMachine(); err != nil {
@@ -110,7 +126,9 @@ func Prepare(o Options) (_ *Node, err error) {
 
 // Join starts containerd, imports the images and starts the kubelet, which
 // registers with the cluster of kubeconfig, and returns once the node is
-// Ready, within Options.StartTimeout. On error, the caller stops the node.
+// Ready; with ClusterServices, once kube-proxy has written its rules,
+// CoreDNS is Ready and local-path-provisioner runs. It takes at most
+// Options.StartTimeout. On error, the caller stops the node.
 func (n *Node) Join(ctx context.Context, kubeconfig string) error {
 	n.opts.Kubeconfig = kubeconfig
 	ctx, cancel := context.WithTimeout(ctx, n.opts.StartTimeout)
@@ -124,7 +142,27 @@ func (n *Node) Join(ctx context.Context, kubeconfig string) error {
 	if err := n.startKubelet(); err != nil {
 		return err
 	}
-	return n.waitReady(ctx)
+	if !n.opts.ClusterServices {
+		return n.waitReady(ctx)
+	}
+	return n.startServices(ctx)
+}
+
+// startServices creates the objects of the cluster's services, waits for
+// the node to be Ready, starts kube-proxy and waits for the services' pods.
+func (n *Node) startServices(ctx context.Context) error {
+	// The objects first: the scheduler places the pods as soon as the node
+	// is Ready.
+	if err := n.createServices(ctx); err != nil {
+		return err
+	}
+	if err := n.waitReady(ctx); err != nil {
+		return err
+	}
+	if err := n.startKubeProxy(ctx); err != nil {
+		return err
+	}
+	return n.waitServices(ctx)
 }
 
 // Stop stops the node and removes everything it left, but for its logs.
