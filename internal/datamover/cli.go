@@ -212,6 +212,12 @@ func (o moverOptions) store() (Store, error) {
 	switch {
 	case o.fsRoot != "" && s3Set:
 		return nil, fmt.Errorf("%w: give either --fs-root or the --s3-* flags, not both", ErrInvalidArgument)
+	case o.fsRoot != "" && o.command == moverprotocol.Backup:
+		// A claim's subPath is a directory the first backup creates.
+		if err := os.MkdirAll(o.fsRoot, fsStoreDirPerm); err != nil {
+			return nil, classifyFS(fmt.Errorf("create filesystem store root: %w", err))
+		}
+		return NewFSStore(o.fsRoot)
 	case o.fsRoot != "":
 		return NewFSStore(o.fsRoot)
 	case o.s3.Endpoint == "" || o.s3.Bucket == "":

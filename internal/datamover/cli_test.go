@@ -561,6 +561,28 @@ func TestCLIBackupFaults(t *testing.T) {
 	}
 }
 
+// TestCLIFilesystemStoreRoot: a backup creates the store's root (a claim's
+// subPath) when it is missing; a restore from a missing root fails and
+// creates nothing.
+func TestCLIFilesystemStoreRoot(t *testing.T) {
+	source, _ := sampleData(t)
+	claim := t.TempDir()
+	root := filepath.Join(claim, "echo", "nested")
+	res := runMover(t, nil, "backup", "--data-dir", source, "--key", "k", "--fs-root", root)
+	if res.code != 0 {
+		t.Fatalf("backup into a missing subPath: exit %d: %s", res.code, res.stderr)
+	}
+	if info, err := os.Stat(root); err != nil || !info.IsDir() || info.Mode().Perm() != fsStoreDirPerm {
+		t.Fatalf("the store's root after the backup: %v, %v", info, err)
+	}
+	missing := filepath.Join(claim, "other")
+	res = runMover(t, nil, "restore", "--data-dir", t.TempDir(), "--key", "k", "--fs-root", missing)
+	expectFailure(t, res, "NotFound", false)
+	if _, err := os.Stat(missing); !os.IsNotExist(err) {
+		t.Errorf("a restore created its missing store root: %v", err)
+	}
+}
+
 // TestCLIExistingData covers both policies for a target holding data.
 func TestCLIExistingData(t *testing.T) {
 	f := newFaultEnv(t)
