@@ -46,6 +46,9 @@ type Options struct {
 	// Images are image archives (docker-archive or OCI tar) imported into
 	// the node's image store before the kubelet starts, as if pulled.
 	Images []string
+	// HTTPRegistries are registries (host:port) that containerd pulls from
+	// over plain HTTP, such as imagebuild's on loopback.
+	HTTPRegistries []string
 	// StartTimeout bounds Start; 0 means 2 minutes.
 	StartTimeout time.Duration
 }
