@@ -2,11 +2,13 @@ package imagebuild_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -48,13 +50,9 @@ func TestRealNodePullsTheEchoServerFromTheRegistry(t *testing.T) {
 		t.Fatalf("starting the cluster: %v", err)
 	}
 	t.Cleanup(func() { _ = cluster.Stop() })
-	node, err := realnode.Start(ctx, realnode.Options{Binaries: bins, Kubeconfig: cluster.KubeconfigPath(),
+	node := startNode(ctx, t, realnode.Options{Binaries: bins, Kubeconfig: cluster.KubeconfigPath(),
 		PodNetwork: simcluster.PodNetwork, ServiceNetwork: simcluster.ServiceNetwork,
 		Root: filepath.Join(t.TempDir(), "node"), HTTPRegistries: []string{env.Registry.Host}})
-	if err != nil {
-		t.Fatalf("starting the node: %v", err)
-	}
-	t.Cleanup(func() { _ = node.Stop() })
 
 	echo := images["echo-server"]
 	cs := kubernetes.NewForConfigOrDie(cluster.Config())
@@ -67,6 +65,31 @@ func TestRealNodePullsTheEchoServerFromTheRegistry(t *testing.T) {
 	if !strings.Contains(answer, "Hello from the registry") || !strings.Contains(answer, "/pulled") {
 		t.Errorf("the pod answered %q", answer)
 	}
+}
+
+// startNode starts a real node, waiting while another one runs on the
+// machine (realnode's tests, run in parallel by go test ./...).
+func startNode(ctx context.Context, t *testing.T, o realnode.Options) *realnode.Node {
+	t.Helper()
+	var node *realnode.Node
+	waited := false
+	err := wait.PollUntilContextTimeout(ctx, 5*time.Second, 20*time.Minute, true, func(ctx context.Context) (bool, error) {
+		var err error
+		node, err = realnode.Start(ctx, o)
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			if !waited {
+				t.Log("another real node runs on this machine: waiting for it to stop")
+				waited = true
+			}
+			return false, nil
+		}
+		return err == nil, err
+	})
+	if err != nil {
+		t.Fatalf("starting the node: %v", err)
+	}
+	t.Cleanup(func() { _ = node.Stop() })
+	return node
 }
 
 // runPod runs image as a restricted pod on the node, pulled at every
