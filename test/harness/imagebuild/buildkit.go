@@ -27,7 +27,7 @@ const buildkitdConfig = `[log]
   disabled = true
 [worker.oci]
   gc = true
-  maxUsedSpace = "20GB"
+  maxUsedSpace = "10GB"
 [history]
   maxAge = 3600
   maxEntries = 20

@@ -25,6 +25,7 @@ const (
 // building them once is what takes time.
 var shared struct {
 	once   sync.Once
+	work   string // the Env's WorkDir: the registry's storage, the logs
 	env    *imagebuild.Env
 	images map[string]imagebuild.ProjectImage // by target
 	err    error
@@ -37,6 +38,10 @@ func TestMain(m *testing.M) {
 			_, _ = os.Stderr.WriteString("stopping the image builder: " + err.Error() + "\n")
 			code = 1
 		}
+	}
+	// The logs stay when a test failed.
+	if shared.work != "" && code == 0 {
+		_ = os.RemoveAll(shared.work)
 	}
 	os.Exit(code)
 }
@@ -66,6 +71,7 @@ func needBuilder(t *testing.T) (*imagebuild.Env, map[string]imagebuild.ProjectIm
 			shared.err = err
 			return
 		}
+		shared.work = work
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 		defer cancel()
 		start := time.Now()
