@@ -1,14 +1,10 @@
-package imagebuild_test
+package realnode_test
 
 import (
 	"context"
-	"errors"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,47 +15,54 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/echo-operator/echo-operator/test/harness/imagebuild"
 	"github.com/echo-operator/echo-operator/test/harness/realnode"
 	"github.com/echo-operator/echo-operator/test/harness/reporoot"
 	"github.com/echo-operator/echo-operator/test/harness/simcluster"
 )
 
-// TestRealNodePullsTheEchoServerFromTheRegistry runs the echo server built
-// from the Dockerfile on a real node, which pulls it from the registry
-// (imagePullPolicy Always): the pod runs the image the build pushed,
-// becomes Ready and answers at its address.
-func TestRealNodePullsTheEchoServerFromTheRegistry(t *testing.T) {
-	env, images := needBuilder(t)
-	if why := realnode.Unavailable(); why != "" {
-		t.Skip(why)
-	}
-	bins, err := realnode.LocateBinaries()
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	cbins, err := simcluster.LocateBinaries(reporoot.Must(t))
-	if err != nil {
-		t.Skip(err)
-	}
+// TestNodePullsTheEchoServerFromARegistry builds the echo server from the
+// Dockerfile with BuildKit into a registry on loopback
+// (test/harness/imagebuild) and runs it on a real node, which pulls it
+// from there (imagePullPolicy Always, plain HTTP through
+// Options.HTTPRegistries): the container runs the image the build pushed,
+// becomes Ready and answers at its pod address. It lives here, with the
+// other real-node tests, because only one node runs on a machine at a time
+// and go test runs packages side by side.
+func TestNodePullsTheEchoServerFromARegistry(t *testing.T) {
+	bins := needNode(t)
+	images := needImageBuilder(t)
+	root := reporoot.Must(t)
 	ctx := context.Background()
-	cluster, err := simcluster.Start(ctx, simcluster.Options{Binaries: cbins, WorkDir: t.TempDir()})
+	env, err := imagebuild.Start(ctx, imagebuild.Options{Binaries: images, WorkDir: t.TempDir()})
 	if err != nil {
-		t.Fatalf("starting the cluster: %v", err)
+		t.Fatalf("starting the image builder: %v", err)
 	}
-	t.Cleanup(func() { _ = cluster.Stop() })
-	node := startNode(ctx, t, realnode.Options{Binaries: bins, Kubeconfig: cluster.KubeconfigPath(),
+	t.Cleanup(func() { _ = env.Stop() })
+	built, err := env.BuildProject(ctx, root, "0.0.0-realnode-test", "realnode-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var echo imagebuild.ProjectImage
+	for _, img := range built {
+		if img.Target == "echo-server" {
+			echo = img
+		}
+	}
+
+	cluster := startCluster(t, root)
+	node, err := realnode.Start(ctx, realnode.Options{Binaries: bins, Kubeconfig: cluster.KubeconfigPath(),
 		PodNetwork: simcluster.PodNetwork, ServiceNetwork: simcluster.ServiceNetwork,
 		Root: filepath.Join(t.TempDir(), "node"), HTTPRegistries: []string{env.Registry.Host}})
+	if err != nil {
+		t.Fatalf("starting the node: %v", err)
+	}
+	t.Cleanup(func() { _ = node.Stop() })
 
-	echo := images["echo-server"]
 	cs := kubernetes.NewForConfigOrDie(cluster.Config())
-	pod := runPod(ctx, t, cs, node, echo.Ref)
-	status := pod.Status.ContainerStatuses[0]
-	if !strings.HasSuffix(status.ImageID, "@"+echo.Digest) {
-		t.Errorf("the container runs image %s, the build pushed %s", status.ImageID, echo.Digest)
+	pod := runPulledPod(ctx, t, cs, node, echo.Ref)
+	if id := pod.Status.ContainerStatuses[0].ImageID; !strings.HasSuffix(id, "@"+echo.Digest) {
+		t.Errorf("the container runs image %s, the build pushed %s", id, echo.Digest)
 	}
 	answer := get(t, "http://"+pod.Status.PodIP+":8080/pulled")
 	if !strings.Contains(answer, "Hello from the registry") || !strings.Contains(answer, "/pulled") {
@@ -67,34 +70,26 @@ func TestRealNodePullsTheEchoServerFromTheRegistry(t *testing.T) {
 	}
 }
 
-// startNode starts a real node, waiting while another one runs on the
-// machine (realnode's tests, run in parallel by go test ./...).
-func startNode(ctx context.Context, t *testing.T, o realnode.Options) *realnode.Node {
+// needImageBuilder skips where no image can be built, or fails under CI
+// when the image tools are missing.
+func needImageBuilder(t *testing.T) imagebuild.Binaries {
 	t.Helper()
-	var node *realnode.Node
-	waited := false
-	err := wait.PollUntilContextTimeout(ctx, 5*time.Second, 20*time.Minute, true, func(ctx context.Context) (bool, error) {
-		var err error
-		node, err = realnode.Start(ctx, o)
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			if !waited {
-				t.Log("another real node runs on this machine: waiting for it to stop")
-				waited = true
-			}
-			return false, nil
-		}
-		return err == nil, err
-	})
-	if err != nil {
-		t.Fatalf("starting the node: %v", err)
+	if why := imagebuild.Unavailable(); why != "" {
+		t.Skip(why)
 	}
-	t.Cleanup(func() { _ = node.Stop() })
-	return node
+	bins, err := imagebuild.LocateBinaries()
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	return bins
 }
 
-// runPod runs image as a restricted pod on the node, pulled at every
+// runPulledPod runs image as a restricted pod on the node, pulled at every
 // start, and waits for it to be Ready through its readiness probe.
-func runPod(ctx context.Context, t *testing.T, cs kubernetes.Interface, node *realnode.Node, image string) *corev1.Pod {
+func runPulledPod(ctx context.Context, t *testing.T, cs kubernetes.Interface, node *realnode.Node, image string) *corev1.Pod {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "pulled", Labels: map[string]string{
 		"pod-security.kubernetes.io/enforce": "restricted"}}}
@@ -139,20 +134,4 @@ func runPod(ctx context.Context, t *testing.T, cs kubernetes.Interface, node *re
 		t.Fatalf("pod not Ready: %v; status %+v (node logs in %s)", err, got.Status, node.LogDir())
 	}
 	return got
-}
-
-func get(t *testing.T, url string) string {
-	t.Helper()
-	// No proxy: the pod's address is on the node's bridge.
-	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{Proxy: nil}}
-	resp, err := c.Get(url)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %d %s %v", url, resp.StatusCode, b, err)
-	}
-	return string(b)
 }
