@@ -32,7 +32,6 @@ const caBundle = "/etc/ssl/certs/ca-certificates.crt"
 // verifies every module.
 const goBuilderDockerfile = `FROM scratch
 COPY rootfs/ /
-COPY --chmod=1777 sticky/ /
 COPY --from=goroot / /usr/local/go
 ENV GOLANG_VERSION={{version}} \
     GOTOOLCHAIN=local \
@@ -47,7 +46,6 @@ WORKDIR /go
 // users and groups, /home/nonroot, /tmp, CA certificates and configuration.
 const staticDockerfile = `FROM scratch
 COPY rootfs/ /
-COPY --chmod=1777 sticky/ /
 COPY --chown=65532:65532 homes/ /home/
 ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt
@@ -64,10 +62,9 @@ const (
 	staticGroup = "root:x:0:\nnobody:x:65534:\ntty:x:5:\nstaff:x:50:\nnonroot:x:65532:\n"
 )
 
-// The contexts of the stand-ins: rootfs/ is copied as it is; the
-// directories of sticky/ get mode 1777 through COPY --chmod, as the
-// transfer of a context drops the sticky bit; homes/ holds the home
-// directories of users other than root, which COPY --chown gives them.
+// The contexts of the stand-ins: rootfs/ is copied as it is; homes/ holds
+// the home directories of users other than root, which COPY --chown gives
+// them.
 
 // pushBases builds the two stand-ins and pushes them. Their files are
 // dated the epoch and the images SOURCE_DATE_EPOCH=0, so the same inputs
@@ -121,7 +118,7 @@ func (e *Env) builderContext(dir, goVersion string) error {
 		path string
 		mode fs.FileMode
 	}{{"rootfs/bin", 0o755}, {"rootfs/etc/ssl/certs", 0o755}, {"rootfs/root", 0o700},
-		{"sticky/tmp", 0o1777}, {"sticky/go/bin", 0o1777}, {"sticky/go/src", 0o1777}} {
+		{"rootfs/tmp", sticky}, {"rootfs/go", sticky}, {"rootfs/go/bin", sticky}, {"rootfs/go/src", sticky}} {
 		if err := mkdir(filepath.Join(dir, d.path), d.mode); err != nil {
 			return err
 		}
@@ -161,7 +158,7 @@ func staticContext(dir string) error {
 		path string
 		mode fs.FileMode
 	}{{"rootfs/etc/ssl/certs", 0o755}, {"rootfs/root", 0o700}, {"rootfs/home", 0o755},
-		{"sticky/tmp", 0o1777}, {"homes/nonroot", 0o700}} {
+		{"rootfs/tmp", sticky}, {"homes/nonroot", 0o700}} {
 		if err := mkdir(filepath.Join(dir, d.path), d.mode); err != nil {
 			return err
 		}
@@ -178,8 +175,12 @@ func staticContext(dir string) error {
 	return dateEpoch(dir)
 }
 
-// mkdir makes a directory with exactly mode (the umask would drop the
-// sticky and write bits).
+// sticky is the mode of /tmp: 1777. Go spells the sticky bit
+// fs.ModeSticky; 0o1000 would be dropped.
+const sticky = fs.ModeSticky | 0o777
+
+// mkdir makes a directory with exactly mode (the umask would drop write
+// bits).
 func mkdir(dir string, mode fs.FileMode) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
