@@ -4,6 +4,8 @@
 # Cross-build with `docker buildx build --platform linux/arm64 ...`: the Go
 # toolchain runs natively (the builder stage is pulled for the build
 # platform) and cross-compiles for TARGETOS/TARGETARCH.
+# Without a container engine, `make images` builds both with BuildKit into
+# a registry on 127.0.0.1 (docs/development.md#building-and-serving-images).
 
 FROM --platform=$BUILDPLATFORM golang:1.26 AS builder
 ARG TARGETOS
