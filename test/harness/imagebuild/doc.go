@@ -10,7 +10,8 @@
 // of the Dockerfile's base images, built by BuildKit too: golang:1.26 holds
 // this machine's Go toolchain, a static busybox and CA certificates, and
 // fetches Go modules from a module proxy that serves the host's module
-// cache on a fixed loopback address (ModuleProxyAddr); distroless/static
+// cache on a fixed loopback address (ModuleProxyAddr), filling it with the
+// host's go command when a version is missing; distroless/static
 // holds the nonroot user, /tmp and CA certificates.
 //
 // buildkitd keeps its state (the layer cache) in a persistent directory, so

@@ -94,7 +94,7 @@ func Start(ctx context.Context, o Options) (_ *Env, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if e.proxy, err = startModuleProxy(modCache); err != nil {
+	if e.proxy, err = startModuleProxy(modCache, e.log); err != nil {
 		return nil, err
 	}
 	if e.sockDir, err = os.MkdirTemp("", "echo-buildkit-"); err != nil {
