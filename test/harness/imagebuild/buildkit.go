@@ -99,6 +99,9 @@ type Build struct {
 	Context string
 	// Dockerfile is the Dockerfile's path; empty means Context/Dockerfile.
 	Dockerfile string
+	// DockerfileText, when set, is the Dockerfile itself, in place of
+	// Dockerfile: e.g. a few lines that COPY a binary from a named context.
+	DockerfileText string
 	// Target is the stage to build; empty means the last.
 	Target string
 	// BuildArgs are the --build-arg values.
@@ -120,12 +123,22 @@ func (bk *buildkitd) build(ctx context.Context, b Build) (string, error) {
 	if b.Context == "" || b.Ref == "" {
 		return "", errors.New("a build needs a context and a reference")
 	}
-	dockerfile := b.Dockerfile
-	if dockerfile == "" {
-		dockerfile = filepath.Join(b.Context, "Dockerfile")
-	}
 	bk.builds++
 	name := strings.NewReplacer("/", "_", ":", "_").Replace(b.Ref)
+	dockerfile := b.Dockerfile
+	switch {
+	case b.DockerfileText != "":
+		dir := filepath.Join(bk.logDir, fmt.Sprintf("build-%02d-%s.dockerfile", bk.builds, name))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", err
+		}
+		dockerfile = filepath.Join(dir, "Dockerfile")
+		if err := os.WriteFile(dockerfile, []byte(b.DockerfileText), 0o644); err != nil {
+			return "", err
+		}
+	case dockerfile == "":
+		dockerfile = filepath.Join(b.Context, "Dockerfile")
+	}
 	log := filepath.Join(bk.logDir, fmt.Sprintf("build-%02d-%s.log", bk.builds, name))
 	metadata := filepath.Join(bk.logDir, fmt.Sprintf("build-%02d-%s.json", bk.builds, name))
 	output := "type=image,name=" + b.Ref + ",push=true"

@@ -184,7 +184,8 @@ func checkStaticBase(t *testing.T, img *imagebuild.Image) {
 
 // TestBuildsASmallImageFromADirectory builds a Dockerfile of a context of
 // its own, FROM the distroless stand-in, as the cluster's other images are
-// built; the context's .dockerignore applies.
+// built; the context's .dockerignore applies. A second image is built from
+// a Dockerfile given as text, with a binary from a named context.
 func TestBuildsASmallImageFromADirectory(t *testing.T) {
 	env, _ := needBuilder(t)
 	dir := t.TempDir()
@@ -224,4 +225,24 @@ func TestBuildsASmallImageFromADirectory(t *testing.T) {
 		t.Errorf("user %q, workdir %q, entrypoint %q: want the base's 65532 and /home/nonroot, and /usr/bin/hello", c.User, c.WorkingDir, c.Entrypoint)
 	}
 	checkStaticBase(t, img)
+
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "tool"), []byte("a tool\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err = env.Build(ctx, imagebuild.Build{Context: dir, Ref: env.Ref("tool", "test"), Contexts: map[string]string{"bin": bin},
+		DockerfileText: "FROM gcr.io/distroless/static:nonroot\nCOPY --from=bin tool /usr/bin/tool\nENTRYPOINT [\"/usr/bin/tool\"]\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool, err := imagebuild.ReadImage(ctx, env.Registry.Host, "tool", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, ok := tool.Files["/usr/bin/tool"]; !ok || f.Mode.Perm() != 0o755 {
+		t.Errorf("/usr/bin/tool: %+v, %v", f, ok)
+	}
+	if _, ok := tool.Files["/usr/bin/hello"]; ok {
+		t.Error("the image from the text Dockerfile has the other image's /usr/bin/hello")
+	}
 }
