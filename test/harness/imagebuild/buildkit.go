@@ -19,12 +19,15 @@ import (
 // buildkitdConfig is buildkitd's configuration: docker.io and gcr.io
 // mirrored to the local registry, which is reached over plain HTTP;
 // garbage collection of the persistent layer cache; no history kept for
-// long; no devices (CDI). The worker's flags (runc, the host's network)
-// are on the command line.
+// long; no devices (CDI); the socket buildctl may send traces to beside
+// buildkitd's own (not in /run/buildkit). The worker's flags (runc, the
+// host's network) are on the command line.
 const buildkitdConfig = `[log]
   format = "text"
 [cdi]
   disabled = true
+[otel]
+  socketPath = "{{sockDir}}/otel-grpc.sock"
 [worker.oci]
   gc = true
   maxUsedSpace = "10GB"
@@ -57,7 +60,7 @@ func startBuildkitd(ctx context.Context, b Binaries, root, registry, sockDir, lo
 		return nil, err
 	}
 	config := filepath.Join(sockDir, "buildkitd.toml")
-	if err := os.WriteFile(config, []byte(strings.ReplaceAll(buildkitdConfig, "{{registry}}", registry)), 0o644); err != nil {
+	if err := os.WriteFile(config, []byte(strings.NewReplacer("{{registry}}", registry, "{{sockDir}}", sockDir).Replace(buildkitdConfig)), 0o644); err != nil {
 		return nil, err
 	}
 	bk := &buildkitd{addr: "unix://" + filepath.Join(sockDir, "buildkitd.sock"), buildctl: b.Buildctl, logDir: logDir}
