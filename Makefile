@@ -55,6 +55,10 @@ PAUSE_VERSION ?= 3.10.1
 # The cluster's services on the real node, built from source with it.
 COREDNS_VERSION ?= v1.15.0
 LOCAL_PATH_PROVISIONER_VERSION ?= v0.0.30
+# The image builder and the registry that serves what it builds (see
+# hack/build-image-tools.sh and docs/development.md#images)
+BUILDKIT_VERSION ?= v0.34.2
+REGISTRY_VERSION ?= v3.1.2
 # S3 service of the data mover's tests and benchmark (see hack/build-minio.sh)
 MINIO_VERSION ?= v0.0.0-20260212201848-7aac2a2c5b7c
 # The stock helm-operator the scale benchmark compares with (see hack/build-helm-operator.sh)
@@ -119,6 +123,14 @@ NODE_ENV = \
 	LOCAL_PATH_PROVISIONER=$(LOCALBIN)/local-path-provisioner/$(LOCAL_PATH_PROVISIONER_VERSION)/local-path-provisioner \
 	BUSYBOX=/bin/busybox
 
+# The image builder's binaries, as hack/build-image-tools.sh prints them;
+# buildkitd runs its steps with the real node's runc (RUNC, in NODE_ENV).
+IMAGE_TOOLS_ENV = \
+	BUILDKITD=$(LOCALBIN)/buildkit/$(BUILDKIT_VERSION)/buildkitd \
+	BUILDCTL=$(LOCALBIN)/buildkit/$(BUILDKIT_VERSION)/buildctl \
+	REGISTRY=$(LOCALBIN)/registry/$(REGISTRY_VERSION)/registry \
+	BUSYBOX=/bin/busybox
+
 # Go test flags; override e.g. TEST_FLAGS="-run TestEcho -v".
 TEST_FLAGS ?=
 GO_TEST_TIMEOUT ?= 40m
@@ -171,8 +183,8 @@ lint: golangci-lint helm vet ## Run golangci-lint, go vet and helm lint --strict
 	$(HELM) lint --strict helm-charts/echo -f helm-charts/echo/ci/all-enabled-values.yaml
 
 .PHONY: test
-test: verify-generated verify-bundle verify-catalog scorecard-static docker-lint imagecheck-test image-layout lint control-plane node-if-root minio prometheus olm ## Run every test: unit, integration (envtest), end to end and OLM (simulated cluster), and the real node's.
-	$(CONTROL_PLANE_ENV) $(OLM_ENV) $(NODE_ENV) go test ./... -timeout $(GO_TEST_TIMEOUT) -count=1 $(TEST_FLAGS)
+test: verify-generated verify-bundle verify-catalog scorecard-static docker-lint imagecheck-test lint control-plane node-if-root image-tools-if-root minio prometheus olm ## Run every test: unit, integration (envtest), end to end and OLM (simulated cluster), the real node's and the images'.
+	$(CONTROL_PLANE_ENV) $(OLM_ENV) $(NODE_ENV) $(IMAGE_TOOLS_ENV) go test ./... -timeout $(GO_TEST_TIMEOUT) -count=1 $(TEST_FLAGS)
 
 .PHONY: test-unit
 test-unit: ## Run the tests that need no control plane.
@@ -235,11 +247,13 @@ build: ## Build the manager and the echo server into bin/.
 run: control-plane ## Run the operator against $KUBECONFIG, or a local simulated cluster when none is reachable.
 	$(CONTROL_PLANE_ENV) RELATED_IMAGE_ECHO=$(ECHO_IMG) hack/run.sh
 
-# No container engine is needed for anything else; these are for release machines.
+# No container engine is needed for anything else: `make images` builds the
+# images with BuildKit. These are for release machines that have one.
 CONTAINER_TOOL ?= docker
 
 .PHONY: docker-build
-docker-build: ## Build the operator and echo server images with $(CONTAINER_TOOL).
+docker-build: ## Build the operator and echo server images with $(CONTAINER_TOOL) (`make images` needs none).
+	@command -v $(CONTAINER_TOOL) >/dev/null || { echo "$(CONTAINER_TOOL) is not installed: make images builds the images with BuildKit instead."; exit 1; }
 	$(CONTAINER_TOOL) build --target operator -t $(IMG) .
 	$(CONTAINER_TOOL) build --target echo-server -t $(ECHO_IMG) .
 
@@ -288,9 +302,15 @@ IMAGECHECK = cd hack/imagecheck && go run .
 docker-lint: ## Check Dockerfile and bundle.Dockerfile: BuildKit's checks and the image rules.
 	$(IMAGECHECK) lint -root $(CURDIR)
 
-.PHONY: image-layout
-image-layout: ## Assemble the operator image as an OCI layout in _output/oci/echo-operator and verify it.
-	$(IMAGECHECK) layout -root $(CURDIR) -build-arg VERSION=$(VERSION) -image $(IMG)
+# The images' tag in the local registry: that of IMG and ECHO_IMG.
+IMAGES_TAG ?= v$(VERSION)
+# Flags of hack/images, e.g. IMAGES_FLAGS=-serve to keep the registry
+# serving them.
+IMAGES_FLAGS ?=
+
+.PHONY: images
+images: image-tools node ## Build the operator and echo server images from the Dockerfile with BuildKit and push them to a registry on 127.0.0.1 (root on Linux).
+	$(NODE_ENV) $(IMAGE_TOOLS_ENV) go run ./hack/images -root $(CURDIR) -version $(VERSION) -tag $(IMAGES_TAG) $(IMAGES_FLAGS)
 
 .PHONY: imagecheck-test
 imagecheck-test: golangci-lint ## Vet, lint and test hack/imagecheck (a Go module of its own).
@@ -447,6 +467,15 @@ node: ## Build the real node's binaries: kubelet, kube-proxy, containerd, runc, 
 node-if-root: ## `node` where the real node's tests run (root on Linux); elsewhere say why they skip.
 	@if [ "$$(uname -s)" = Linux ] && [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory node; \
 	else echo "Not building the real node: it needs root on Linux, so its tests skip."; fi
+
+.PHONY: image-tools
+image-tools: ## Build buildkitd, buildctl and the registry of `make images` and the image tests (first run only).
+	BUILDKIT_VERSION=$(BUILDKIT_VERSION) REGISTRY_VERSION=$(REGISTRY_VERSION) BIN_DIR=$(LOCALBIN) hack/build-image-tools.sh build >/dev/null
+
+.PHONY: image-tools-if-root
+image-tools-if-root: ## `image-tools` where the image tests run (root on Linux); elsewhere say why they skip.
+	@if [ "$$(uname -s)" = Linux ] && [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory image-tools; \
+	else echo "Not building the image tools: buildkitd needs root on Linux, so the image tests skip."; fi
 
 .PHONY: operator-sdk
 operator-sdk: ## Build operator-sdk and the scorecard's test binary (first run only).

@@ -91,16 +91,6 @@ func line(r []parser.Range) int {
 // including the automatic platform ARGs (TARGETOS, TARGETARCH, ...).
 type buildArgs map[string]string
 
-// platformArgs returns the automatic platform ARGs of a build for target
-// platform os/arch on a build machine of the same platform.
-func platformArgs(osName, arch string) buildArgs {
-	p := osName + "/" + arch
-	return buildArgs{
-		"TARGETPLATFORM": p, "TARGETOS": osName, "TARGETARCH": arch, "TARGETVARIANT": "",
-		"BUILDPLATFORM": p, "BUILDOS": osName, "BUILDARCH": arch, "BUILDVARIANT": "",
-	}
-}
-
 // symbolicArgs gives every automatic platform ARG a value that names it, so
 // that an expanded word shows which ARG it came from: GOARCH=${TARGETARCH}
 // expands to GOARCH=<TARGETARCH> only where TARGETARCH is declared.

@@ -3,7 +3,6 @@ module echo-operator.local/imagecheck
 go 1.26.8
 
 require (
-	github.com/google/go-containerregistry v0.22.1
 	github.com/moby/buildkit v0.34.1
 	github.com/moby/patternmatcher v0.6.1
 	github.com/opencontainers/go-digest v1.0.0

@@ -76,15 +76,6 @@ func TestRepositoryFacts(t *testing.T) {
 	if err != nil || cmd != "/manager" {
 		t.Errorf("deploymentCommand = %q, %v", cmd, err)
 	}
-	files, err := testSpec(t).goFiles("./cmd/manager")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"go.mod", "go.sum", "cmd/manager/main.go", "cmd/manager/app/manager.go", "internal/datamover/cli.go"} {
-		if !slices.Contains(files, want) {
-			t.Errorf("goFiles lacks %s", want)
-		}
-	}
 }
 
 func TestWatchesFlagDefault(t *testing.T) {

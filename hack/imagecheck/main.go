@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	ocispecs "github.com/opencontainers/image-spec/specs-go/v1"
 	"go.yaml.in/yaml/v3"
@@ -20,11 +19,9 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-const usage = `usage: imagecheck lint|layout|verify [flags]
+const usage = `usage: imagecheck lint [flags]
 
   lint    check Dockerfile, and bundle.Dockerfile when present
-  layout  assemble the operator image as an OCI image layout and verify it
-  verify  verify an OCI image layout of the operator image
 `
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -36,10 +33,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "lint":
 		err = lintCommand(args[1:], stdout, stderr)
-	case "layout":
-		err = layoutCommand(args[1:], stdout, stderr)
-	case "verify":
-		err = verifyCommand(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		_, _ = fmt.Fprint(stdout, usage)
 		return 0
@@ -75,7 +68,6 @@ type repoFlags struct {
 	managerPkg  string
 	uid         string
 	platform    string
-	buildArgs   multiFlag
 	watchesFile string
 }
 
@@ -86,7 +78,6 @@ func (f *repoFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.managerPkg, "manager-package", "./cmd/manager", "The manager's Go package, relative to the root.")
 	fs.StringVar(&f.uid, "uid", "65532", "The numeric user the images must run as.")
 	fs.StringVar(&f.platform, "platform", "linux/amd64", "The platform to build for (os/arch).")
-	fs.Var(&f.buildArgs, "build-arg", "KEY=VALUE given to an ARG, as docker build --build-arg (repeatable).")
 	fs.StringVar(&f.watchesFile, "watches", "watches.yaml", "The watches file, relative to the root.")
 }
 
@@ -126,22 +117,6 @@ func (f *repoFlags) spec() (operatorSpec, error) {
 	}
 	if s.managerPath, err = deploymentCommand(filepath.Join(f.root, "config", "manager", "manager.yaml"), "manager"); err != nil {
 		return s, err
-	}
-	p, err := f.parsedPlatform()
-	if err != nil {
-		return s, err
-	}
-	var mu sync.Mutex
-	cache := map[string][]string{}
-	s.goFiles = func(pkg string) ([]string, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if files, ok := cache[pkg]; ok {
-			return files, nil
-		}
-		files, err := goFiles(f.root, pkg, p.OS, p.Architecture)
-		cache[pkg] = files
-		return files, err
 	}
 	return s, nil
 }
@@ -205,23 +180,6 @@ func deploymentCommand(manifest, container string) (string, error) {
 	}
 	return "", fmt.Errorf("%s: no Deployment with a container %q that sets command", manifest, container)
 }
-
-func (f *repoFlags) args() (buildArgs, error) {
-	args := buildArgs{}
-	for _, kv := range f.buildArgs {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return nil, fmt.Errorf("-build-arg %q: want KEY=VALUE", kv)
-		}
-		args[k] = v
-	}
-	return args, nil
-}
-
-type multiFlag []string
-
-func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
-func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
 func lintCommand(argv []string, stdout, stderr io.Writer) error {
 	fset := flag.NewFlagSet("imagecheck lint", flag.ContinueOnError)

@@ -1,15 +1,10 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -85,44 +80,6 @@ func stringLit(e ast.Expr) (string, bool) {
 	}
 	s, err := strconv.Unquote(lit.Value)
 	return s, err == nil
-}
-
-// goFiles lists the context-relative files that building pkg (a package
-// path relative to the module root at root) reads for goos/goarch with cgo
-// off: go.mod, go.sum and the Go and embedded files of every package of the
-// module it imports.
-func goFiles(root, pkg, goos, goarch string) ([]string, error) {
-	cmd := exec.Command("go", "list", "-deps",
-		"-f", `{{if and .Module .Module.Main}}{{$d := .Dir}}{{range .GoFiles}}{{$d}}/{{.}}{{"\n"}}{{end}}{{range .EmbedFiles}}{{$d}}/{{.}}{{"\n"}}{{end}}{{end}}`,
-		pkg)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH="+goarch)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("go list -deps %s: %w: %s", pkg, err, stderr.String())
-	}
-	abs, err := filepath.Abs(root)
-	if err != nil {
-		return nil, err
-	}
-	if real, err := filepath.EvalSymlinks(abs); err == nil {
-		abs = real
-	}
-	files := []string{"go.mod"}
-	if _, err := os.Stat(filepath.Join(root, "go.sum")); err == nil {
-		files = append(files, "go.sum")
-	}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		rel, err := filepath.Rel(abs, sc.Text())
-		if err != nil || strings.HasPrefix(rel, "..") {
-			return nil, fmt.Errorf("go list: %s is outside %s", sc.Text(), abs)
-		}
-		files = append(files, filepath.ToSlash(rel))
-	}
-	return files, nil
 }
 
 // relTo returns p relative to dir, both absolute and clean; ok is false

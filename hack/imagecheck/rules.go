@@ -43,14 +43,13 @@ func (r *report) add(line int, rule, format string, a ...any) {
 // operatorSpec is what the operator image must hold, as the repository
 // defines it.
 type operatorSpec struct {
-	target       string  // the operator's stage; empty for the last one
-	managerPkg   string  // the manager's package (./cmd/manager)
-	managerPath  string  // where the Deployment runs the manager from (/manager)
-	uid          string  // the numeric user images run as (65532)
-	watchesSrc   string  // context-relative path of watches.yaml
-	watchesPath  string  // the manager's default --watches-file, relative to its working directory
-	watches      []watch // the entries of watches.yaml
-	goFiles      func(pkg string) ([]string, error)
+	target       string   // the operator's stage; empty for the last one
+	managerPkg   string   // the manager's package (./cmd/manager)
+	managerPath  string   // where the Deployment runs the manager from (/manager)
+	uid          string   // the numeric user images run as (65532)
+	watchesSrc   string   // context-relative path of watches.yaml
+	watchesPath  string   // the manager's default --watches-file, relative to its working directory
+	watches      []watch  // the entries of watches.yaml
 	allowedBases []string // image name prefixes image stages may start from, besides scratch
 }
 
@@ -84,7 +83,7 @@ func checkOperator(df *dockerfile, ctx *buildContext, spec operatorSpec) ([]find
 		if used[i] && i != t {
 			continue
 		}
-		b, err := checkImageStage(r, df, ctx, i, args, spec)
+		b, err := checkImageStage(r, df, i, args, spec)
 		if err != nil {
 			return nil, err
 		}
@@ -129,7 +128,7 @@ func checkCopySources(r *report, df *dockerfile, ctx *buildContext, args buildAr
 // checkImageStage checks a stage that is an image of its own: its base, its
 // user, its ENTRYPOINT and how the binary it runs is built. It returns that
 // build, if it finds it.
-func checkImageStage(r *report, df *dockerfile, ctx *buildContext, i int, args buildArgs, spec operatorSpec) (*goBuild, error) {
+func checkImageStage(r *report, df *dockerfile, i int, args buildArgs, spec operatorSpec) (*goBuild, error) {
 	s := df.stages[i]
 	name := stageName(df, i)
 	base, err := df.baseImage(i, args)
@@ -170,11 +169,6 @@ func checkImageStage(r *report, df *dockerfile, ctx *buildContext, i int, args b
 		return nil, err
 	}
 	checkBuild(r, df, *b, args)
-	if spec.goFiles != nil {
-		if err := checkBuilderSources(r, df, ctx, *b, args, spec); err != nil {
-			return nil, err
-		}
-	}
 	return b, nil
 }
 
@@ -305,35 +299,6 @@ func stageContextFiles(df *dockerfile, ctx *buildContext, i, before int, args bu
 		files[p] = f
 	}
 	return files, nil
-}
-
-// checkBuilderSources checks that the builder stage has every file the
-// build of the package reads, where the build looks for it.
-func checkBuilderSources(r *report, df *dockerfile, ctx *buildContext, b goBuild, args buildArgs, spec operatorSpec) error {
-	if path.IsAbs(b.pkg) {
-		return nil
-	}
-	need, err := spec.goFiles("./" + path.Clean(b.pkg))
-	if err != nil {
-		return err
-	}
-	have, err := stageContextFiles(df, ctx, b.stage, b.line, args)
-	if err != nil {
-		return err
-	}
-	var missing []string
-	for _, f := range need {
-		if got, ok := have[resolve(b.workdir, f)]; !ok || got.src != f {
-			if ctx.ignored(f) {
-				f += fmt.Sprintf(" (%s excludes it)", ctx.ignoreFile)
-			}
-			missing = append(missing, f)
-		}
-	}
-	if len(missing) > 0 {
-		r.add(b.line, "BuilderSources", "building %s needs %s, which stage %s does not copy into %s before this RUN", b.pkg, summarize(missing), stageName(df, b.stage), b.workdir)
-	}
-	return nil
 }
 
 func summarize(paths []string) string {

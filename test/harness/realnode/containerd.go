@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -56,6 +57,13 @@ func (n *Node) startContainerd(ctx context.Context) error {
 	config := strings.NewReplacer("{{root}}", n.opts.Root, "{{socket}}", n.containerd,
 		"{{pause}}", PauseImage, "{{nodeIP}}", NodeIP, "{{runc}}", n.opts.Runc, "{{cni}}", n.opts.CNIBinDir).Replace(containerdConfig)
 	file := n.path("containerd", "config.toml")
+	if len(n.opts.HTTPRegistries) > 0 {
+		dir := n.path("containerd", "certs.d")
+		config += registryConfig(dir)
+		if err := writeRegistryHosts(dir, n.opts.HTTPRegistries); err != nil {
+			return err
+		}
+	}
 	if err := os.WriteFile(file, []byte(config), 0o644); err != nil {
 		return err
 	}
@@ -109,6 +117,26 @@ func (n *Node) ctr(ctx context.Context, args ...string) error {
 	cmd := exec.CommandContext(ctx, n.opts.Ctr, append([]string{"--address", n.containerd, "--namespace", containerdNamespace}, args...)...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("ctr %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// registryConfig points the CRI plugin at a directory of registry hosts.
+func registryConfig(dir string) string {
+	return fmt.Sprintf("[plugins.'io.containerd.cri.v1.images'.registry]\n  config_path = %q\n", dir)
+}
+
+// writeRegistryHosts writes dir/<host>/hosts.toml for each registry: pull
+// and resolve over plain HTTP.
+func writeRegistryHosts(dir string, registries []string) error {
+	for _, host := range registries {
+		if err := os.MkdirAll(filepath.Join(dir, host), 0o755); err != nil {
+			return err
+		}
+		hosts := fmt.Sprintf("server = %q\n[host.%q]\n  capabilities = [\"pull\", \"resolve\"]\n", "http://"+host, "http://"+host)
+		if err := os.WriteFile(filepath.Join(dir, host, "hosts.toml"), []byte(hosts), 0o644); err != nil {
+			return err
+		}
 	}
 	return nil
 }

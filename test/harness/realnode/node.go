@@ -54,6 +54,9 @@ type Options struct {
 	// directories under Root. Start waits for them all. They need the
 	// Binaries of the services; see the package doc for what they cost.
 	ClusterServices bool
+	// HTTPRegistries are registries (host:port) that containerd pulls from
+	// over plain HTTP, such as imagebuild's on loopback.
+	HTTPRegistries []string
 	// StartTimeout bounds Join; 0 means 2 minutes, 3 with ClusterServices.
 	StartTimeout time.Duration
 }
@@ -233,17 +236,31 @@ func (n *Node) exited() string {
 	return ""
 }
 
-// lockMachine takes the machine-wide lock of real nodes.
+// lockWait bounds the wait for another node of this machine to stop: go
+// test runs packages side by side, and more than one starts real nodes.
+const lockWait = 30 * time.Minute
+
+// lockMachine takes the machine-wide lock of real nodes, waiting while
+// another node holds it.
 func lockMachine() (*os.File, error) {
 	f, err := os.OpenFile(filepath.Join(os.TempDir(), "echo-realnode.lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("another real node runs on this machine: %w", err)
+	deadline := time.Now().Add(lockWait)
+	for waited := false; ; waited = true {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		switch {
+		case err == nil:
+			return f, nil
+		case !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline):
+			_ = f.Close()
+			return nil, fmt.Errorf("another real node runs on this machine: %w", err)
+		case !waited:
+			fmt.Fprintln(os.Stderr, "realnode: waiting for another real node of this machine to stop")
+		}
+		time.Sleep(time.Second)
 	}
-	return f, nil
 }
 
 func clientFor(kubeconfig string) (*kubernetes.Clientset, error) {

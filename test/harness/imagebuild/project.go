@@ -1,0 +1,42 @@
+package imagebuild
+
+import (
+	"context"
+	"path/filepath"
+)
+
+// The repositories of the project's images in the local registry.
+const (
+	OperatorRepo   = "echo-operator"
+	EchoServerRepo = "echo-server"
+)
+
+// ProjectImage is an image of the project's Dockerfile, pushed.
+type ProjectImage struct {
+	// Target is the Dockerfile's stage.
+	Target string
+	// Repo and Tag locate it in the registry; Ref is Registry.Host/Repo:Tag.
+	Repo, Tag, Ref string
+	Digest         string
+}
+
+// BuildProject builds the project's Dockerfile at root, the echo-server
+// stage and the operator one (the last), with the build argument VERSION,
+// and pushes them as echo-server:<tag> and echo-operator:<tag>.
+func (e *Env) BuildProject(ctx context.Context, root, version, tag string) ([]ProjectImage, error) {
+	images := []ProjectImage{
+		{Target: "echo-server", Repo: EchoServerRepo, Tag: tag},
+		{Target: "operator", Repo: OperatorRepo, Tag: tag},
+	}
+	for i := range images {
+		img := &images[i]
+		img.Ref = e.Ref(img.Repo, img.Tag)
+		digest, err := e.Build(ctx, Build{Context: root, Dockerfile: filepath.Join(root, "Dockerfile"), Target: img.Target,
+			BuildArgs: map[string]string{"VERSION": version}, Ref: img.Ref})
+		if err != nil {
+			return nil, err
+		}
+		img.Digest = digest
+	}
+	return images, nil
+}
