@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/echo-operator/echo-operator/test/harness/localcluster"
 	"github.com/echo-operator/echo-operator/test/harness/realnode"
 	"github.com/echo-operator/echo-operator/test/harness/reporoot"
 	"github.com/echo-operator/echo-operator/test/harness/simcluster"
@@ -470,28 +471,18 @@ func toolboxImageFor(t *testing.T, bins realnode.Binaries) string {
 	return archive
 }
 
-// startNodeAndCluster brings up the node's network, starts a control
-// plane that listens on the node's address, where pods reach it, in
-// workDir, and joins the node to it. On error, what started is stopped.
+// startNodeAndCluster starts a local cluster (test/harness/localcluster)
+// of the node o and a control plane in workDir.
 func startNodeAndCluster(ctx context.Context, root, workDir string, o realnode.Options) (*realnode.Node, *simcluster.Cluster, error) {
 	bins, err := simcluster.LocateBinaries(root)
 	if err != nil {
 		return nil, nil, err
 	}
-	o.PodNetwork, o.ServiceNetwork = simcluster.PodNetwork, simcluster.ServiceNetwork
-	node, err := realnode.Prepare(o)
+	c, err := localcluster.Start(ctx, localcluster.Options{Node: o, Cluster: simcluster.Options{Binaries: bins, WorkDir: workDir}})
 	if err != nil {
 		return nil, nil, err
 	}
-	cluster, err := simcluster.Start(ctx, simcluster.Options{Binaries: bins, WorkDir: workDir,
-		ServeAddress: realnode.NodeIP, NoFakeNodes: true})
-	if err != nil {
-		return nil, nil, errors.Join(err, node.Stop())
-	}
-	if err := node.Join(ctx, cluster.KubeconfigPath()); err != nil {
-		return nil, nil, errors.Join(err, node.Stop(), cluster.Stop())
-	}
-	return node, cluster, nil
+	return c.Node, c.Cluster, nil
 }
 
 // echoServerImage builds the echo server and writes it as an image archive

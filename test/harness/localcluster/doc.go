@@ -1,0 +1,7 @@
+// Package localcluster starts a local cluster whose node is real: the
+// simulated control plane (test/harness/simcluster) without fake nodes,
+// listening on the address of a real node (test/harness/realnode) that
+// joins it with its cluster services (kube-proxy, CoreDNS,
+// local-path-provisioner). The real-node suites and `make run` use it.
+// Test gear: only tests and hack/ import it, never the product.
+package localcluster

@@ -1,0 +1,52 @@
+package localcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/echo-operator/echo-operator/test/harness/realnode"
+	"github.com/echo-operator/echo-operator/test/harness/simcluster"
+)
+
+// Options configure a local cluster.
+type Options struct {
+	// Node configures the real node; its networks are filled in.
+	Node realnode.Options
+	// Cluster configures the control plane; its address and node options
+	// are filled in.
+	Cluster simcluster.Options
+}
+
+// Cluster is a running control plane with one real node.
+type Cluster struct {
+	*simcluster.Cluster
+	Node *realnode.Node
+}
+
+// Start brings up the node's network, starts the control plane on the
+// node's address, where pods reach it through the "kubernetes" Service,
+// with the aggregator dialing extension servers at their endpoints (the
+// host cannot reach cluster IPs), and joins the node. On error, what
+// started is stopped.
+func Start(ctx context.Context, o Options) (*Cluster, error) {
+	o.Node.PodNetwork, o.Node.ServiceNetwork = simcluster.PodNetwork, simcluster.ServiceNetwork
+	node, err := realnode.Prepare(o.Node)
+	if err != nil {
+		return nil, fmt.Errorf("preparing the real node: %w", err)
+	}
+	o.Cluster.ServeAddress, o.Cluster.NoFakeNodes, o.Cluster.AggregatorRouting = realnode.NodeIP, true, true
+	cp, err := simcluster.Start(ctx, o.Cluster)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("starting the control plane: %w", err), node.Stop())
+	}
+	if err := node.Join(ctx, cp.KubeconfigPath()); err != nil {
+		return nil, errors.Join(fmt.Errorf("joining the real node: %w", err), node.Stop(), cp.Stop())
+	}
+	return &Cluster{Cluster: cp, Node: node}, nil
+}
+
+// Stop stops the node, then the control plane.
+func (c *Cluster) Stop() error {
+	return errors.Join(c.Node.Stop(), c.Cluster.Stop())
+}
