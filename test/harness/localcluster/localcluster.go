@@ -46,7 +46,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	return &Cluster{Cluster: cp, Node: node}, nil
 }
 
-// Stop stops the node, then the control plane.
+// Stop stops the control plane, then the node.
 func (c *Cluster) Stop() error {
-	return errors.Join(c.Node.Stop(), c.Cluster.Stop())
+	return errors.Join(c.Cluster.Stop(), c.Node.Stop())
 }

@@ -1,0 +1,149 @@
+package e2enode
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/minio/minio-go/v7"
+)
+
+// TestBackupAndRestoreInContainers backs up the persistent sample Echo as
+// docs/backup-restore.md shows: the mover Jobs run as containers that
+// mount the Echo's claim, one writing to MinIO, running as a pod behind
+// the Service the samples name, the other to a claim. A restore into a new
+// Echo brings back the journal the echo server wrote before the backup,
+// byte for byte, read through its HTTP API. Deleting the Echo with a final
+// backup configured takes that backup before anything goes.
+func TestBackupAndRestoreInContainers(t *testing.T) {
+	s3 := runMinIO(t)
+	ns := restrictedNamespace(t, "journal")
+	samples := filepath.Join(repoRoot, "config", "samples")
+	kubectl(t, "apply", "-n", ns, "-f", filepath.Join(samples, "echo_v1alpha1_echo_persistent.yaml"))
+	kubectl(t, "wait", "-n", ns, "--for=condition=Ready", "echo/echo-sample-persistent", "--timeout=180s")
+	instance, journal := writeJournal(t, ns, "echo-sample-persistent", "/first", "/second", "/third")
+	journalPath := "/journal?instance=" + instance
+	t.Run("the journal survives its pod", func(t *testing.T) {
+		kubectl(t, "delete", "pod", "-n", ns, instance)
+		kubectl(t, "wait", "-n", ns, "--for=delete", "pod/"+instance, "--timeout=120s")
+		checkEchoPods(t, ns, "echo-sample-persistent", 1)
+		if got := getThroughPortForward(t, ns, "svc/echo-sample-persistent", journalPath); got != journal {
+			t.Fatalf("after its pod's deletion the journal is\n%s\nwant\n%s", got, journal)
+		}
+	})
+
+	kubectl(t, "create", "secret", "generic", "s3-credentials", "-n", ns,
+		"--from-literal=AWS_ACCESS_KEY_ID="+minioUser, "--from-literal=AWS_SECRET_ACCESS_KEY="+minioPassword)
+	kubectl(t, "label", "secret", "s3-credentials", "-n", ns, "echo.dev/storage-credentials=true")
+	kubectl(t, "apply", "-n", ns, "-f", filepath.Join(samples, "echo_v1alpha1_echobackup.yaml"))
+	kubectl(t, "wait", "-n", ns, "--for=condition=Complete", "echobackup/echo-sample-persistent-backup", "--timeout=300s")
+	if n := countObjects(t, s3); n == 0 {
+		t.Fatal("the backup completed but the bucket is empty")
+	}
+
+	t.Run("to a claim", func(t *testing.T) {
+		kubectlApply(t, ns, pvcBackupYAML)
+		kubectl(t, "wait", "-n", ns, "--for=condition=Complete", "echobackup/to-claim", "--timeout=300s")
+	})
+	t.Run("restore into a new Echo", func(t *testing.T) {
+		kubectlApply(t, ns, restoreYAML)
+		kubectl(t, "wait", "-n", ns, "--for=condition=Complete", "echorestore/into-restored", "--timeout=300s")
+		kubectl(t, "wait", "-n", ns, "--for=condition=Ready", "echo/restored", "--timeout=180s")
+		checkEchoPods(t, ns, "restored", 1)
+		got := getThroughPortForward(t, ns, "svc/restored", journalPath)
+		if got != journal {
+			t.Fatalf("the restored journal differs from the one backed up:\nbacked up:\n%s\nrestored:\n%s", journal, got)
+		}
+	})
+	t.Run("final backup before delete", func(t *testing.T) {
+		before := countObjects(t, s3)
+		kubectl(t, "patch", "-n", ns, "echo/echo-sample-persistent", "--type=merge", "-p", finalBackupPatch)
+		kubectl(t, "delete", "-n", ns, "echo/echo-sample-persistent", "--timeout=300s")
+		backups, err := clientset.RESTClient().Get().AbsPath("/apis/echo.dev/v1alpha1/namespaces", ns, "echobackups").DoRaw(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(backups), "echo-sample-persistent-final-") {
+			t.Errorf("no final backup among %s", backups)
+		}
+		if after := countObjects(t, s3); after <= before {
+			t.Errorf("the bucket held %d objects before the delete and %d after: no final backup was written", before, after)
+		}
+	})
+}
+
+// writeJournal sends requests to the Echo through its Service and returns
+// the instance that served them (its pod, which names its journal) and
+// that journal as the echo server serves it.
+func writeJournal(t *testing.T, ns, echo string, paths ...string) (instance, journal string) {
+	t.Helper()
+	base, stop := portForward(t, ns, "svc/"+echo, echoPort)
+	defer stop()
+	for _, p := range paths {
+		var answer struct {
+			Instance string `json:"instance"`
+		}
+		if err := json.Unmarshal([]byte(mustGet(t, base+p)), &answer); err != nil || answer.Instance == "" {
+			t.Fatalf("the echo server's answer names no instance: %v", err)
+		}
+		instance = answer.Instance
+	}
+	journal = mustGet(t, base+"/journal")
+	for _, p := range paths {
+		if !strings.Contains(journal, `"path":"`+p+`"`) {
+			t.Fatalf("the journal lacks %s:\n%s", p, journal)
+		}
+	}
+	return instance, journal
+}
+
+// countObjects counts the objects in the backup bucket.
+func countObjects(t *testing.T, s3 *minio.Client) int {
+	t.Helper()
+	n := 0
+	for obj := range s3.ListObjects(context.Background(), backupBucket, minio.ListObjectsOptions{Recursive: true}) {
+		if obj.Err != nil {
+			t.Fatalf("listing the bucket: %v", obj.Err)
+		}
+		n++
+	}
+	return n
+}
+
+const pvcBackupYAML = `apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: backups
+spec:
+  accessModes: [ReadWriteOnce]
+  resources:
+    requests:
+      storage: 1Gi
+---
+apiVersion: echo.dev/v1alpha1
+kind: EchoBackup
+metadata:
+  name: to-claim
+spec:
+  echoName: echo-sample-persistent
+  storage:
+    persistentVolumeClaim:
+      claimName: backups
+      subPath: echo
+`
+
+const restoreYAML = `apiVersion: echo.dev/v1alpha1
+kind: EchoRestore
+metadata:
+  name: into-restored
+spec:
+  source:
+    backupName: echo-sample-persistent-backup
+  echoName: restored
+`
+
+const finalBackupPatch = `{"spec":{"backup":{"beforeDelete":{"enabled":true,"storage":{"s3":{
+  "endpoint":"http://minio.minio.svc:9000","bucket":"echo-backups","forcePathStyle":true,
+  "credentialsSecretRef":{"name":"s3-credentials"}}}}}}}`

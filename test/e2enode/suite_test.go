@@ -1,0 +1,147 @@
+package e2enode
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/echo-operator/echo-operator/cmd/manager/app"
+	"github.com/echo-operator/echo-operator/test/harness/imagebuild"
+	"github.com/echo-operator/echo-operator/test/harness/localcluster"
+	"github.com/echo-operator/echo-operator/test/harness/realnode"
+	"github.com/echo-operator/echo-operator/test/harness/reporoot"
+	"github.com/echo-operator/echo-operator/test/harness/simcluster"
+)
+
+// operatorNamespace is where `make deploy` puts the operator
+// (config/default's namespace).
+const operatorNamespace = "echo-operator-system"
+
+// setUpTimeout bounds the suite's set-up; a cold build of the images takes
+// most of it on a fresh machine.
+const setUpTimeout = 25 * time.Minute
+
+var (
+	repoRoot   string
+	kubectlBin string
+	cluster    *localcluster.Cluster
+	builder    *imagebuild.Env
+	workDir    string
+	k8sClient  client.Client
+	clientset  *kubernetes.Clientset
+	// The images built from the Dockerfile, in builder's registry.
+	operatorImage, echoServerImage string
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if why := skipReason(); why != "" {
+		fmt.Println("skipping the real-node suite:", why)
+		os.Exit(0)
+	}
+	os.Exit(runSuite(m))
+}
+
+// skipReason says why the suite cannot run here, or is "". Under CI a
+// missing binary is a failure, not a reason.
+func skipReason() string {
+	if testing.Short() {
+		return "it starts a real node: not in -short mode"
+	}
+	if why := realnode.Unavailable(); why != "" {
+		return why
+	}
+	if why := imagebuild.Unavailable(); why != "" {
+		return why
+	}
+	if os.Getenv("CI") != "" {
+		return ""
+	}
+	if _, err := realnode.LocateBinaries(); err != nil {
+		return err.Error()
+	}
+	if _, err := imagebuild.LocateBinaries(); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+func runSuite(m *testing.M) (code int) {
+	defer func() { tearDown(code != 0) }()
+	if err := setUp(); err != nil {
+		fmt.Fprintln(os.Stderr, "setting up the real-node suite:", err)
+		return 1
+	}
+	return m.Run()
+}
+
+// setUp builds the images from the Dockerfile into a registry on loopback,
+// starts a local cluster whose node pulls from it, and deploys the
+// operator.
+func setUp() (err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), setUpTimeout)
+	defer cancel()
+	if repoRoot, err = reporoot.Find(); err != nil {
+		return err
+	}
+	if workDir, err = os.MkdirTemp("", "echo-e2enode-"); err != nil {
+		return err
+	}
+	if err := buildImages(ctx); err != nil {
+		return err
+	}
+	nodeBins, err := realnode.LocateBinaries()
+	if err != nil {
+		return err
+	}
+	clusterBins, err := simcluster.LocateBinaries(repoRoot)
+	if err != nil {
+		return err
+	}
+	kubectlBin = clusterBins.Kubectl
+	cluster, err = localcluster.Start(ctx, localcluster.Options{
+		Node: realnode.Options{Binaries: nodeBins, Root: filepath.Join(workDir, "node"), Images: testImages,
+			HTTPRegistries: []string{builder.Registry.Host}, ClusterServices: true},
+		Cluster: simcluster.Options{Binaries: clusterBins, WorkDir: filepath.Join(workDir, "cluster")},
+	})
+	if err != nil {
+		return err
+	}
+	if k8sClient, err = client.New(cluster.Config(), client.Options{Scheme: app.NewScheme()}); err != nil {
+		return err
+	}
+	if clientset, err = kubernetes.NewForConfig(cluster.Config()); err != nil {
+		return err
+	}
+	return deployOperator()
+}
+
+// tearDown stops what setUp started. After a failure the work directory
+// stays, with the logs of the cluster, the node and the builds.
+func tearDown(failed bool) {
+	var errs []error
+	if cluster != nil {
+		errs = append(errs, cluster.Stop())
+	}
+	if builder != nil {
+		errs = append(errs, builder.Stop())
+	}
+	if err := errors.Join(errs...); err != nil {
+		fmt.Fprintln(os.Stderr, "tearing down the real-node suite:", err)
+	}
+	switch {
+	case workDir == "":
+	case failed:
+		fmt.Fprintln(os.Stderr, "the real-node suite's logs are in", workDir)
+	default:
+		_ = os.RemoveAll(workDir)
+	}
+}
