@@ -11,13 +11,14 @@ import (
 	"time"
 	_ "time/tzdata" // schedules name IANA time zones; the image has no zone database
 
+	olmproxy "github.com/operator-framework/operator-lib/proxy"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	livev1alpha1 "github.com/echo-operator/echo-operator/api/live/v1alpha1"
 	"github.com/echo-operator/echo-operator/cmd/manager/app"
-	"github.com/echo-operator/echo-operator/controllers"
 	"github.com/echo-operator/echo-operator/internal/datamover"
 	"github.com/echo-operator/echo-operator/internal/egress"
 )
@@ -142,7 +143,7 @@ func parseFlags() app.Options {
 
 	o.Helm.DefaultEchoImage = envOr("RELATED_IMAGE_ECHO", defaultEchoImage)
 	o.MoverImage = envOr("RELATED_IMAGE_OPERATOR", defaultOperatorImage)
-	o.MoverEnv = controllers.ProxyEnv(os.LookupEnv)
+	o.MoverEnv = moverEnv()
 	o.WatchNamespaces = splitNamespaces(os.Getenv("WATCH_NAMESPACE"))
 	o.QPS, o.Burst = float32(qps), burst
 	o.LiveAPI.Kubeconfig = kubeconfigFile()
@@ -153,6 +154,15 @@ func parseFlags() app.Options {
 		o.OperatorNamespace = o.LeaderElectionNS
 	}
 	return o
+}
+
+// moverEnv is what the data mover pods get of the operator's environment:
+// the cluster's proxy settings, HTTP_PROXY, HTTPS_PROXY and NO_PROXY, which
+// OLM sets on the operator's Deployment on a cluster with a proxy, each in
+// upper and lower case (operator-lib reads them as every operator does), so
+// that backups and restores reach storage through the same proxy.
+func moverEnv() []corev1.EnvVar {
+	return olmproxy.ReadProxyVarsFromEnv()
 }
 
 // goMemoryLimit is the soft memory limit to set from the container's

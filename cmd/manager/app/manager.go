@@ -73,7 +73,8 @@ type Options struct {
 	// MoverImage is the operator's own image, run by backup and restore Jobs.
 	MoverImage string
 	// MoverEnv is passed on to the data mover's pods: the cluster's proxy
-	// settings (controllers.ProxyEnv).
+	// settings (HTTP_PROXY, HTTPS_PROXY, NO_PROXY, as OLM sets them on the
+	// operator's Deployment).
 	MoverEnv []corev1.EnvVar
 
 	// ProgressStatusDelay holds back Echo status changes that only report
