@@ -302,9 +302,11 @@ bundle-validate: operator-sdk ## Validate bundle/ with the operatorframework sui
 	$(call validate-bundle,bundle)
 
 .PHONY: verify-bundle
-verify-bundle: kustomize operator-sdk verify-version ## Fail when bundle/ is stale against config/ and the API types, or does not validate.
+verify-bundle: kustomize operator-sdk verify-version ## Fail when bundle/ is stale against config/, PROJECT and the API types, or does not validate.
+	@crds=$$(sed -n 's/^    kind: //p' config/crd/bases/*.yaml | sort); project=$$(sed -n 's/^  kind: //p' PROJECT | sort); \
+	[[ "$$crds" == "$$project" ]] || { echo "PROJECT's kinds ($$(echo $$project)) are not those of config/crd/bases ($$(echo $$crds)): add the missing resources to PROJECT."; exit 1; }
 	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
-	cp -r config $$tmp/; \
+	cp -r config PROJECT $$tmp/; \
 	out=$$( ( $(call generate-bundle,$$tmp) ) 2>&1 ) || { echo "$$out"; exit 1; }; \
 	diff -r config/manifests $$tmp/config/manifests && diff -r bundle $$tmp/bundle && diff bundle.Dockerfile $$tmp/bundle.Dockerfile || \
 	{ echo "The bundle is stale: run 'make bundle' and commit the result."; exit 1; }
@@ -349,15 +351,21 @@ bundle-push: ## Push the bundle image.
 # $(1)/bundle.Dockerfile from the config/ tree under $(1), which it edits
 # like `make deploy` does (manager image IMG, RELATED_IMAGE_ECHO and
 # RELATED_IMAGE_OPERATOR). `operator-sdk generate kustomize manifests`
-# refreshes the base CSV's owned CRDs from the API types' markers; it reads
-# config/manifests/PROJECT, so it runs from there. operator-sdk stamps
+# refreshes the base CSV's owned CRDs from the API types' markers of the
+# resources of PROJECT, which `operator-sdk generate bundle` reads too
+# (the bundle's project_layout): both run beside $(1)/PROJECT. The markers
+# are read from api/v1alpha1 alone: operator-sdk v1.42.2 stops reading a
+# tree at its first package marked +kubebuilder:skip (api/live/v1alpha1,
+# served by the operator, not CRDs), and then only warns that it found no
+# Go type for each kind, which fails here. operator-sdk stamps
 # createdAt with the wall clock and has no option for spec.replaces: both
 # are set afterwards, with containerImage and olm.skipRange.
 define generate-bundle
 (cd $(1)/config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)); \
 sed -i 's|value: .*echo-server:.*|value: $(ECHO_IMG)|; s|value: .*/echo-operator:v.*|value: $(IMG)|' $(1)/config/manager/manager.yaml; \
-(cd config/manifests && $(OPERATOR_SDK) generate kustomize manifests -q --interactive=false --package $(PACKAGE) \
-	--apis-dir ../../api --input-dir $(1)/config/manifests --output-dir $(1)/config/manifests); \
+out=$$($(OPERATOR_SDK) generate kustomize manifests -q --interactive=false --package $(PACKAGE) --apis-dir api/v1alpha1 \
+	--input-dir $(1)/config/manifests --output-dir $(1)/config/manifests 2>&1) || { echo "$$out"; exit 1; }; \
+! grep -q 'Skipping definitions parsing' <<<"$$out" || { echo "$$out"; echo "operator-sdk read no markers of a kind of PROJECT."; exit 1; }; \
 rm -rf $(1)/bundle; \
 $(KUSTOMIZE) build $(1)/config/manifests | (cd $(1) && $(OPERATOR_SDK) generate bundle -q --overwrite \
 	--package $(PACKAGE) --version $(VERSION) $(BUNDLE_METADATA_OPTS)); \
