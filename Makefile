@@ -291,7 +291,7 @@ deploy: kustomize kubectl ## Deploy the operator into the cluster of $KUBECONFIG
 	sed -i 's|value: .*echo-server:.*|value: $(ECHO_IMG)|; s|value: .*/echo-operator:v.*|value: $(IMG)|' config/manager/manager.yaml
 	$(KUSTOMIZE) build config/default | $(KUBECTL) apply --server-side -f -
 	@if $(HAS_PROMETHEUS_CRDS); then \
-		$(KUSTOMIZE) build config/prometheus | $(KUBECTL) apply --server-side -f -; \
+		$(KUSTOMIZE) build config/prometheus | $(KUBECTL) apply --server-side -n echo-operator-system -f -; \
 	else \
 		echo "No Prometheus Operator CRDs in the cluster: config/prometheus (ServiceMonitor, PrometheusRule) not applied."; \
 	fi
@@ -299,7 +299,7 @@ deploy: kustomize kubectl ## Deploy the operator into the cluster of $KUBECONFIG
 .PHONY: undeploy
 undeploy: kustomize kubectl ## Remove the operator from the cluster of $KUBECONFIG.
 	@if $(HAS_PROMETHEUS_CRDS); then \
-		$(KUSTOMIZE) build config/prometheus | $(KUBECTL) delete --ignore-not-found -f -; \
+		$(KUSTOMIZE) build config/prometheus | $(KUBECTL) delete --ignore-not-found -n echo-operator-system -f -; \
 	fi
 	$(KUSTOMIZE) build config/default | $(KUBECTL) delete --ignore-not-found -f -
 
@@ -330,10 +330,17 @@ bundle: manifests kustomize operator-sdk verify-version ## Generate the OLM bund
 bundle-validate: operator-sdk ## Validate bundle/ with the operatorframework suite; fail on any error or warning.
 	$(call validate-bundle,bundle)
 
+# The APIs of the bundle's objects: those every cluster with OLM serves.
+# Objects of other APIs (the Prometheus Operator's, for one) fail the
+# install where their CRDs are missing; verify-bundle refuses them.
+PLAIN_CLUSTER_APIS = v1|apps/v1|rbac\.authorization\.k8s\.io/v1|policy/v1|networking\.k8s\.io/v1|apiextensions\.k8s\.io/v1|operators\.coreos\.com/v1alpha1
+
 .PHONY: verify-bundle
 verify-bundle: kustomize operator-sdk verify-version ## Fail when bundle/ is stale against config/, PROJECT and the API types, or does not validate.
 	@crds=$$(sed -n 's/^    kind: //p' config/crd/bases/*.yaml | sort); project=$$(sed -n 's/^  kind: //p' PROJECT | sort); \
 	[[ "$$crds" == "$$project" ]] || { echo "PROJECT's kinds ($$(echo $$project)) are not those of config/crd/bases ($$(echo $$crds)): add the missing resources to PROJECT."; exit 1; }
+	@foreign=$$(grep -H '^apiVersion:' bundle/manifests/*.yaml | grep -vE ':apiVersion: ($(PLAIN_CLUSTER_APIS))$$' || true); \
+	[[ -z "$$foreign" ]] || { echo "The bundle holds objects of APIs a plain cluster lacks, which fail OLM's install there:"; echo "$$foreign"; exit 1; }
 	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
 	cp -r config PROJECT $$tmp/; \
 	out=$$( ( $(call generate-bundle,$$tmp) ) 2>&1 ) || { echo "$$out"; exit 1; }; \
