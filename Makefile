@@ -155,9 +155,18 @@ help: ## Show this help.
 
 ##@ Development
 
+# The RBAC markers of the manager's role (manager-role: what it does in the
+# namespaces it serves; the CSV's permissions) and, apart, those of the live
+# API's registration (live-api-role: cluster-scoped APIService and the
+# authentication ConfigMap of kube-system; the CSV's clusterPermissions).
+# A package of internal/ with markers of the manager's role is added here.
+MANAGER_RBAC_PATHS = paths="./controllers/..." paths="./internal/helmreconciler/..."
+LIVE_API_RBAC_PATHS = paths="./internal/servingcert/..."
+
 .PHONY: manifests
 manifests: controller-gen ## Generate the CRDs and RBAC from the Go types and markers.
-	$(CONTROLLER_GEN) rbac:roleName=manager-role crd:allowDangerousTypes=false webhook paths="./api/..." paths="./controllers/..." paths="./internal/..." output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=manager-role crd:allowDangerousTypes=false webhook paths="./api/..." $(MANAGER_RBAC_PATHS) output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=live-api-role $(LIVE_API_RBAC_PATHS) output:rbac:artifacts:config=config/rbac/liveapi
 
 .PHONY: generate
 generate: controller-gen openapi-gen ## Generate the DeepCopy methods of the API types and the live API's OpenAPI.
@@ -168,12 +177,14 @@ generate: controller-gen openapi-gen ## Generate the DeepCopy methods of the API
 verify-generated: controller-gen openapi-gen ## Fail when generated files are stale against the Go types.
 	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
 	cp -r config api $$tmp/; \
-	$(CONTROLLER_GEN) rbac:roleName=manager-role crd webhook paths="./api/..." paths="./controllers/..." paths="./internal/..." output:crd:artifacts:config=$$tmp/config/crd/bases output:rbac:artifacts:config=$$tmp/config/rbac; \
+	$(CONTROLLER_GEN) rbac:roleName=manager-role crd webhook paths="./api/..." $(MANAGER_RBAC_PATHS) output:crd:artifacts:config=$$tmp/config/crd/bases output:rbac:artifacts:config=$$tmp/config/rbac; \
+	$(CONTROLLER_GEN) rbac:roleName=live-api-role $(LIVE_API_RBAC_PATHS) output:rbac:artifacts:config=$$tmp/config/rbac/liveapi; \
 	for pkg in api/v1alpha1 api/live/v1alpha1; do \
 		$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./$$pkg" output:object:artifacts:config=$$tmp/$$pkg; \
 	done; \
 	$(call live-openapi,$$tmp/api/live/v1alpha1); \
 	diff -r config/crd/bases $$tmp/config/crd/bases && diff config/rbac/role.yaml $$tmp/config/rbac/role.yaml && \
+	diff config/rbac/liveapi/role.yaml $$tmp/config/rbac/liveapi/role.yaml && \
 	diff -r api $$tmp/api || \
 	{ echo "Generated files are stale: run 'make manifests generate' and commit the result."; exit 1; }
 
@@ -421,16 +432,11 @@ endef
 
 # validate-bundle validates the bundle in $(1) with the optional
 # operatorframework suite (OperatorHub metadata, good practices, deprecated
-# APIs for minKubeVersion) and fails on warnings as well as errors, but one:
-# the live API's kinds (apiservicedefinitions) have no example in
-# alm-examples. They are read-only, served by the operator, and cannot be
-# created; the scorecard's descriptor tests also reject an example of a
-# kind that is not an owned CRD.
-LIVE_API_NO_EXAMPLE = Value live\.echo\.dev/v1alpha1, Kind=(EchoRevision|StoredBackup): provided API should have an example annotation
+# APIs for minKubeVersion) and fails on warnings as well as errors.
 define validate-bundle
 @out=$$($(OPERATOR_SDK) bundle validate $(1) --select-optional suite=operatorframework 2>&1) || { echo "$$out"; exit 1; }; \
 echo "$$out"; \
-! grep -vE '$(LIVE_API_NO_EXAMPLE)' <<<"$$out" | grep -qiE 'level=(warn|warning|error)|^(WARN|ERRO)' || { echo "bundle validate reported warnings: fix them."; exit 1; }
+! grep -qiE 'level=(warn|warning|error)|^(WARN|ERRO)' <<<"$$out" || { echo "bundle validate reported warnings: fix them."; exit 1; }
 endef
 
 # The catalog's template: its package, channels and bundle images (see
