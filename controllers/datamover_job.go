@@ -3,7 +3,6 @@ package controllers
 import (
 	"path"
 	"slices"
-	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -109,29 +108,6 @@ func moverFailurePolicy() *batchv1.PodFailurePolicy {
 type moverSettings struct {
 	image string
 	env   []corev1.EnvVar
-}
-
-// proxyVars are the proxy settings passed on to the data mover, in the
-// case OLM sets them in; each is passed in both cases, which programs read
-// alike.
-var proxyVars = []string{"HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY"}
-
-// ProxyEnv is the cluster's proxy settings in the operator's environment
-// (lookup), as OLM sets them on the operator's Deployment on a cluster
-// with a proxy: the data mover pods reach storage through the same proxy.
-// Upper case wins over lower case.
-func ProxyEnv(lookup func(string) (string, bool)) []corev1.EnvVar {
-	var env []corev1.EnvVar
-	for _, name := range proxyVars {
-		v, _ := lookup(name)
-		if v == "" {
-			v, _ = lookup(strings.ToLower(name))
-		}
-		if v != "" {
-			env = append(env, corev1.EnvVar{Name: name, Value: v}, corev1.EnvVar{Name: strings.ToLower(name), Value: v})
-		}
-	}
-	return env
 }
 
 // moverPod is the pod of a data mover Job running command with args and

@@ -32,33 +32,6 @@ func checkMoverFailurePolicy(t *testing.T, job *batchv1.Job) {
 	}
 }
 
-func TestProxyEnv(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		env  map[string]string
-		want []corev1.EnvVar
-	}{
-		{"no proxy", map[string]string{"HOME": "/"}, nil},
-		{"OLM's variables, in both cases", map[string]string{"HTTPS_PROXY": "http://proxy:3128", "NO_PROXY": ".svc,10.0.0.0/8"}, []corev1.EnvVar{
-			{Name: "HTTPS_PROXY", Value: "http://proxy:3128"}, {Name: "https_proxy", Value: "http://proxy:3128"},
-			{Name: "NO_PROXY", Value: ".svc,10.0.0.0/8"}, {Name: "no_proxy", Value: ".svc,10.0.0.0/8"},
-		}},
-		{"lower case alone", map[string]string{"http_proxy": "http://proxy:3128"}, []corev1.EnvVar{
-			{Name: "HTTP_PROXY", Value: "http://proxy:3128"}, {Name: "http_proxy", Value: "http://proxy:3128"},
-		}},
-		{"upper case wins", map[string]string{"HTTP_PROXY": "http://upper:1", "http_proxy": "http://lower:1"}, []corev1.EnvVar{
-			{Name: "HTTP_PROXY", Value: "http://upper:1"}, {Name: "http_proxy", Value: "http://upper:1"},
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := ProxyEnv(func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })
-			if !slices.Equal(got, tc.want) {
-				t.Errorf("ProxyEnv = %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
-
 // TestMoverPodsCarryTheProxy: every data mover Job passes the operator's
 // proxy settings on, beside the storage's credentials.
 func TestMoverPodsCarryTheProxy(t *testing.T) {

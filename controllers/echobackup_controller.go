@@ -41,7 +41,8 @@ type EchoBackupReconciler struct {
 	ReleaseVerifier *releasetrust.Signer
 	// MoverImage is the operator's image, whose backup subcommand the Job runs.
 	MoverImage string
-	// MoverEnv is passed on to the data mover's pods (ProxyEnv).
+	// MoverEnv is passed on to the data mover's pods: the cluster's proxy
+	// settings, as the operator's environment has them.
 	MoverEnv []corev1.EnvVar
 	// Clock tells the time; nil is the wall clock.
 	Clock Clock

@@ -136,7 +136,7 @@ func TestEchoBackupRunsTheDataMoverAndReportsItsResult(t *testing.T) {
 		c := pod.Containers[0]
 		Expect(c.Image).To(Equal(testMoverImage))
 		Expect(c.Args).To(ContainElements("backup", "--key="+ns+"/journal/journal-1", "--s3-bucket=echo-backups", "--s3-path-style", "--compression=gzip"))
-		for _, e := range c.Env {
+		for _, e := range storageEnv(Default, c.Env) {
 			Expect(e.Value).To(BeEmpty(), "%s: credentials travel only as Secret references", e.Name)
 			Expect(e.ValueFrom.SecretKeyRef.Name).To(Equal("s3-credentials"))
 		}

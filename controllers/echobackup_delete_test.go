@@ -121,8 +121,9 @@ func TestEchoBackupDeleteDeletesTheArtifactFirst(t *testing.T) {
 		Expect(c.Image).To(Equal(testMoverImage))
 		Expect(c.Args).To(HaveExactElements("delete", "--key="+ns+"/journal/journal-1",
 			"--s3-endpoint=http://minio.storage.example.test:9000", "--s3-region=us-east-1", "--s3-bucket=echo-backups", "--s3-path-style"))
-		Expect(c.Env).To(HaveLen(2))
-		for _, e := range c.Env {
+		env := storageEnv(Default, c.Env)
+		Expect(env).To(HaveLen(2))
+		for _, e := range env {
 			Expect(e.Value).To(BeEmpty(), "%s: credentials travel only as Secret references", e.Name)
 			Expect(e.ValueFrom.SecretKeyRef.Name).To(Equal("s3-credentials"))
 		}

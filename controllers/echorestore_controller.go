@@ -61,7 +61,8 @@ type EchoRestoreReconciler struct {
 	// MoverImage is the operator's image, whose inspect and restore
 	// subcommands the Jobs run.
 	MoverImage string
-	// MoverEnv is passed on to the data mover's pods (ProxyEnv).
+	// MoverEnv is passed on to the data mover's pods: the cluster's proxy
+	// settings, as the operator's environment has them.
 	MoverEnv []corev1.EnvVar
 	// Clock tells the time; nil is the wall clock.
 	Clock Clock

@@ -141,7 +141,7 @@ func TestBackupNeedsOptedInStorageSecrets(t *testing.T) {
 		withCredentials(&b.Spec.Storage, "s3-credentials", "AWS_ACCESS_KEY_ID", "")
 		Expect(k8sClient.Create(ctx, b)).To(Succeed())
 		job := waitJob(t, ns, "fine-backup")
-		for _, e := range job.Spec.Template.Spec.Containers[0].Env {
+		for _, e := range storageEnv(Default, job.Spec.Template.Spec.Containers[0].Env) {
 			Expect(e.ValueFrom.SecretKeyRef.Name).To(Equal("s3-credentials"))
 		}
 		Expect(meta.FindStatusCondition(getBackup(Default, client.ObjectKeyFromObject(b)).Status.Conditions, echov1alpha1.BackupConditionFailed)).To(BeNil())
@@ -217,7 +217,7 @@ func TestRestoreNeedsOptedInStorageSecrets(t *testing.T) {
 		RegisterTestingT(t)
 		rs := restore("fine", "s3-credentials", "AWS_ACCESS_KEY_ID")
 		job := waitJob(t, ns, "fine-inspect")
-		for _, e := range job.Spec.Template.Spec.Containers[0].Env {
+		for _, e := range storageEnv(Default, job.Spec.Template.Spec.Containers[0].Env) {
 			Expect(e.ValueFrom.SecretKeyRef.Name).To(Equal("s3-credentials"))
 		}
 		Expect(meta.FindStatusCondition(getRestore(Default, client.ObjectKeyFromObject(rs)).Status.Conditions, echov1alpha1.RestoreConditionFailed)).To(BeNil())

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
+	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -36,6 +38,23 @@ const (
 	// testOperatorNamespace is the operator's own namespace.
 	testOperatorNamespace = "echo-operator-system"
 )
+
+// testMoverEnv is the proxy settings the operator passes on to the data
+// mover pods, as cmd/manager reads them from OLM's variables.
+var testMoverEnv = []corev1.EnvVar{
+	{Name: "HTTPS_PROXY", Value: "http://proxy.example.test:3128"},
+	{Name: "https_proxy", Value: "http://proxy.example.test:3128"},
+	{Name: "NO_PROXY", Value: ".svc,10.0.0.0/8"},
+	{Name: "no_proxy", Value: ".svc,10.0.0.0/8"},
+}
+
+// storageEnv is a mover container's environment without the proxy
+// settings of testMoverEnv, after checking it has them all: what the
+// storage adds.
+func storageEnv(g Gomega, env []corev1.EnvVar) []corev1.EnvVar {
+	g.Expect(env).To(ContainElements(testMoverEnv), "the cluster's proxy settings reach the mover")
+	return slices.DeleteFunc(slices.Clone(env), func(e corev1.EnvVar) bool { return slices.Contains(testMoverEnv, e) })
+}
 
 // clock drives the backup schedules, so tests move time instead of waiting.
 var clock = &testClock{now: time.Now()}
@@ -139,6 +158,7 @@ func startManager(ctx context.Context) (<-chan struct{}, error) {
 		MetricsAddr: "0",
 		ProbeAddr:   "0",
 		MoverImage:  testMoverImage,
+		MoverEnv:    testMoverEnv,
 		Now:         clock.Now,
 		// Progress reaches the status within a second here, not ten.
 		ProgressStatusDelay: time.Second,

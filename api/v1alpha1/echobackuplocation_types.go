@@ -15,11 +15,20 @@ type EchoBackupLocationSpec struct {
 	S3 S3Storage `json:"s3"`
 }
 
+// EchoBackupLocationStatus is empty: nothing is recorded on a location,
+// which is read when its backups are listed.
+// +kubebuilder:validation:MaxProperties=0
+type EchoBackupLocationStatus struct {
+	// No field: the status exists for the operator-sdk CLI, whose CSV
+	// generator requires one on every kind of PROJECT.
+}
+
 // EchoBackupLocation names a storage location whose backups
 // `kubectl get storedbackups` lists (live.echo.dev), read from the storage
 // when asked for: the way to find what a bucket holds, for example to
 // restore into a cluster that has never seen the backups. Its credentials
-// stay in this namespace's Secret. It has no status and starts nothing.
+// stay in this namespace's Secret. It starts nothing, and its status stays
+// empty.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:shortName=ecbl,categories={echo-operator}
@@ -35,6 +44,8 @@ type EchoBackupLocation struct {
 
 	// +required
 	Spec EchoBackupLocationSpec `json:"spec"`
+	// +optional
+	Status *EchoBackupLocationStatus `json:"status,omitempty"`
 }
 
 // +kubebuilder:object:root=true

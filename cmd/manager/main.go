@@ -11,13 +11,14 @@ import (
 	"time"
 	_ "time/tzdata" // schedules name IANA time zones; the image has no zone database
 
+	olmproxy "github.com/operator-framework/operator-lib/proxy"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	livev1alpha1 "github.com/echo-operator/echo-operator/api/live/v1alpha1"
 	"github.com/echo-operator/echo-operator/cmd/manager/app"
-	"github.com/echo-operator/echo-operator/controllers"
 	"github.com/echo-operator/echo-operator/internal/datamover"
 	"github.com/echo-operator/echo-operator/internal/egress"
 )
@@ -104,8 +105,9 @@ func parseFlags() app.Options {
 	flag.StringVar(&o.MetricsAddr, "metrics-bind-address", "0", "Address of the metrics endpoint (:8443 for HTTPS, :8080 for HTTP); 0 disables it.")
 	flag.BoolVar(&o.MetricsSecure, "metrics-secure", true, "Serve metrics over HTTPS, authenticated and authorized by the API server.")
 	flag.StringVar(&o.MetricsCertDir, "metrics-cert-dir", "", "Directory holding the metrics endpoint's certificate, tls.crt and tls.key (a kubernetes.io/tls Secret mounted there), reloaded when they change; empty: a self-signed certificate made at start.")
-	flag.StringVar(&o.LiveAPI.BindAddress, "live-api-bind-address", "0", "Address of the live API's HTTPS endpoint (live.echo.dev, served to kube-apiserver through an APIService; :9443 in the deployment); 0 disables it.")
+	flag.StringVar(&o.LiveAPI.BindAddress, "live-api-bind-address", envOr("LIVE_API_BIND_ADDRESS", "0"), "Address of the live API's HTTPS endpoint (live.echo.dev, served to kube-apiserver through an APIService; :9443 in the deployment); 0 disables it. Defaults to $LIVE_API_BIND_ADDRESS, which turns it on in an OLM install (the Subscription's config.env).")
 	flag.StringVar(&o.LiveAPI.CertDir, "live-api-cert-dir", "", "Directory holding the live API's serving certificate: tls.crt and tls.key, or apiserver.crt and apiserver.key as OLM mounts them; empty: see --live-api-cert-secret.")
+	flag.StringVar(&o.LiveAPIService, "live-api-service", "", "Service, in the operator's namespace, in front of the replicas' live API: with --live-api-cert-secret, the leader registers the APIService "+livev1alpha1.APIServiceName+" itself, pointing at it, while the live API is on, and deletes it when the operator starts with the live API off.")
 	flag.StringVar(&o.LiveAPICertSecret, "live-api-cert-secret", "", "Secret, in the operator's namespace, where the operator keeps the live API's CA and serving certificate itself: the leader issues and renews them and writes the CA into the caBundle of APIService "+livev1alpha1.APIServiceName+"; every replica serves the certificate from it. Empty, with no --live-api-cert-dir either: a self-signed certificate made at start.")
 	storageAllow, clusterNetworks, storageProxy, err := egressFromEnv(os.Getenv)
 	if err != nil {
@@ -142,7 +144,7 @@ func parseFlags() app.Options {
 
 	o.Helm.DefaultEchoImage = envOr("RELATED_IMAGE_ECHO", defaultEchoImage)
 	o.MoverImage = envOr("RELATED_IMAGE_OPERATOR", defaultOperatorImage)
-	o.MoverEnv = controllers.ProxyEnv(os.LookupEnv)
+	o.MoverEnv = moverEnv()
 	o.WatchNamespaces = splitNamespaces(os.Getenv("WATCH_NAMESPACE"))
 	o.QPS, o.Burst = float32(qps), burst
 	o.LiveAPI.Kubeconfig = kubeconfigFile()
@@ -153,6 +155,15 @@ func parseFlags() app.Options {
 		o.OperatorNamespace = o.LeaderElectionNS
 	}
 	return o
+}
+
+// moverEnv is what the data mover pods get of the operator's environment:
+// the cluster's proxy settings, HTTP_PROXY, HTTPS_PROXY and NO_PROXY, which
+// OLM sets on the operator's Deployment on a cluster with a proxy, each in
+// upper and lower case (operator-lib reads them as every operator does), so
+// that backups and restores reach storage through the same proxy.
+func moverEnv() []corev1.EnvVar {
+	return olmproxy.ReadProxyVarsFromEnv()
 }
 
 // goMemoryLimit is the soft memory limit to set from the container's

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 func TestSplitNamespaces(t *testing.T) {
@@ -18,6 +20,42 @@ func TestSplitNamespaces(t *testing.T) {
 		if got := splitNamespaces(in); !reflect.DeepEqual(got, want) {
 			t.Errorf("splitNamespaces(%q) = %v, want %v", in, got, want)
 		}
+	}
+}
+
+// TestMoverEnvIsTheProxy: the data mover pods get the proxy settings OLM
+// sets on the operator's Deployment, in both cases, and nothing else of
+// the operator's environment.
+func TestMoverEnvIsTheProxy(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want []corev1.EnvVar
+	}{
+		{"no proxy", nil, []corev1.EnvVar{}},
+		{"OLM's variables", map[string]string{"HTTPS_PROXY": "http://proxy:3128", "NO_PROXY": ".svc,10.0.0.0/8"}, []corev1.EnvVar{
+			{Name: "HTTPS_PROXY", Value: "http://proxy:3128"}, {Name: "https_proxy", Value: "http://proxy:3128"},
+			{Name: "NO_PROXY", Value: ".svc,10.0.0.0/8"}, {Name: "no_proxy", Value: ".svc,10.0.0.0/8"},
+		}},
+		{"all three", map[string]string{"HTTP_PROXY": "http://p:1", "HTTPS_PROXY": "http://p:2", "NO_PROXY": "a"}, []corev1.EnvVar{
+			{Name: "HTTP_PROXY", Value: "http://p:1"}, {Name: "http_proxy", Value: "http://p:1"},
+			{Name: "HTTPS_PROXY", Value: "http://p:2"}, {Name: "https_proxy", Value: "http://p:2"},
+			{Name: "NO_PROXY", Value: "a"}, {Name: "no_proxy", Value: "a"},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, name := range []string{"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"} {
+				// Set, then unset when the case has none: restored after.
+				t.Setenv(name, tc.env[name])
+				if _, ok := tc.env[name]; !ok {
+					_ = os.Unsetenv(name)
+				}
+			}
+			t.Setenv("AWS_SECRET_ACCESS_KEY", "not for the mover")
+			if got := moverEnv(); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("moverEnv() = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
 

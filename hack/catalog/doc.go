@@ -22,5 +22,7 @@
 // the bundle image; the CSV's entry is in the channels of the bundle's
 // metadata/annotations.yaml, with its upgrade edges (spec.replaces,
 // spec.skips and the olm.skipRange annotation); the package's default
-// channel is the bundle's, and its icon the CSV's.
+// channel is the bundle's, and its icon the CSV's; and that every image of
+// -bundle-images (BUNDLE_IMGS, the bundles the catalog must hold) is an
+// olm.bundle entry of the template.
 package main

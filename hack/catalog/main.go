@@ -36,7 +36,10 @@ func main() {
 	flag.StringVar(&o.bundleDir, "bundle-dir", "bundle", "the registry+v1 bundle directory")
 	flag.StringVar(&o.bundleImage, "bundle-image", os.Getenv("BUNDLE_IMG"), "the image of the bundle directory")
 	flag.StringVar(&o.out, "o", "", "the catalog file to write")
+	var images string
+	flag.StringVar(&images, "bundle-images", os.Getenv("BUNDLE_IMGS"), "bundle images the catalog must hold, comma-separated (default: the -bundle-image)")
 	flag.Parse()
+	o.bundleImages = splitImages(images)
 	if err := render(context.Background(), o); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -45,19 +48,46 @@ func main() {
 
 type options struct {
 	opm, template, bundleDir, bundleImage, out string
+	// bundleImages must each be an olm.bundle entry of the template.
+	bundleImages []string
+}
+
+// splitImages splits a comma-separated list of images.
+func splitImages(list string) []string {
+	var images []string
+	for _, image := range strings.Split(list, ",") {
+		if image = strings.TrimSpace(image); image != "" {
+			images = append(images, image)
+		}
+	}
+	return images
+}
+
+// checkImages returns the images the template has no olm.bundle entry for.
+func checkImages(t template, images []string) error {
+	var errs []error
+	for _, image := range images {
+		if !slices.ContainsFunc(t.Entries, func(e templateEntry) bool { return e.Schema == "olm.bundle" && e.Image == image }) {
+			errs = append(errs, fmt.Errorf("no olm.bundle entry has the image %s: add the release to the template", image))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // template is what the command reads of a basic template.
 type template struct {
-	Schema  string `json:"schema"`
-	Entries []struct {
-		Schema         string          `json:"schema"`
-		Name           string          `json:"name"`
-		DefaultChannel string          `json:"defaultChannel"`
-		Icon           json.RawMessage `json:"icon"`
-		Image          string          `json:"image"`
-		Entries        []entry         `json:"entries"`
-	} `json:"entries"`
+	Schema  string          `json:"schema"`
+	Entries []templateEntry `json:"entries"`
+}
+
+// templateEntry is an entry of a basic template: a package, a channel or a bundle.
+type templateEntry struct {
+	Schema         string          `json:"schema"`
+	Name           string          `json:"name"`
+	DefaultChannel string          `json:"defaultChannel"`
+	Icon           json.RawMessage `json:"icon"`
+	Image          string          `json:"image"`
+	Entries        []entry         `json:"entries"`
 }
 
 // entry is a channel entry, and the upgrade edges a CSV declares.
@@ -89,6 +119,9 @@ func render(ctx context.Context, o options) error {
 	}
 	if err := checkTemplate(t, b, o.bundleImage); err != nil {
 		return fmt.Errorf("%s does not agree with %s: %w", o.template, o.bundleDir, err)
+	}
+	if err := checkImages(t, o.bundleImages); err != nil {
+		return fmt.Errorf("%s lacks bundles of -bundle-images: %w", o.template, err)
 	}
 	img, err := packBundle(o.bundleDir, b.annotations)
 	if err != nil {

@@ -77,6 +77,19 @@ func TestCheckTemplate(t *testing.T) {
 	}
 }
 
+func TestCheckImages(t *testing.T) {
+	g := NewWithT(t)
+	var tmpl template
+	g.Expect(yaml.Unmarshal([]byte(goodTemplate), &tmpl)).To(Succeed())
+	g.Expect(checkImages(tmpl, splitImages(" quay.io/echo/bundle:v0.1.0, quay.io/echo/bundle:v0.2.0,"))).To(Succeed())
+	g.Expect(checkImages(tmpl, nil)).To(Succeed())
+	err := checkImages(tmpl, splitImages("quay.io/echo/bundle:v0.2.0,quay.io/echo/bundle:v0.3.0,quay.io/echo/other:v0.1.0"))
+	g.Expect(err).To(MatchError(And(
+		ContainSubstring("no olm.bundle entry has the image quay.io/echo/bundle:v0.3.0"),
+		ContainSubstring("no olm.bundle entry has the image quay.io/echo/other:v0.1.0"),
+		Not(ContainSubstring("v0.2.0")))))
+}
+
 // writeBundle writes a bundle directory with a CRD and a CSV.
 func writeBundle(t *testing.T) string {
 	t.Helper()

@@ -49,7 +49,13 @@ type Rotator struct {
 	// APIService is the APIService whose caBundle is kept; the serving
 	// certificate is issued for the Service it names.
 	APIService string
-	Lifetimes  Lifetimes
+	// Service, when set, is the Service of Namespace in front of the
+	// replicas, and the Rotator registers the APIService itself (the OLM
+	// install, where no manifest creates it): it creates it, pointing at
+	// that Service, when it is missing, and points it there again when it
+	// points elsewhere. Empty: the APIService must exist (config/default).
+	Service   string
+	Lifetimes Lifetimes
 	// Changes delivers a value when the Secret changes (SecretProvider).
 	Changes <-chan struct{}
 	// Now is the clock; nil means time.Now.
@@ -162,6 +168,9 @@ func (r *Rotator) readAPIService(ctx context.Context) (*unstructured.Unstructure
 	apiService.SetAPIVersion("apiregistration.k8s.io/v1")
 	apiService.SetKind("APIService")
 	if err := r.Reader.Get(ctx, client.ObjectKey{Name: r.APIService}, apiService); err != nil {
+		if apierrors.IsNotFound(err) && r.Service != "" {
+			return r.register(ctx)
+		}
 		if apierrors.IsNotFound(err) {
 			return nil, nil, fmt.Errorf("APIService %s does not exist: apply config/default, which registers the live API: %w", r.APIService, err)
 		}
@@ -169,10 +178,44 @@ func (r *Rotator) readAPIService(ctx context.Context) (*unstructured.Unstructure
 	}
 	namespace, _, _ := unstructured.NestedString(apiService.Object, "spec", "service", "namespace")
 	name, _, _ := unstructured.NestedString(apiService.Object, "spec", "service", "name")
+	if r.Service != "" && (namespace != r.Namespace || name != r.Service) {
+		if err := r.pointAtService(ctx, apiService); err != nil {
+			return nil, nil, err
+		}
+		namespace, name = r.Namespace, r.Service
+	}
 	if namespace == "" || name == "" {
 		return nil, nil, errors.New("APIService " + r.APIService + " names no Service: the live API is served by a Service in front of the manager")
 	}
 	return apiService, ServiceDNSNames(namespace, name), nil
+}
+
+// register creates the APIService, pointing at the Service, with no
+// caBundle yet (kube-apiserver reports it unavailable until the check
+// writes it), and returns it with the Service's DNS names.
+func (r *Rotator) register(ctx context.Context) (*unstructured.Unstructured, []string, error) {
+	apiService, err := NewAPIService(r.APIService, r.Namespace, r.Service)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := r.Client.Create(ctx, apiService); err != nil {
+		return nil, nil, fmt.Errorf("registering APIService %s: %w", r.APIService, err)
+	}
+	r.Log.Info("Registered the live API's APIService", "apiService", r.APIService, "service", r.Namespace+"/"+r.Service)
+	return apiService, ServiceDNSNames(r.Namespace, r.Service), nil
+}
+
+// pointAtService sets the APIService's service to the Rotator's Service.
+func (r *Rotator) pointAtService(ctx context.Context, apiService *unstructured.Unstructured) error {
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"service": serviceRef(r.Namespace, r.Service)}})
+	if err != nil {
+		return err
+	}
+	if err := r.Client.Patch(ctx, apiService, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("pointing APIService %s at Service %s/%s: %w", r.APIService, r.Namespace, r.Service, err)
+	}
+	r.Log.Info("Pointed the live API's APIService at the operator's Service", "apiService", r.APIService, "service", r.Namespace+"/"+r.Service)
+	return nil
 }
 
 // ensureCABundle sets the APIService's caBundle to bundle, unless it is.

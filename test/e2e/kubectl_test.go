@@ -293,8 +293,9 @@ func TestKubectlRunsTheDocumentedCommands(t *testing.T) {
 	})
 
 	step("the Prometheus Operator's objects", func(t *testing.T) {
-		// Its CRDs, reduced to their names as test/olm installs them, and
-		// config/prometheus, as make deploy applies it where they are.
+		// Its CRDs, reduced to their names, and config/prometheus, as make
+		// deploy applies it where they are, and as an OLM user applies it
+		// into the operator's namespace.
 		d.values["CRDS"] = filepath.Join(repoRoot, "test", "olm", "testdata", "prometheus-operator-crds")
 		t.Cleanup(func() {
 			d.run(Default, docCommand{args: []string{"delete", "--ignore-not-found", "-f", d.values["CRDS"]}})
@@ -305,11 +306,14 @@ func TestKubectlRunsTheDocumentedCommands(t *testing.T) {
 		Expect(crds).To(MatchRegexp(`(?m)^servicemonitors\.monitoring\.coreos\.com\s`))
 		Expect(crds).To(MatchRegexp(`(?m)^prometheusrules\.monitoring\.coreos\.com\s`))
 		Eventually(func(g Gomega) {
-			d.run(g, docCommand{args: []string{"apply", "--server-side", "-n", "echo-operator-system", "-k", "config/prometheus"}})
+			d.run(g, documented("apply", "--server-side", "-n", "echo-operator-system", "-k", "config/prometheus"))
 		}, timeout, interval).Should(Succeed())
 		out := d.run(Default, documented("get", "servicemonitor,prometheusrule", "-n", "echo-operator-system"))
 		Expect(out).To(MatchRegexp(`(?m)^servicemonitor\.monitoring\.coreos\.com/echo-operator-controller-manager-metrics-monitor\s`))
 		Expect(out).To(MatchRegexp(`(?m)^prometheusrule\.monitoring\.coreos\.com/echo-operator-alerts\s`))
+		// Applied by hand after an OLM install, they are removed by hand.
+		Expect(d.run(Default, documented("delete", "-n", "echo-operator-system", "-k", "config/prometheus"))).
+			To(ContainSubstring(`prometheusrule.monitoring.coreos.com "echo-operator-alerts" deleted`))
 	})
 
 	step("change the Echo with patch, edit and scale", func(t *testing.T) {

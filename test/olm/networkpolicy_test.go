@@ -44,13 +44,17 @@ func expectManagerNetworkPolicy(dep *appsv1.Deployment, ownerCSV string) {
 			from[p.Port.IntVal] = rule.From
 		}
 	}
-	metricsPort := int32(0)
+	metricsPort, livePort := int32(0), int32(0)
 	for _, p := range dep.Spec.Template.Spec.Containers[0].Ports {
-		if p.Name == "metrics" {
+		switch p.Name {
+		case "metrics":
 			metricsPort = p.ContainerPort
+		case "live-api":
+			livePort = p.ContainerPort
 		}
 	}
 	Expect(metricsPort).NotTo(BeZero(), "the manager has a metrics port")
+	Expect(livePort).To(BeEquivalentTo(liveAPIPort), "the manager's container declares the live API's port (config/manager)")
 	Expect(from).To(HaveLen(2), "only the live API's and the metrics ports are open: %v", from)
 	Expect(from).To(HaveKeyWithValue(int32(liveAPIPort), BeEmpty()), "the live API's port is open to any source")
 	Expect(from[metricsPort]).To(ConsistOf(HaveField("NamespaceSelector.MatchLabels", HaveKeyWithValue("metrics", "enabled"))),

@@ -4,6 +4,9 @@ package olm
 
 import (
 	"context"
+	"encoding/json"
+	"maps"
+	"slices"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -50,6 +53,9 @@ type subscription struct {
 	namespace, name, channel, source string
 	startingCSV                      string
 	manual                           bool
+	// env is the Subscription's config.env, which OLM sets on the
+	// operator's Deployment.
+	env map[string]string
 }
 
 // create creates the Subscription. When the test ends, the Subscription
@@ -69,6 +75,13 @@ func (s subscription) create(t *testing.T) *unstructured.Unstructured {
 	}
 	if s.manual {
 		spec["installPlanApproval"] = "Manual"
+	}
+	if len(s.env) > 0 {
+		var env []any
+		for _, k := range slices.Sorted(maps.Keys(s.env)) {
+			env = append(env, map[string]any{"name": k, "value": s.env[k]})
+		}
+		spec["config"] = map[string]any{"env": env}
 	}
 	sub.Object["spec"] = spec
 	ctx := context.Background()
@@ -155,6 +168,9 @@ func approveInstallPlan(t *testing.T, sub *unstructured.Unstructured, csvName st
 
 // csvSpec is the part of a CSV the tests check against the cluster.
 type csvSpec struct {
+	APIServiceDefinitions struct {
+		Owned []json.RawMessage `json:"owned"`
+	} `json:"apiservicedefinitions"`
 	CustomResourceDefinitions struct {
 		Owned []struct {
 			Name string `json:"name"`

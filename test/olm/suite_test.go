@@ -242,10 +242,10 @@ func inside(m *testing.M) int {
 	defer cancel()
 	cluster, err = simcluster.Start(ctx, simcluster.Options{
 		Binaries: bins,
-		// OLM's CRDs, and the Prometheus Operator's that the bundle's
-		// ServiceMonitor and PrometheusRule need; the operator's come from
-		// its bundle, through OLM.
-		CRDDirectoryPaths:   []string{tools.CRDs, filepath.Join(repoRoot, "test", "olm", "testdata", "prometheus-operator-crds")},
+		// OLM's CRDs alone, no Prometheus Operator's: the bundle must
+		// install on a plain cluster. The operator's come from its bundle,
+		// through OLM.
+		CRDDirectoryPaths:   []string{tools.CRDs},
 		WorkDir:             filepath.Join(workDir, "cluster"),
 		DefaultStorageClass: true,
 		// The network namespace has no default route to take one from.

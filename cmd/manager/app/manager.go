@@ -73,7 +73,8 @@ type Options struct {
 	// MoverImage is the operator's own image, run by backup and restore Jobs.
 	MoverImage string
 	// MoverEnv is passed on to the data mover's pods: the cluster's proxy
-	// settings (controllers.ProxyEnv).
+	// settings (HTTP_PROXY, HTTPS_PROXY, NO_PROXY, as OLM sets them on the
+	// operator's Deployment).
 	MoverEnv []corev1.EnvVar
 
 	// ProgressStatusDelay holds back Echo status changes that only report
@@ -87,6 +88,12 @@ type Options struct {
 	// where the operator keeps the live API's certificate itself (see
 	// servingcert); it excludes LiveAPI.CertDir.
 	LiveAPICertSecret string
+	// LiveAPIService, when set with LiveAPICertSecret, is the Service of
+	// OperatorNamespace in front of the replicas: the leader registers the
+	// live API's APIService itself, pointing at it, while the live API is
+	// served, and removes it when the operator starts with the live API
+	// off.
+	LiveAPIService string
 
 	// Now is the clock of the backup schedules; nil means time.Now.
 	Now func() time.Time
@@ -260,7 +267,19 @@ func setupReconcilers(mgr ctrl.Manager, o Options, recorder record.EventRecorder
 // LiveAPICertSecret, the leader keeps the certificate in that Secret too.
 func addLiveAPI(mgr ctrl.Manager, cfg *rest.Config, o Options) error {
 	if o.LiveAPI.BindAddress == "" || o.LiveAPI.BindAddress == "0" {
+		if o.LiveAPIService == "" || o.LiveAPICertSecret == "" {
+			return nil
+		}
+		// Off, in an install that registers it: no APIService may be
+		// left pointing at a Service nothing serves.
+		if err := mgr.Add(&servingcert.Unregisterer{Client: mgr.GetClient(), APIService: livev1alpha1.APIServiceName,
+			Namespace: o.OperatorNamespace, Service: o.LiveAPIService, Log: ctrl.Log.WithName("servingcert")}); err != nil {
+			return fmt.Errorf("adding the live API's unregisterer: %w", err)
+		}
 		return nil
+	}
+	if o.LiveAPIService != "" && o.LiveAPICertSecret == "" {
+		return errors.New("--live-api-service needs --live-api-cert-secret: the operator registers the APIService with the CA it keeps")
 	}
 	if o.LiveAPICertSecret != "" {
 		if o.LiveAPI.CertDir != "" {
@@ -298,6 +317,7 @@ func addServingCertRotator(mgr ctrl.Manager, cfg *rest.Config, o Options) (*serv
 		Namespace:  o.OperatorNamespace,
 		SecretName: o.LiveAPICertSecret,
 		APIService: livev1alpha1.APIServiceName,
+		Service:    o.LiveAPIService,
 		Lifetimes:  servingcert.DefaultLifetimes,
 		Changes:    provider.Changes(),
 		Log:        log,
