@@ -282,8 +282,8 @@ build: ## Build the manager and the echo server into bin/.
 	go build -trimpath -o $(LOCALBIN)/echo-server ./cmd/echo-server
 
 .PHONY: run
-run: control-plane ## Run the operator against $KUBECONFIG, or a local simulated cluster when none is reachable.
-	$(CONTROL_PLANE_ENV) RELATED_IMAGE_ECHO=$(ECHO_IMG) hack/run.sh
+run: control-plane node-if-root image-tools-if-root ## Run the operator against $KUBECONFIG, or a local cluster (a real node as root on Linux, KWOK elsewhere) when none is reachable.
+	$(CONTROL_PLANE_ENV) $(NODE_ENV) $(IMAGE_TOOLS_ENV) RELATED_IMAGE_ECHO=$(ECHO_IMG) hack/run.sh
 
 # No container engine is needed for anything else: `make images` builds the
 # images with BuildKit. These are for release machines that have one.

@@ -50,6 +50,8 @@ func run() error {
 		workDir      = fs.String("work-dir", "", "directory for component logs and state (default: the kubeconfig's directory)")
 		repoRoot     = fs.String("repo-root", "", "repository root holding hack/build-control-plane.sh (default: found from the working directory)")
 		storageClass = fs.Bool("storage-class", true, `create the default StorageClass "standard" whose claims KWOK binds`)
+		realNode     = fs.Bool("real-node", false, "run a real node instead of fake ones (root on Linux): containers run, and the project's images are built from the Dockerfile into a registry on loopback that it pulls from")
+		imagesEnv    = fs.String("images-env", "", "with --real-node, write the built images' references to this file (OPERATOR_IMAGE=..., ECHO_IMAGE=...)")
 		verbose      = fs.Bool("v", false, "also copy component logs to stderr")
 	)
 	fs.Var(&crds, "crds", "CRD directory or file to install (repeatable, comma-separated; optional)")
@@ -88,14 +90,25 @@ func run() error {
 	defer stopSignals()
 
 	begin := time.Now()
-	cluster, err := simcluster.Start(ctx, opts)
+	var cluster interface {
+		KubeconfigPath() string
+		WorkDir() string
+		Stop() error
+	}
+	nodeKind := "fake"
+	if *realNode {
+		cluster, err = startRealNode(ctx, opts, *imagesEnv)
+		nodeKind, *nodes = "real", 1
+	} else {
+		cluster, err = simcluster.Start(ctx, opts)
+	}
 	if err != nil {
 		return err
 	}
 	err = copyFile(cluster.KubeconfigPath(), kubeconfigPath)
 	if err == nil {
-		fmt.Printf("simcluster ready in %s: %d node(s), server %s; export KUBECONFIG=%s (logs in %s)\n",
-			time.Since(begin).Round(100*time.Millisecond), *nodes, cluster.Config().Host, kubeconfigPath, cluster.WorkDir())
+		fmt.Printf("simcluster ready in %s: %d %s node(s); export KUBECONFIG=%s (logs in %s)\n",
+			time.Since(begin).Round(100*time.Millisecond), *nodes, nodeKind, kubeconfigPath, cluster.WorkDir())
 		<-ctx.Done()
 		// A second signal now ends the process at once.
 		stopSignals()

@@ -9,7 +9,8 @@ import (
 )
 
 // deployOperator runs `make deploy` as docs/install.md shows it, with the
-// images built here, then waits for the operator's Deployment to roll out.
+// images built here and the suite's kubectl, then waits for the
+// operator's Deployment to roll out.
 // It runs in a scratch tree that shares the repository's Makefile, scripts
 // and tools but holds a copy of config/, which `make deploy` edits.
 func deployOperator() error {
@@ -18,7 +19,7 @@ func deployOperator() error {
 		return err
 	}
 	defer func() { _ = os.RemoveAll(tree) }()
-	mk := exec.Command("make", "--no-print-directory", "deploy", "IMG="+operatorImage, "ECHO_IMG="+echoServerImage)
+	mk := exec.Command("make", "--no-print-directory", "deploy", "IMG="+operatorImage, "ECHO_IMG="+echoServerImage, "KUBECTL="+kubectlBin)
 	mk.Dir, mk.Env = tree, append(os.Environ(), "KUBECONFIG="+cluster.KubeconfigPath())
 	if out, err := mk.CombinedOutput(); err != nil {
 		return fmt.Errorf("make deploy: %w\n%s", err, out)
