@@ -36,6 +36,18 @@ const (
 	managedBy      = "echo-operator"
 )
 
+// EmptyAPIService is an APIService with its kind and nothing else, to read
+// one into. The operator's RBAC lets it read the live API's APIService by
+// name only, not list or watch APIServices: the manager's client must
+// not cache them (see the manager's client options), and reads go to the
+// API server.
+func EmptyAPIService() *unstructured.Unstructured {
+	apiService := &unstructured.Unstructured{}
+	apiService.SetAPIVersion("apiregistration.k8s.io/v1")
+	apiService.SetKind("APIService")
+	return apiService
+}
+
 // NewAPIService is the APIService name (<version>.<group>) pointing at the
 // Service namespace/service, without a caBundle.
 func NewAPIService(name, namespace, service string) (*unstructured.Unstructured, error) {
@@ -43,17 +55,14 @@ func NewAPIService(name, namespace, service string) (*unstructured.Unstructured,
 	if !ok || version == "" || group == "" {
 		return nil, fmt.Errorf("APIService name %q is not <version>.<group>", name)
 	}
-	apiService := &unstructured.Unstructured{Object: map[string]any{
-		"spec": map[string]any{
-			"group":                group,
-			"version":              version,
-			"groupPriorityMinimum": int64(groupPriorityMinimum),
-			"versionPriority":      int64(versionPriority),
-			"service":              serviceRef(namespace, service),
-		},
-	}}
-	apiService.SetAPIVersion("apiregistration.k8s.io/v1")
-	apiService.SetKind("APIService")
+	apiService := EmptyAPIService()
+	apiService.Object["spec"] = map[string]any{
+		"group":                group,
+		"version":              version,
+		"groupPriorityMinimum": int64(groupPriorityMinimum),
+		"versionPriority":      int64(versionPriority),
+		"service":              serviceRef(namespace, service),
+	}
 	apiService.SetName(name)
 	apiService.SetLabels(map[string]string{"app.kubernetes.io/name": "echo-operator", managedByLabel: managedBy})
 	return apiService, nil
@@ -68,9 +77,7 @@ func serviceRef(namespace, service string) map[string]any {
 // One that points elsewhere (another install's) is left alone. It returns
 // whether it deleted it.
 func Unregister(ctx context.Context, c client.Client, name, namespace, service string) (bool, error) {
-	apiService := &unstructured.Unstructured{}
-	apiService.SetAPIVersion("apiregistration.k8s.io/v1")
-	apiService.SetKind("APIService")
+	apiService := EmptyAPIService()
 	if err := c.Get(ctx, client.ObjectKey{Name: name}, apiService); err != nil {
 		if apierrors.IsNotFound(err) {
 			return false, nil

@@ -164,9 +164,7 @@ func (r *Rotator) Ensure(ctx context.Context) (time.Time, error) {
 // readAPIService reads the APIService and the DNS names of the Service it
 // names.
 func (r *Rotator) readAPIService(ctx context.Context) (*unstructured.Unstructured, []string, error) {
-	apiService := &unstructured.Unstructured{}
-	apiService.SetAPIVersion("apiregistration.k8s.io/v1")
-	apiService.SetKind("APIService")
+	apiService := EmptyAPIService()
 	if err := r.Reader.Get(ctx, client.ObjectKey{Name: r.APIService}, apiService); err != nil {
 		if apierrors.IsNotFound(err) && r.Service != "" {
 			return r.register(ctx)

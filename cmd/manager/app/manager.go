@@ -184,9 +184,7 @@ func newManager(cfg *rest.Config, scheme *runtime.Scheme, broadcaster *events.Br
 		// tenant's bad object cannot stop the informer of its kind.
 		NewCache: decodeguard.NewCache(echov1alpha1.GroupVersion.Group, undecodable.Report,
 			helmreconciler.NewTypedCache(echov1alpha1.GroupVersion.WithKind("Echo"))),
-		// The Helm reconcilers read their objects as unstructured; serve
-		// those reads from the cache too.
-		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+		Client: clientOptions(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
@@ -260,6 +258,16 @@ func setupReconcilers(mgr ctrl.Manager, o Options, recorder record.EventRecorder
 		return fmt.Errorf("setting up the EchoRestore controller: %w", err)
 	}
 	return nil
+}
+
+// clientOptions are the manager's client's: the Helm reconcilers read
+// their objects as unstructured, and those reads are served from the cache
+// too; but APIServices, which the operator may read by name only (its
+// RBAC grants no list or watch, cluster-wide), are read from the API
+// server.
+func clientOptions() client.Options {
+	return client.Options{Cache: &client.CacheOptions{Unstructured: true,
+		DisableFor: []client.Object{servingcert.EmptyAPIService()}}}
 }
 
 // addLiveAPI adds the aggregated API server, when it is enabled: it

@@ -11,6 +11,7 @@ import (
 
 	"github.com/echo-operator/echo-operator/internal/chart"
 	"github.com/echo-operator/echo-operator/internal/releasetrust"
+	"github.com/echo-operator/echo-operator/internal/servingcert"
 	"github.com/echo-operator/echo-operator/test/harness/testcerts"
 )
 
@@ -95,4 +96,20 @@ func TestMetricsOptions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestClientReadsAPIServicesFromTheServer: the operator may read the live
+// API's APIService by name only; a cached read would start a cluster-wide
+// watch its RBAC forbids, which never syncs and keeps the leader unready.
+func TestClientReadsAPIServicesFromTheServer(t *testing.T) {
+	opts := clientOptions()
+	if opts.Cache == nil || !opts.Cache.Unstructured {
+		t.Fatal("unstructured reads should be cached: the Helm reconcilers read their objects so")
+	}
+	for _, obj := range opts.Cache.DisableFor {
+		if obj.GetObjectKind().GroupVersionKind() == servingcert.EmptyAPIService().GroupVersionKind() {
+			return
+		}
+	}
+	t.Errorf("APIServices are cached: DisableFor = %v", opts.Cache.DisableFor)
 }
