@@ -30,7 +30,10 @@ type Cluster struct {
 // host cannot reach cluster IPs), and joins the node. On error, what
 // started is stopped.
 func Start(ctx context.Context, o Options) (*Cluster, error) {
-	o.Node.PodNetwork, o.Node.ServiceNetwork = simcluster.PodNetwork, simcluster.ServiceNetwork
+	// The pods are the real node's alone: their range is its bridge's. The
+	// simulated cluster's wide pod range, for fake nodes, is not routed
+	// away from the host, which may have addresses there (its resolver).
+	o.Node.PodNetwork, o.Node.ServiceNetwork = realnode.PodCIDR, simcluster.ServiceNetwork
 	node, err := realnode.Prepare(o.Node)
 	if err != nil {
 		return nil, fmt.Errorf("preparing the real node: %w", err)

@@ -29,6 +29,17 @@ func (n *Node) cleanUp() error {
 	return errors.Join(errs...)
 }
 
+// cleanUpRoot removes what a crashed node with root left there, when root
+// is another than current's: its processes, mounts and state. The rest of
+// what it left (containers, kube-proxy's tables, network, cgroups) is
+// machine-wide, and cleanUp removes it.
+func cleanUpRoot(root, current string) error {
+	if root == "" || filepath.Clean(root) == filepath.Clean(current) {
+		return nil
+	}
+	return errors.Join(killProcessesOf(root), unmountUnder(root), removeStateUnder(root))
+}
+
 // killProcessesOf SIGKILLs every process whose command line names root:
 // containerd, the kubelet and the shims (given containerd's socket).
 func killProcessesOf(root string) error {

@@ -57,10 +57,10 @@ func (n *Node) startContainerd(ctx context.Context) error {
 	config := strings.NewReplacer("{{root}}", n.opts.Root, "{{socket}}", n.containerd,
 		"{{pause}}", PauseImage, "{{nodeIP}}", NodeIP, "{{runc}}", n.opts.Runc, "{{cni}}", n.opts.CNIBinDir).Replace(containerdConfig)
 	file := n.path("containerd", "config.toml")
-	if len(n.opts.HTTPRegistries) > 0 {
+	if hosts := n.registryHosts(); len(hosts) > 0 {
 		dir := n.path("containerd", "certs.d")
 		config += registryConfig(dir)
-		if err := writeRegistryHosts(dir, n.opts.HTTPRegistries); err != nil {
+		if err := writeRegistryHosts(dir, hosts); err != nil {
 			return err
 		}
 	}
@@ -126,15 +126,40 @@ func registryConfig(dir string) string {
 	return fmt.Sprintf("[plugins.'io.containerd.cri.v1.images'.registry]\n  config_path = %q\n", dir)
 }
 
-// writeRegistryHosts writes dir/<host>/hosts.toml for each registry: pull
-// and resolve over plain HTTP.
-func writeRegistryHosts(dir string, registries []string) error {
-	for _, host := range registries {
+// registryHosts are the contents of containerd's hosts.toml by registry
+// (certs.d/<host>/hosts.toml; _default for every other registry), from
+// Options.HTTPRegistries, TLSRegistries and Mirror.
+func (n *Node) registryHosts() map[string]string {
+	hosts := map[string]string{}
+	for _, host := range n.opts.HTTPRegistries {
+		hosts[host] = hostsTOML("http://"+host, "")
+	}
+	for host, ca := range n.opts.TLSRegistries {
+		hosts[host] = hostsTOML("https://"+host, ca)
+	}
+	if n.opts.Mirror != "" {
+		hosts["_default"] = hostsTOML("http://"+n.opts.Mirror, "")
+	}
+	return hosts
+}
+
+// hostsTOML is a hosts.toml that pulls and resolves at server only,
+// trusting ca when set.
+func hostsTOML(server, ca string) string {
+	toml := fmt.Sprintf("server = %q\n[host.%q]\n  capabilities = [\"pull\", \"resolve\"]\n", server, server)
+	if ca != "" {
+		toml += fmt.Sprintf("  ca = %q\n", ca)
+	}
+	return toml
+}
+
+// writeRegistryHosts writes dir/<host>/hosts.toml for each of hosts.
+func writeRegistryHosts(dir string, hosts map[string]string) error {
+	for host, toml := range hosts {
 		if err := os.MkdirAll(filepath.Join(dir, host), 0o755); err != nil {
 			return err
 		}
-		hosts := fmt.Sprintf("server = %q\n[host.%q]\n  capabilities = [\"pull\", \"resolve\"]\n", "http://"+host, "http://"+host)
-		if err := os.WriteFile(filepath.Join(dir, host, "hosts.toml"), []byte(hosts), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, host, "hosts.toml"), []byte(toml), 0o644); err != nil {
 			return err
 		}
 	}

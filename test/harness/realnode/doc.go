@@ -9,11 +9,15 @@
 // Pods live on the bridge Bridge, whose address, the first of PodCIDR, is
 // also the node's InternalIP, so kube-apiserver reaches the kubelet (logs,
 // exec, port-forward) without leaving the machine. The bridge plugin adds
-// no masquerading and the pods' only route is to PodNetwork through the
-// bridge: a pod has no default route. The host gets blackhole routes for
-// PodNetwork and ServiceNetwork before anything starts, so an address of
+// no masquerading and the pods' only routes are to PodNetwork and
+// ServiceNetwork through the bridge: a pod has no default route. The host
+// gets blackhole routes for ServiceNetwork, and for PodNetwork when it is
+// wider than the bridge's subnet, before anything starts, so an address of
 // those ranges that no more specific route serves is dropped instead of
-// leaving through the host's default route. Routes are read, never probed.
+// leaving through the host's default route. A local cluster's pod network
+// is the bridge's subnet (PodCIDR) alone: the host's own addresses in the
+// simulated cluster's wide pod range, such as its resolver, stay its own.
+// Routes are read, never probed.
 //
 // Pods reach kube-apiserver as in any cluster, through the "kubernetes"
 // Service with their in-cluster configuration: Prepare brings the bridge

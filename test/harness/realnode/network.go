@@ -18,13 +18,24 @@ const (
 	cniNetwork     = "echo-pods"
 )
 
+// blackholed are the cluster's ranges the host blackholes: the Service
+// range, and the pod range unless it is the bridge's own subnet, which the
+// bridge's connected route keeps on the bridge.
+func (n *Node) blackholed() []string {
+	cidrs := []string{n.opts.ServiceNetwork}
+	if n.opts.PodNetwork != PodCIDR {
+		cidrs = append(cidrs, n.opts.PodNetwork)
+	}
+	return cidrs
+}
+
 // setUpNetwork blackholes the cluster's ranges, creates the bridge with
 // the node's address, and writes the CNI configuration.
 func (n *Node) setUpNetwork() error {
 	if err := n.saveIPForward(); err != nil {
 		return err
 	}
-	for _, cidr := range []string{n.opts.PodNetwork, n.opts.ServiceNetwork} {
+	for _, cidr := range n.blackholed() {
 		if err := ip("route", "replace", "blackhole", cidr); err != nil {
 			return err
 		}
@@ -53,7 +64,7 @@ func (n *Node) writeCNIConfig() error {
 				"ipam": map[string]any{
 					"type": "host-local", "dataDir": n.path("cni", "ipam"),
 					"ranges": [][]map[string]string{{{"subnet": PodCIDR, "gateway": NodeIP}}},
-					"routes": []map[string]string{{"dst": n.opts.PodNetwork}, {"dst": n.opts.ServiceNetwork}},
+					"routes": n.podRoutes(),
 				},
 			},
 			{"type": "portmap", "capabilities": map[string]bool{"portMappings": true}},
@@ -64,6 +75,17 @@ func (n *Node) writeCNIConfig() error {
 		return err
 	}
 	return os.WriteFile(n.path("cni", "10-echo-pods.conflist"), raw, 0o644)
+}
+
+// podRoutes are the pods' routes through the bridge: to the Service range,
+// and to the pod range when it is wider than the bridge's subnet, to which
+// their interface's own route leads.
+func (n *Node) podRoutes() []map[string]string {
+	routes := []map[string]string{{"dst": n.opts.ServiceNetwork}}
+	if n.opts.PodNetwork != PodCIDR {
+		routes = append(routes, map[string]string{"dst": n.opts.PodNetwork})
+	}
+	return routes
 }
 
 // saveIPForward records the host's IP forwarding setting, unless an
@@ -89,7 +111,7 @@ func (n *Node) tearDownNetwork() error {
 	if linkExists(Bridge) {
 		errs = append(errs, ip("link", "del", Bridge))
 	}
-	for _, cidr := range []string{n.opts.PodNetwork, n.opts.ServiceNetwork} {
+	for _, cidr := range n.blackholed() {
 		if cidr != "" && routeIs(cidr, "blackhole") {
 			errs = append(errs, ip("route", "del", "blackhole", cidr))
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -57,6 +58,14 @@ type Options struct {
 	// HTTPRegistries are registries (host:port) that containerd pulls from
 	// over plain HTTP, such as imagebuild's on loopback.
 	HTTPRegistries []string
+	// TLSRegistries are registries (host:port) that containerd pulls from
+	// over HTTPS, each with the file of the CA that signed its certificate.
+	TLSRegistries map[string]string
+	// Mirror, when set, is a plain-HTTP registry (host:port) that serves
+	// every other registry's images: quay.io/org/name:tag is pulled as
+	// Mirror/org/name:tag, docker.io/library/busybox as
+	// Mirror/library/busybox. No pull then leaves the machine.
+	Mirror string
 	// StartTimeout bounds Join; 0 means 2 minutes, 3 with ClusterServices.
 	StartTimeout time.Duration
 }
@@ -113,8 +122,15 @@ func Prepare(o Options) (_ *Node, err error) {
 			err = errors.Join(err, n.Stop())
 		}
 	}()
+	// A crashed node may have had another root: the lock file names it.
+	if err := cleanUpRoot(recordedRoot(n.lock), o.Root); err != nil {
+		return nil, fmt.Errorf("cleaning what an earlier node left: %w", err)
+	}
 	if err := n.cleanUp(); err != nil {
 		return nil, fmt.Errorf("cleaning what an earlier node left: %w", err)
+	}
+	if err := recordRoot(n.lock, o.Root); err != nil {
+		return nil, err
 	}
 	for _, dir := range []string{n.path("logs"), n.path("containerd"), n.path("kubelet"), n.path("cni")} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -176,6 +192,9 @@ func (n *Node) Stop() error {
 	}
 	n.procs = nil
 	errs = append(errs, n.cleanUp())
+	if n.lock != nil {
+		errs = append(errs, recordRoot(n.lock, ""))
+	}
 	if n.ipForward != "" {
 		errs = append(errs, os.WriteFile(ipForwardFile, []byte(n.ipForward), 0o644))
 	}
@@ -241,7 +260,8 @@ func (n *Node) exited() string {
 const lockWait = 30 * time.Minute
 
 // lockMachine takes the machine-wide lock of real nodes, waiting while
-// another node holds it.
+// another node holds it. The lock file holds the root of the node that
+// holds it, or held it when it crashed (recordRoot).
 func lockMachine() (*os.File, error) {
 	f, err := os.OpenFile(filepath.Join(os.TempDir(), "echo-realnode.lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
@@ -261,6 +281,24 @@ func lockMachine() (*os.File, error) {
 		}
 		time.Sleep(time.Second)
 	}
+}
+
+// recordedRoot is the root the lock file names, or "".
+func recordedRoot(lock *os.File) string {
+	data, err := os.ReadFile(lock.Name())
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
+}
+
+// recordRoot writes root into the lock file, which the node holds.
+func recordRoot(lock *os.File, root string) error {
+	if err := lock.Truncate(0); err != nil {
+		return err
+	}
+	_, err := lock.WriteAt([]byte(root), 0)
+	return err
 }
 
 func clientFor(kubeconfig string) (*kubernetes.Clientset, error) {

@@ -315,16 +315,21 @@ func TestStartCleansWhatACrashedNodeLeft(t *testing.T) {
 		t.Fatalf("the crashed node left no kube-proxy table (%v): the test proves nothing", err)
 	}
 
+	// The next node has a root of its own, as the next test run's has: the
+	// machine's lock names the crashed node's.
+	nextRoot := filepath.Join(t.TempDir(), "node")
 	node, cluster, err := startNodeAndCluster(context.Background(), root, t.TempDir(),
-		realnode.Options{Binaries: bins, Root: nodeRoot, Images: []string{image}})
+		realnode.Options{Binaries: bins, Root: nextRoot, Images: []string{image}})
 	if err != nil {
 		t.Fatalf("starting a node over a crashed one: %v", err)
 	}
 	t.Cleanup(func() { _ = cluster.Stop() })
+	checkNothingLeftUnder(t, nodeRoot)
 	if err := node.Stop(); err != nil {
 		t.Fatalf("stopping the node: %v", err)
 	}
 	checkNothingLeft(t, nodeRoot, cniBefore)
+	checkNothingLeft(t, nextRoot, cniBefore)
 }
 
 const (
@@ -560,13 +565,20 @@ func runEchoPod(ctx context.Context, t *testing.T, cs kubernetes.Interface, node
 func checkRoutes(t *testing.T, nodeRoot, podIP string) {
 	t.Helper()
 	netns := podNetns(t, nodeRoot, podIP)
-	if out, err := realnode.RouteGet(netns, "1.1.1.1"); err == nil || !strings.Contains(out, "unreachable") {
-		t.Errorf("inside the pod, ip route get 1.1.1.1 = %q, %v; want Network is unreachable", out, err)
-	}
-	for _, addr := range []string{"10.200.0.1", "10.96.0.10"} {
-		if out, err := realnode.RouteGet("", addr); err == nil || !strings.Contains(out, "Invalid argument") && !strings.Contains(out, "blackhole") {
-			t.Errorf("on the host, ip route get %s = %q, %v; want a blackhole", addr, out, err)
+	// Off the machine, and the simulated cluster's pod range beyond the
+	// node's bridge.
+	for _, addr := range []string{"1.1.1.1", "10.200.0.1"} {
+		if out, err := realnode.RouteGet(netns, addr); err == nil || !strings.Contains(out, "unreachable") {
+			t.Errorf("inside the pod, ip route get %s = %q, %v; want Network is unreachable", addr, out, err)
 		}
+	}
+	if out, err := realnode.RouteGet("", "10.96.0.10"); err == nil || !strings.Contains(out, "Invalid argument") && !strings.Contains(out, "blackhole") {
+		t.Errorf("on the host, ip route get 10.96.0.10 (a cluster IP) = %q, %v; want a blackhole", out, err)
+	}
+	// The host's own paths into the simulated cluster's wide pod range
+	// (where its resolver may be) stay as they were.
+	if out, err := realnode.RouteGet("", "10.200.0.1"); strings.Contains(out, "blackhole") || strings.Contains(out, "Invalid argument") {
+		t.Errorf("on the host, ip route get 10.200.0.1 = %q, %v; want the host's own route", out, err)
 	}
 }
 
@@ -608,16 +620,26 @@ func checkNothingLeft(t *testing.T, nodeRoot string, cniBefore []string) {
 	if out, _ := exec.Command("ip", "link", "show", "dev", realnode.Bridge).CombinedOutput(); !strings.Contains(string(out), "does not exist") {
 		t.Errorf("the bridge is left: %s", out)
 	}
-	for _, cidr := range []string{simcluster.PodNetwork, simcluster.ServiceNetwork} {
+	for _, cidr := range []string{realnode.PodCIDR, simcluster.PodNetwork, simcluster.ServiceNetwork} {
 		if out, _ := exec.Command("ip", "route", "show", "exact", cidr).Output(); strings.TrimSpace(string(out)) != "" {
 			t.Errorf("a route for %s is left: %s", cidr, out)
 		}
 	}
-	if mounts, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(mounts), nodeRoot) {
-		t.Errorf("mounts under %s are left", nodeRoot)
-	}
 	if left, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", "k8s.io")); len(left) > 0 {
 		t.Errorf("cgroups are left: %v", left)
+	}
+	checkNothingLeftUnder(t, nodeRoot)
+	if tables, err := realnode.KubeProxyTables(); err != nil || len(tables) > 0 {
+		t.Errorf("kube-proxy's nftables tables are left: %v %v", tables, err)
+	}
+}
+
+// checkNothingLeftUnder fails the test when a node's root holds mounts,
+// processes that name it, or files but its logs.
+func checkNothingLeftUnder(t *testing.T, nodeRoot string) {
+	t.Helper()
+	if mounts, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(mounts), nodeRoot) {
+		t.Errorf("mounts under %s are left", nodeRoot)
 	}
 	entries, _ := os.ReadDir(nodeRoot)
 	for _, e := range entries {
@@ -627,9 +649,6 @@ func checkNothingLeft(t *testing.T, nodeRoot string, cniBefore []string) {
 	}
 	if out, _ := exec.Command("pgrep", "-f", nodeRoot+"/").Output(); len(out) > 0 {
 		t.Errorf("processes are left: %s", out)
-	}
-	if tables, err := realnode.KubeProxyTables(); err != nil || len(tables) > 0 {
-		t.Errorf("kube-proxy's nftables tables are left: %v %v", tables, err)
 	}
 }
 
