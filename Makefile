@@ -108,6 +108,8 @@ PROMETHEUS ?= $(LOCALBIN)/prometheus/$(PROMETHEUS_VERSION)/prometheus
 PROMTOOL ?= $(LOCALBIN)/prometheus/$(PROMETHEUS_VERSION)/promtool
 # OLM and the operator registry: the catalog and the OLM tests (see hack/build-olm.sh)
 OLM_VERSION ?= v0.46.0
+# The version opm's image carries (opm's go.mod requires it).
+GRPC_HEALTH_PROBE_VERSION ?= v0.4.53
 OPM_VERSION ?= v1.73.0
 OPM ?= $(LOCALBIN)/opm/$(OPM_VERSION)/opm
 # OLM's binaries and CRDs, as the OLM tests find them.
@@ -115,7 +117,12 @@ OLM_ENV = \
 	OLM=$(LOCALBIN)/olm/$(OLM_VERSION)/olm \
 	OLM_CATALOG=$(LOCALBIN)/olm/$(OLM_VERSION)/catalog \
 	OLM_CRDS=$(LOCALBIN)/olm/$(OLM_VERSION)/crds \
-	OPM=$(OPM)
+	OLM_DIR=$(LOCALBIN)/olm/$(OLM_VERSION) \
+	OPM=$(OPM) \
+	OPM_IMAGE_DIR=$(LOCALBIN)/opm/$(OPM_VERSION)/image \
+	GRPC_HEALTH_PROBE=$(LOCALBIN)/grpc-health-probe/$(GRPC_HEALTH_PROBE_VERSION)/grpc_health_probe \
+	HELM=$(HELM) \
+	OPERATOR_SDK=$(OPERATOR_SDK)
 OPERATOR_SDK ?= $(LOCALBIN)/operator-sdk/$(OPERATOR_SDK_VERSION)/operator-sdk
 SCORECARD_TEST ?= $(LOCALBIN)/operator-sdk/$(OPERATOR_SDK_VERSION)/scorecard-test
 
@@ -498,11 +505,15 @@ verify-catalog: opm ## Fail when catalog/ or catalog.Dockerfile is stale against
 test-olm: control-plane minio olm ## Install, run and upgrade the operator through OLM on the simulated cluster (part of test).
 	$(CONTROL_PLANE_ENV) $(OLM_ENV) go test ./test/olm/... -timeout $(GO_TEST_TIMEOUT) -count=1 -v $(TEST_FLAGS)
 
+.PHONY: test-olm-node
+test-olm-node: control-plane node image-tools olm operator-sdk helm ## Install, upgrade and remove the operator through OLM (as pods), every install mode, and operator-sdk run bundle, on a real node (root on Linux; part of test).
+	$(CONTROL_PLANE_ENV) $(OLM_ENV) $(NODE_ENV) $(IMAGE_TOOLS_ENV) go test ./test/olmnode/... -timeout $(GO_TEST_TIMEOUT) -count=1 -v $(TEST_FLAGS)
+
 ##@ Tools
 
 .PHONY: olm
-olm: ## Build OLM's olm and catalog commands and opm (first run only).
-	OLM_VERSION=$(OLM_VERSION) OPM_VERSION=$(OPM_VERSION) BIN_DIR=$(LOCALBIN) hack/build-olm.sh build >/dev/null
+olm: ## Build OLM, opm and grpc_health_probe, for the OLM tests and images (first run only).
+	OLM_VERSION=$(OLM_VERSION) OPM_VERSION=$(OPM_VERSION) GRPC_HEALTH_PROBE_VERSION=$(GRPC_HEALTH_PROBE_VERSION) BIN_DIR=$(LOCALBIN) hack/build-olm.sh build >/dev/null
 
 .PHONY: opm
 opm: ## Build opm (first run only).

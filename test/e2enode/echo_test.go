@@ -2,16 +2,14 @@ package e2enode
 
 import (
 	"context"
-	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/echo-operator/echo-operator/test/harness/clusteruser"
 	"github.com/echo-operator/echo-operator/test/harness/realnode"
 )
 
@@ -80,38 +78,8 @@ func restrictedNamespace(t *testing.T, name string) string {
 // all Running and Ready on the real node, and no other.
 func checkEchoPods(t *testing.T, ns, echo string, want int) {
 	t.Helper()
-	ctx := context.Background()
-	var last string
-	err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		pods, err := clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + echo})
-		if err != nil {
-			return false, err
-		}
-		ready := 0
-		for i := range pods.Items {
-			p := &pods.Items[i]
-			if p.Spec.NodeName == realnode.NodeName && p.Status.Phase == corev1.PodRunning && podReady(p) && p.DeletionTimestamp == nil {
-				ready++
-			}
-		}
-		last = describeCounts(len(pods.Items), ready)
-		return len(pods.Items) == want && ready == want, nil
-	})
+	err := clusteruser.WaitReadyPods(context.Background(), clientset, ns, "app.kubernetes.io/instance="+echo, realnode.NodeName, want, 3*time.Minute)
 	if err != nil {
-		t.Fatalf("want %d Ready pods of %s on %s: %s: %v", want, echo, realnode.NodeName, last, err)
+		t.Fatal(err)
 	}
-}
-
-func describeCounts(total, ready int) string {
-	b, _ := json.Marshal(map[string]int{"pods": total, "ready": ready})
-	return string(b)
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

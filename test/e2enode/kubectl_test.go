@@ -1,12 +1,10 @@
 package e2enode
 
 import (
-	"context"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/echo-operator/echo-operator/test/harness/clusteruser"
 )
 
 // kubectl runs the cluster's kubectl against the suite's cluster, as a
@@ -33,11 +31,5 @@ func kubectlErr(args ...string) (string, error) { return kubectlIn("", args...) 
 
 // kubectlIn runs kubectl with stdin on its input.
 func kubectlIn(stdin string, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, kubectlBin, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.KubeconfigPath())
-	cmd.Stdin = strings.NewReader(stdin)
-	out, err := cmd.CombinedOutput()
-	return string(out), err
+	return clusteruser.Kubectl{Bin: kubectlBin, Kubeconfig: cluster.KubeconfigPath()}.RunIn(stdin, args...)
 }

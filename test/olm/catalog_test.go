@@ -19,8 +19,9 @@ import (
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/echo-operator/echo-operator/test/harness/olmbundle"
 )
 
 // previousVersion is the version of the bundle the upgrade test makes up to
@@ -155,33 +156,7 @@ func buildTestCatalog(t *testing.T, withPrevious bool) testCatalog {
 func previousBundle(t *testing.T, bundleDir, version string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "bundle-"+version)
-	Expect(os.CopyFS(dir, os.DirFS(bundleDir))).To(Succeed())
-	manifests, err := filepath.Glob(filepath.Join(dir, "manifests", "*"))
-	Expect(err).NotTo(HaveOccurred())
-	found := false
-	for _, path := range manifests {
-		raw, err := os.ReadFile(path)
-		Expect(err).NotTo(HaveOccurred())
-		js, err := yaml.ToJSON(raw)
-		Expect(err).NotTo(HaveOccurred(), path)
-		obj := &unstructured.Unstructured{}
-		Expect(obj.UnmarshalJSON(js)).To(Succeed(), path)
-		if obj.GetKind() != "ClusterServiceVersion" {
-			continue
-		}
-		found = true
-		obj.SetName(packageName + ".v" + version)
-		annotations := obj.GetAnnotations()
-		delete(annotations, "olm.skipRange")
-		obj.SetAnnotations(annotations)
-		Expect(unstructured.SetNestedField(obj.Object, version, "spec", "version")).To(Succeed())
-		unstructured.RemoveNestedField(obj.Object, "spec", "replaces")
-		unstructured.RemoveNestedField(obj.Object, "spec", "skips")
-		out, err := json.Marshal(obj.Object) // JSON is YAML
-		Expect(err).NotTo(HaveOccurred())
-		Expect(os.WriteFile(path, out, 0o600)).To(Succeed())
-	}
-	Expect(found).To(BeTrue(), "bundle/manifests has no ClusterServiceVersion")
+	Expect(olmbundle.Previous(bundleDir, dir, packageName, version)).To(Succeed())
 	return dir
 }
 

@@ -123,20 +123,8 @@ func (e *Env) builderContext(dir, goVersion string) error {
 			return err
 		}
 	}
-	if err := copyFile(e.opts.Busybox, filepath.Join(rootfs, "bin", "busybox"), 0o755); err != nil {
+	if err := e.busyboxDir(filepath.Join(rootfs, "bin"), "busybox"); err != nil {
 		return err
-	}
-	applets, err := exec.Command(e.opts.Busybox, "--list").Output()
-	if err != nil {
-		return fmt.Errorf("%s --list: %w", e.opts.Busybox, err)
-	}
-	for _, a := range strings.Fields(string(applets)) {
-		if a == "busybox" {
-			continue
-		}
-		if err := os.Symlink("busybox", filepath.Join(rootfs, "bin", a)); err != nil {
-			return err
-		}
 	}
 	if err := writeFiles(rootfs, map[string]string{"etc/passwd": builderPasswd, "etc/group": builderGroup}); err != nil {
 		return err

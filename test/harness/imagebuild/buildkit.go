@@ -16,8 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
-// buildkitdConfig is buildkitd's configuration: docker.io and gcr.io
-// mirrored to the local registry, which is reached over plain HTTP;
+// buildkitdConfig is buildkitd's configuration: docker.io, gcr.io, ghcr.io
+// and quay.io mirrored to the local registry, which is reached over plain HTTP;
 // garbage collection of the persistent layer cache; no history kept for
 // long; no devices (CDI); the socket buildctl may send traces to beside
 // buildkitd's own (not in /run/buildkit). The worker's flags (runc, the
@@ -37,6 +37,10 @@ const buildkitdConfig = `[log]
 [registry."docker.io"]
   mirrors = ["{{registry}}"]
 [registry."gcr.io"]
+  mirrors = ["{{registry}}"]
+[registry."ghcr.io"]
+  mirrors = ["{{registry}}"]
+[registry."quay.io"]
   mirrors = ["{{registry}}"]
 [registry."{{registry}}"]
   http = true

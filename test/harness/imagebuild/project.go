@@ -2,6 +2,7 @@ package imagebuild
 
 import (
 	"context"
+	"path"
 	"path/filepath"
 )
 
@@ -24,9 +25,16 @@ type ProjectImage struct {
 // stage and the operator one (the last), with the build argument VERSION,
 // and pushes them as echo-server:<tag> and echo-operator:<tag>.
 func (e *Env) BuildProject(ctx context.Context, root, version, tag string) ([]ProjectImage, error) {
+	return e.BuildProjectIn(ctx, root, version, "", tag)
+}
+
+// BuildProjectIn is BuildProject with the repositories under org:
+// org/echo-server:<tag> and org/echo-operator:<tag>, which the registry
+// also serves as the mirror of quay.io/org/... .
+func (e *Env) BuildProjectIn(ctx context.Context, root, version, org, tag string) ([]ProjectImage, error) {
 	images := []ProjectImage{
-		{Target: "echo-server", Repo: EchoServerRepo, Tag: tag},
-		{Target: "operator", Repo: OperatorRepo, Tag: tag},
+		{Target: "echo-server", Repo: path.Join(org, EchoServerRepo), Tag: tag},
+		{Target: "operator", Repo: path.Join(org, OperatorRepo), Tag: tag},
 	}
 	for i := range images {
 		img := &images[i]

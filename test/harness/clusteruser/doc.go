@@ -1,0 +1,6 @@
+// Package clusteruser is what a user types and reads on a cluster, for the
+// suites that drive one: kubectl run as typed, and the state of a
+// namespace's pods (phase, conditions, containers, logs, events) to print
+// when a test fails.
+// Tests only: nothing in the product imports it.
+package clusteruser
