@@ -24,10 +24,12 @@ import (
 const (
 	readmeDoc = "README.md"
 	docsDir   = "docs"
-	// e2eDir holds the tests that run kubectl; each command they run as
-	// the documentation shows it is the argument list of a call of
+	// e2eDir and olmDir hold the tests that run kubectl, on the simulated
+	// cluster and with OLM on the real node; each command they run as the
+	// documentation shows it is the argument list of a call of
 	// documentedFunc, in string literals.
 	e2eDir         = "test/e2e"
+	olmDir         = "test/olmnode"
 	documentedFunc = "documented"
 	kubectlCheck   = "test/docs/kubectl_test.go"
 )
@@ -40,16 +42,8 @@ const (
 // test runs, is an error.
 var kubectlExclusions = []kubectlExclusion{
 	{
-		resources: []string{"packagemanifests", "subscription", "installplan", "csv", "operatorgroup", "catalogsource"},
-		why:       "OLM's resources: OLM runs only in test/olm, not in the cluster of test/e2e",
-	},
-	{
 		command: "kubectl delete echoes --all --all-namespaces --wait",
 		why:     "deletes every Echo of the cluster test/e2e shares, the other tests' included",
-	},
-	{
-		command: "kubectl delete crd echoes.echo.dev echobackups.echo.dev",
-		why:     "deletes the CRDs, and every custom resource, the rest of test/e2e needs",
 	},
 	{
 		command: "kubectl get pods -n echo-operator-system -l control-plane=controller-manager",
@@ -811,23 +805,27 @@ type testedCmd struct {
 }
 
 // testedKubectl returns the commands of every call of documentedFunc in the
-// test files of e2eDir. Each argument must be a string literal, so that
+// test files of e2eDir and olmDir. Each argument must be a string literal, so that
 // what runs is what is read here.
 func testedKubectl(fsys fs.FS) ([]testedCmd, []string) {
-	entries, err := fs.ReadDir(fsys, e2eDir)
-	if err != nil {
-		return nil, []string{err.Error()}
-	}
 	var (
 		out      []testedCmd
 		problems []string
 		fset     = token.NewFileSet()
+		names    []string
 	)
-	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), "_test.go") {
-			continue
+	for _, dir := range []string{e2eDir, olmDir} {
+		entries, err := fs.ReadDir(fsys, dir)
+		if err != nil {
+			return nil, []string{err.Error()}
 		}
-		name := path.Join(e2eDir, e.Name())
+		for _, e := range entries {
+			if strings.HasSuffix(e.Name(), "_test.go") {
+				names = append(names, path.Join(dir, e.Name()))
+			}
+		}
+	}
+	for _, name := range names {
 		src, err := fs.ReadFile(fsys, name)
 		if err != nil {
 			problems = append(problems, err.Error())
@@ -937,7 +935,7 @@ func checkKubectl(documented []docKubectl, tested []testedCmd, exclusions []kube
 			used[excluded] = true
 		default:
 			problems = append(problems, fmt.Sprintf("%s: no test runs this command (canonical form `%s`); run it in a test of %s, declared as %s(%s), or add it with the reason to kubectlExclusions in %s",
-				d, d.cmd, e2eDir, documentedFunc, goArgs(d.cmd.words()), kubectlCheck))
+				d, d.cmd, e2eDir+" (OLM's: "+olmDir+")", documentedFunc, goArgs(d.cmd.words()), kubectlCheck))
 		}
 	}
 	for i, x := range exclusions {

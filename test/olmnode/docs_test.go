@@ -1,0 +1,72 @@
+package olmnode
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// installDoc is the page whose commands and manifests the tests follow.
+const installDoc = "docs/install.md"
+
+// docCommand is a kubectl command as docs/install.md shows it, without the
+// word kubectl.
+type docCommand []string
+
+// documented declares a command of the documentation that a test runs, as
+// written. test/docs reads every call of it in this package, whose
+// arguments must be string literals, and fails when the documentation
+// shows a kubectl command that no test runs.
+func documented(args ...string) docCommand { return args }
+
+// with replaces, at run time, the words old (the documentation's names) by
+// new: with(old, new, ...).
+func (c docCommand) with(r ...string) docCommand {
+	out := make(docCommand, len(c))
+	for i, w := range c {
+		out[i] = w
+		for j := 0; j < len(r); j += 2 {
+			if w == r[j] {
+				out[i] = r[j+1]
+			}
+		}
+	}
+	return out
+}
+
+// runDocumented runs c with the suite's kubectl and fails the test on
+// error.
+func runDocumented(t *testing.T, c docCommand) string {
+	t.Helper()
+	return run(t, c...)
+}
+
+var yamlBlock = regexp.MustCompile("(?s)```yaml\n(.*?)```")
+
+// docManifest is the first YAML block of docs/install.md that holds every
+// one of marks, with the replacements of r (old, new, ...) made.
+func docManifest(t *testing.T, marks []string, r ...string) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(repoRoot, installDoc))
+	must(t, err)
+	for _, m := range yamlBlock.FindAllStringSubmatch(string(raw), -1) {
+		block, all := m[1], true
+		for _, mark := range marks {
+			all = all && strings.Contains(block, mark)
+		}
+		if !all {
+			continue
+		}
+		out := strings.NewReplacer(r...).Replace(block)
+		for i := 0; i < len(r); i += 2 {
+			if !strings.Contains(block, r[i]) {
+				t.Fatalf("%s: the block with %q has no %q to replace:\n%s", installDoc, marks, r[i], block)
+			}
+		}
+		return out
+	}
+	t.Fatalf("%s has no YAML block with %q", installDoc, marks)
+	return ""
+}
