@@ -1194,7 +1194,7 @@ func TestCheckKubectl(t *testing.T) {
 			name: "a command no test runs",
 			docs: []docKubectl{doc("kubectl get echo -o wide", 7)},
 			want: []string{`docs/x.md:7: kubectl get echo -o wide: no test runs this command (canonical form ` + "`get echo --output=wide`" +
-				`); run it in a test of test/e2e, declared as documented("get", "echo", "--output=wide")`},
+				`); run it in a test of test/e2e (OLM's: test/olmnode), declared as documented("get", "echo", "--output=wide")`},
 		},
 		{
 			name: "a fragment whose flags no test has",
@@ -1234,9 +1234,11 @@ func TestA(t *testing.T) {
 }
 `)},
 		"test/e2e/helper.go": {Data: []byte("package e2e\n\nvar _ = documented(\"not\", \"read\")\n")},
+		"test/olmnode/b_test.go": {Data: []byte("package olmnode\n\nvar _ = documented(\"get\", \"csv\", \"-n\", \"olm\")\n")},
 	}
 	tested, problems := testedKubectl(fsys)
-	if len(tested) != 1 || tested[0].cmd.String() != "get echo NAME --output=yaml" || tested[0].pos != "test/e2e/a_test.go:4" {
+	if len(tested) != 2 || tested[0].cmd.String() != "get echo NAME --output=yaml" || tested[0].pos != "test/e2e/a_test.go:4" ||
+		tested[1].cmd.String() != "get csv" || tested[1].pos != "test/olmnode/b_test.go:3" {
 		t.Errorf("testedKubectl = %+v", tested)
 	}
 	expectProblems(t, problems, []string{
