@@ -54,18 +54,18 @@ func TestCatalogInstallUpgradeUninstall(t *testing.T) {
 	apply(t, docManifest(t, []string{"kind: Subscription"},
 		"installPlanApproval: Automatic", "installPlanApproval: Manual\n  startingCSV: "+csvName(previousVersion)))
 	approveInstallPlan(t, ns, csvName(previousVersion))
-	must(t, waitCSVPhase(ctx, ns, csvName(previousVersion), "Succeeded", installTimeout))
+	must(t, waitCSVSucceeded(ctx, ns, csvName(previousVersion), installTimeout))
 	checkManagerPods(t, ns, csvName(previousVersion))
 	runDocumented(t, documented("get", "subscription,installplan,csv", "-n", "echo-operator"))
 	runDocumented(t, documented("get", "deployment", "echo-operator-controller-manager", "-n", "echo-operator"))
 
 	run(t, "create", "namespace", team)
 	runDocumented(t, documented("apply", "-n", "team-a", "-f", "config/samples/echo_v1alpha1_echo.yaml"))
-	waitEchoReady(t, team, sample, 2)
+	waitEchoReady(t, team, 2)
 
 	t.Run("upgrade through replaces", func(t *testing.T) {
 		approveInstallPlan(t, ns, csvName(currentVersion))
-		must(t, waitCSVPhase(ctx, ns, csvName(currentVersion), "Succeeded", installTimeout))
+		must(t, waitCSVSucceeded(ctx, ns, csvName(currentVersion), installTimeout))
 		csv, err := get(ctx, csvKind, ns, csvName(currentVersion))
 		must(t, err)
 		if r := str(csv, "spec", "replaces"); r != csvName(previousVersion) {
@@ -78,7 +78,7 @@ func TestCatalogInstallUpgradeUninstall(t *testing.T) {
 		checkManagerPods(t, ns, csvName(currentVersion))
 		// The new release's manager reconciles the Echo the old one made.
 		run(t, "scale", "-n", team, "echo/"+sample, "--replicas=1")
-		waitEchoReady(t, team, sample, 1)
+		waitEchoReady(t, team, 1)
 	})
 
 	t.Run("uninstall", func(t *testing.T) {
@@ -170,11 +170,11 @@ func checkManagerPods(t *testing.T, namespace, csv string) {
 	}
 }
 
-// waitEchoReady waits for the Echo's Ready condition and for replicas
-// ready pods of it on the real node.
-func waitEchoReady(t *testing.T, namespace, name string, replicas int) {
+// waitEchoReady waits for the sample Echo's Ready condition and for
+// replicas ready pods of it on the real node.
+func waitEchoReady(t *testing.T, namespace string, replicas int) {
 	t.Helper()
-	run(t, "wait", "-n", namespace, "--for=condition=Ready", "echo/"+name, "--timeout=180s")
-	must(t, clusteruser.WaitReadyPods(context.Background(), clientset, namespace, "app.kubernetes.io/instance="+name,
+	run(t, "wait", "-n", namespace, "--for=condition=Ready", "echo/"+sample, "--timeout=180s")
+	must(t, clusteruser.WaitReadyPods(context.Background(), clientset, namespace, "app.kubernetes.io/instance="+sample,
 		realnode.NodeName, replicas, 3*time.Minute))
 }

@@ -38,9 +38,9 @@ func (c docCommand) with(r ...string) docCommand {
 
 // runDocumented runs c with the suite's kubectl and fails the test on
 // error.
-func runDocumented(t *testing.T, c docCommand) string {
+func runDocumented(t *testing.T, c docCommand) {
 	t.Helper()
-	return run(t, c...)
+	run(t, c...)
 }
 
 var yamlBlock = regexp.MustCompile("(?s)```yaml\n(.*?)```")

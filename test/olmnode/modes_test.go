@@ -62,12 +62,12 @@ func TestInstallModes(t *testing.T) {
 	}
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
-			must(t, waitCSVPhase(ctx, m.namespace, csvName(currentVersion), "Succeeded", installTimeout))
+			must(t, waitCSVSucceeded(ctx, m.namespace, csvName(currentVersion), installTimeout))
 			checkManagerPods(t, m.namespace, csvName(currentVersion))
 			checkTargets(t, m)
 			for _, target := range m.targets {
 				run(t, "apply", "-n", target, "-f", "config/samples/echo_v1alpha1_echo.yaml")
-				waitEchoReady(t, target, sample, 2)
+				waitEchoReady(t, target, 2)
 			}
 		})
 	}
@@ -80,7 +80,7 @@ func TestInstallModes(t *testing.T) {
 		// first, which orders the check after any event of this one.
 		last := modes[len(modes)-1]
 		run(t, "scale", "-n", last.targets[0], "echo/"+sample, "--replicas=1")
-		waitEchoReady(t, last.targets[0], sample, 1)
+		waitEchoReady(t, last.targets[0], 1)
 		echo := &echov1alpha1.Echo{}
 		must(t, k8sClient.Get(ctx, keyOf(outside, sample), echo))
 		if len(echo.Status.Conditions) > 0 || len(echo.Finalizers) > 0 {

@@ -2,8 +2,8 @@ package olmnode
 
 import (
 	"context"
-	"fmt"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,7 +49,7 @@ func installOLM(ctx context.Context) error {
 			return fmt.Errorf("kubectl %s: %w\n%s\n%s", strings.Join(args, " "), err, out, describePods(olmNamespace))
 		}
 	}
-	if err := waitCSVPhase(ctx, olmNamespace, "packageserver", "Succeeded", olmInstallTimeout); err != nil {
+	if err := waitCSVSucceeded(ctx, olmNamespace, "packageserver", olmInstallTimeout); err != nil {
 		return fmt.Errorf("OLM's package server: %w\n%s", err, describePods(olmNamespace))
 	}
 	return nil
@@ -96,10 +96,9 @@ func stderrOf(err error) string {
 
 // The kinds of OLM the tests read.
 var (
-	csvKind          = schema.GroupVersionKind{Group: "operators.coreos.com", Version: "v1alpha1", Kind: "ClusterServiceVersion"}
-	installPlanKind  = schema.GroupVersionKind{Group: "operators.coreos.com", Version: "v1alpha1", Kind: "InstallPlan"}
-	subscriptionKind = schema.GroupVersionKind{Group: "operators.coreos.com", Version: "v1alpha1", Kind: "Subscription"}
-	catalogKind      = schema.GroupVersionKind{Group: "operators.coreos.com", Version: "v1alpha1", Kind: "CatalogSource"}
+	csvKind         = schema.GroupVersionKind{Group: "operators.coreos.com", Version: "v1alpha1", Kind: "ClusterServiceVersion"}
+	installPlanKind = schema.GroupVersionKind{Group: "operators.coreos.com", Version: "v1alpha1", Kind: "InstallPlan"}
+	catalogKind     = schema.GroupVersionKind{Group: "operators.coreos.com", Version: "v1alpha1", Kind: "CatalogSource"}
 )
 
 // get reads the object of kind gvk, or returns nil when there is none.
@@ -137,16 +136,17 @@ func poll(ctx context.Context, timeout time.Duration, what string, cond func(ctx
 	return nil
 }
 
-// waitCSVPhase waits for the CSV to reach phase; it fails at once in the
-// phase Failed.
-func waitCSVPhase(ctx context.Context, namespace, name, phase string, timeout time.Duration) error {
+// waitCSVSucceeded waits for the CSV to reach the phase Succeeded; it
+// fails at once in the phase Failed.
+func waitCSVSucceeded(ctx context.Context, namespace, name string, timeout time.Duration) error {
+	const phase = "Succeeded"
 	return poll(ctx, timeout, fmt.Sprintf("CSV %s/%s in phase %s", namespace, name, phase), func(ctx context.Context) (bool, string, error) {
 		csv, err := get(ctx, csvKind, namespace, name)
 		if err != nil || csv == nil {
 			return false, "no CSV", err
 		}
 		seen := str(csv, "status", "phase") + ": " + str(csv, "status", "message")
-		if p := str(csv, "status", "phase"); p == "Failed" && phase != "Failed" {
+		if str(csv, "status", "phase") == "Failed" {
 			return false, seen, fmt.Errorf("the CSV failed: %s", seen)
 		}
 		return str(csv, "status", "phase") == phase, seen, nil

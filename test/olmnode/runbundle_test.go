@@ -43,22 +43,22 @@ func TestOperatorSDKRunBundle(t *testing.T) {
 	}
 
 	sdk(commands[1])
-	must(t, waitCSVPhase(ctx, ns, csvName(previousVersion), "Succeeded", time.Minute))
+	must(t, waitCSVSucceeded(ctx, ns, csvName(previousVersion), time.Minute))
 	checkManagerPods(t, ns, csvName(previousVersion))
 	run(t, "create", "namespace", team)
 	run(t, "apply", "-n", team, "-f", "config/samples/echo_v1alpha1_echo.yaml")
-	waitEchoReady(t, team, sample, 2)
+	waitEchoReady(t, team, 2)
 
 	t.Run("bundle-upgrade", func(t *testing.T) {
 		sdk(commands[2])
-		must(t, waitCSVPhase(ctx, ns, csvName(currentVersion), "Succeeded", time.Minute))
+		must(t, waitCSVSucceeded(ctx, ns, csvName(currentVersion), time.Minute))
 		must(t, poll(ctx, installTimeout, "the replaced CSV's removal", func(ctx context.Context) (bool, string, error) {
 			old, err := get(ctx, csvKind, ns, csvName(previousVersion))
 			return old == nil, "present", err
 		}))
 		checkManagerPods(t, ns, csvName(currentVersion))
 		run(t, "scale", "-n", team, "echo/"+sample, "--replicas=1")
-		waitEchoReady(t, team, sample, 1)
+		waitEchoReady(t, team, 1)
 	})
 
 	t.Run("cleanup", func(t *testing.T) {
@@ -136,4 +136,3 @@ func copyFile(src, dst string) error {
 	}
 	return os.WriteFile(dst, data, 0o644)
 }
-
