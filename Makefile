@@ -185,7 +185,7 @@ help: ## Show this help.
 # API's registration (live-api-role: cluster-scoped APIService and the
 # authentication ConfigMap of kube-system; the CSV's clusterPermissions).
 # A package of internal/ with markers of the manager's role is added here.
-MANAGER_RBAC_PATHS = paths="./controllers/..." paths="./internal/helmreconciler/..."
+MANAGER_RBAC_PATHS = paths="./controllers/..." paths="./internal/helmreconciler/..." paths="./internal/managerpolicy/..."
 LIVE_API_RBAC_PATHS = paths="./internal/servingcert/..."
 
 .PHONY: manifests

@@ -41,6 +41,16 @@ func TestOperatorRunsInItsPods(t *testing.T) {
 			t.Fatalf("the metrics Service served:\n%.2000s", metrics)
 		}
 	})
+	t.Run("the manager's NetworkPolicy, owned by its Deployment", func(t *testing.T) {
+		// The leader applies it at start: it exists by the time the
+		// rollout is done, or shortly after.
+		kubectl(t, "wait", "-n", operatorNamespace, "--for=create", "networkpolicy/echo-operator-controller-manager", "--timeout=60s")
+		owner := kubectl(t, "get", "networkpolicy", "echo-operator-controller-manager", "-n", operatorNamespace,
+			"-o", "jsonpath={.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}")
+		if owner != "Deployment/echo-operator-controller-manager" {
+			t.Fatalf("the NetworkPolicy's owner is %q", owner)
+		}
+	})
 	t.Run("the live API through its APIService", func(t *testing.T) {
 		kubectlApply(t, ns, "apiVersion: echo.dev/v1alpha1\nkind: Echo\nmetadata:\n  name: live\nspec:\n  replicas: 1\n  message: live\n")
 		kubectl(t, "wait", "-n", ns, "--for=condition=Ready", "echo/live", "--timeout=180s")

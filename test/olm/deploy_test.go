@@ -57,7 +57,7 @@ func TestDeploy(t *testing.T) {
 		Expect(op.env).To(HaveKeyWithValue("WATCH_NAMESPACE", ""), "make deploy watches every namespace")
 		Expect(op.env).To(HaveKeyWithValue("MEMORY_LIMIT", "1073741824"), "the container's memory limit, for the Go runtime's")
 		expectLiveAPIAvailable(t, op, "default")
-		expectManagerNetworkPolicy(dep, "")
+		expectManagerNetworkPolicy(dep)
 		secret := expectCertificateTrusted(t, op, dep)
 		Expect(secret.Type).To(Equal(corev1.SecretTypeTLS))
 	}) {

@@ -89,7 +89,7 @@ func TestInstallFromCatalog(t *testing.T) {
 			Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: installNS, Name: d.Name}, dep)).To(Succeed())
 			Expect(dep.Labels).To(HaveKeyWithValue(ownerLabel, tc.current))
 			Expect(dep.Status.AvailableReplicas).To(BeNumerically(">=", 1), "the CSV succeeds once its Deployment is available")
-			expectManagerNetworkPolicy(dep, tc.current)
+			expectManagerNetworkPolicy(dep)
 		}
 		expectNoMonitoringAPIs()
 	}) {

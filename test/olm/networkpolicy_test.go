@@ -14,23 +14,26 @@ import (
 )
 
 const (
-	// managerNetworkPolicy is config/network-policy's NetworkPolicy, named
-	// by config/base.
+	// managerNetworkPolicy is the NetworkPolicy the manager keeps for its
+	// pods (internal/managerpolicy).
 	managerNetworkPolicy = "echo-operator-controller-manager"
 	// liveAPIPort is the port the manager serves the live API on, in both
 	// installs.
 	liveAPIPort = 9443
 )
 
-// expectManagerNetworkPolicy checks the NetworkPolicy both installs ship
-// for the manager's pods: it selects the pods of dep; anyone may reach the
-// live API's port (kube-apiserver cannot be selected), only namespaces
-// labelled metrics: enabled the metrics port, and no other port is open.
-// With ownerCSV, OLM created it for that CSV.
-func expectManagerNetworkPolicy(dep *appsv1.Deployment, ownerCSV string) {
+// expectManagerNetworkPolicy checks the NetworkPolicy the manager keeps for
+// its pods in every install, owned by its Deployment dep: it selects the
+// pods of dep; anyone may reach the live API's port (kube-apiserver cannot
+// be selected), only namespaces labelled metrics: enabled the metrics
+// port, and no other port is open.
+func expectManagerNetworkPolicy(dep *appsv1.Deployment) {
 	np := &networkingv1.NetworkPolicy{}
-	Expect(k8sClient.Get(context.Background(), client.ObjectKey{Namespace: dep.Namespace, Name: managerNetworkPolicy}, np)).
-		To(Succeed(), "the install ships the manager's NetworkPolicy")
+	Eventually(func() error {
+		return k8sClient.Get(context.Background(), client.ObjectKey{Namespace: dep.Namespace, Name: managerNetworkPolicy}, np)
+	}, timeout, interval).Should(Succeed(), "the manager applies its NetworkPolicy")
+	Expect(np.GetOwnerReferences()).To(ContainElement(And(HaveField("Kind", "Deployment"), HaveField("UID", dep.UID))),
+		"the NetworkPolicy belongs to the manager's Deployment, which an uninstall removes")
 	selector, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(selector.Empty()).To(BeFalse())
@@ -59,7 +62,4 @@ func expectManagerNetworkPolicy(dep *appsv1.Deployment, ownerCSV string) {
 	Expect(from).To(HaveKeyWithValue(int32(liveAPIPort), BeEmpty()), "the live API's port is open to any source")
 	Expect(from[metricsPort]).To(ConsistOf(HaveField("NamespaceSelector.MatchLabels", HaveKeyWithValue("metrics", "enabled"))),
 		"the metrics port is open to namespaces labelled metrics: enabled only")
-	if ownerCSV != "" {
-		Expect(np.GetOwnerReferences()).To(ContainElement(HaveField("Name", ownerCSV)), "the NetworkPolicy belongs to the CSV")
-	}
 }

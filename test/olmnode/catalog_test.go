@@ -168,6 +168,8 @@ func checkManagerPods(t *testing.T, namespace, csv string) {
 	if ready != 2 {
 		t.Fatalf("%d ready manager containers of %s in %s, want 2:\n%s", ready, csv, namespace, describePods(namespace))
 	}
+	// The leader keeps the NetworkPolicy of the manager's pods.
+	run(t, "wait", "-n", namespace, "--for=create", "networkpolicy/echo-operator-controller-manager", "--timeout=60s")
 }
 
 // waitEchoReady waits for the sample Echo's Ready condition and for

@@ -36,6 +36,7 @@ import (
 	"github.com/echo-operator/echo-operator/internal/events"
 	"github.com/echo-operator/echo-operator/internal/helmreconciler"
 	"github.com/echo-operator/echo-operator/internal/liveapi"
+	"github.com/echo-operator/echo-operator/internal/managerpolicy"
 	opmetrics "github.com/echo-operator/echo-operator/internal/metrics"
 	"github.com/echo-operator/echo-operator/internal/releaserecords"
 	"github.com/echo-operator/echo-operator/internal/releasetrust"
@@ -94,6 +95,11 @@ type Options struct {
 	// served, and removes it when the operator starts with the live API
 	// off.
 	LiveAPIService string
+	// ManagerDeployment is the manager's own Deployment, in
+	// OperatorNamespace: the leader keeps the NetworkPolicy of its pods
+	// (internal/managerpolicy). Empty: no policy (a manager run outside
+	// the cluster).
+	ManagerDeployment string
 
 	// Now is the clock of the backup schedules; nil means time.Now.
 	Now func() time.Time
@@ -192,6 +198,9 @@ func newManager(cfg *rest.Config, scheme *runtime.Scheme, broadcaster *events.Br
 	if err := setupReconcilers(mgr, o, recorder); err != nil {
 		return nil, err
 	}
+	if err := addManagerPolicy(mgr, o); err != nil {
+		return nil, err
+	}
 	if err := addLiveAPI(mgr, cfg, o); err != nil {
 		return nil, err
 	}
@@ -256,6 +265,23 @@ func setupReconcilers(mgr ctrl.Manager, o Options, recorder record.EventRecorder
 		Clock:      o.Now,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the EchoRestore controller: %w", err)
+	}
+	return nil
+}
+
+// addManagerPolicy adds, on the leader, the keeper of the NetworkPolicy of
+// the manager's own pods, when the manager knows its Deployment.
+func addManagerPolicy(mgr ctrl.Manager, o Options) error {
+	if o.ManagerDeployment == "" {
+		return nil
+	}
+	if o.OperatorNamespace == "" {
+		return errors.New("--manager-deployment needs the operator's namespace (--operator-namespace)")
+	}
+	keeper := &managerpolicy.Keeper{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: o.OperatorNamespace,
+		Deployment: o.ManagerDeployment, Log: ctrl.Log.WithName("managerpolicy")}
+	if err := mgr.Add(keeper); err != nil {
+		return fmt.Errorf("adding the keeper of the manager's NetworkPolicy: %w", err)
 	}
 	return nil
 }
