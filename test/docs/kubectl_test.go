@@ -1233,7 +1233,7 @@ func TestA(t *testing.T) {
 	documented()
 }
 `)},
-		"test/e2e/helper.go": {Data: []byte("package e2e\n\nvar _ = documented(\"not\", \"read\")\n")},
+		"test/e2e/helper.go":     {Data: []byte("package e2e\n\nvar _ = documented(\"not\", \"read\")\n")},
 		"test/olmnode/b_test.go": {Data: []byte("package olmnode\n\nvar _ = documented(\"get\", \"csv\", \"-n\", \"olm\")\n")},
 	}
 	tested, problems := testedKubectl(fsys)
