@@ -46,7 +46,7 @@ func TestOLMv1ClusterExtension(t *testing.T) {
 		t.Fatalf("catalogd's webhook labelled the ClusterCatalog %q, want its name", got)
 	}
 
-	apply(t, docManifest(t, []string{"kind: ServiceAccount", "kind: ClusterRoleBinding"}))
+	apply(t, docManifest(t, []string{"kind: ServiceAccount", "kind: ClusterRole\n", "kind: ClusterRoleBinding"}))
 	apply(t, docManifest(t, []string{"kind: ClusterExtension"}))
 	runDocumented(t, documented("wait", "--for=condition=Installed", "clusterextension/echo-operator", "--timeout=5m"))
 	runDocumented(t, documented("get", "clusterextension", "echo-operator"))
@@ -76,6 +76,7 @@ func TestOLMv1ClusterExtension(t *testing.T) {
 		run(t, crds...)
 		runDocumented(t, documented("delete", "clustercatalog", "echo-operator-catalog"))
 		runDocumented(t, documented("delete", "clusterrolebinding", "echo-operator-installer"))
+		runDocumented(t, documented("delete", "clusterrole", "echo-operator-installer"))
 		run(t, "delete", "namespace", ns, team, "--timeout=180s")
 	})
 }
