@@ -112,6 +112,9 @@ OLM_VERSION ?= v0.46.0
 GRPC_HEALTH_PROBE_VERSION ?= v0.4.53
 OPM_VERSION ?= v1.73.0
 OPM ?= $(LOCALBIN)/opm/$(OPM_VERSION)/opm
+# OLM v1 (operator-controller and catalogd), for the real node's OLM tests
+# (see hack/build-olmv1.sh: the newest version buildable from the module proxy).
+OLMV1_VERSION ?= v1.2.0
 # OLM's binaries and CRDs, as the OLM tests find them.
 OLM_ENV = \
 	OLM=$(LOCALBIN)/olm/$(OLM_VERSION)/olm \
@@ -122,7 +125,8 @@ OLM_ENV = \
 	OPM_IMAGE_DIR=$(LOCALBIN)/opm/$(OPM_VERSION)/image \
 	GRPC_HEALTH_PROBE=$(LOCALBIN)/grpc-health-probe/$(GRPC_HEALTH_PROBE_VERSION)/grpc_health_probe \
 	HELM=$(HELM) \
-	OPERATOR_SDK=$(OPERATOR_SDK)
+	OPERATOR_SDK=$(OPERATOR_SDK) \
+	OLMV1_DIR=$(LOCALBIN)/olmv1/$(OLMV1_VERSION)
 OPERATOR_SDK ?= $(LOCALBIN)/operator-sdk/$(OPERATOR_SDK_VERSION)/operator-sdk
 SCORECARD_TEST ?= $(LOCALBIN)/operator-sdk/$(OPERATOR_SDK_VERSION)/scorecard-test
 
@@ -228,7 +232,7 @@ lint: golangci-lint helm vet ## Run golangci-lint, go vet and helm lint --strict
 	$(HELM) lint --strict helm-charts/echo -f helm-charts/echo/ci/all-enabled-values.yaml
 
 .PHONY: test
-test: verify-generated verify-bundle verify-catalog scorecard-static docker-lint imagecheck-test lint control-plane node-if-root image-tools-if-root minio prometheus olm ## Run every test: unit, integration (envtest), end to end and OLM (simulated cluster), the real node's and the images'.
+test: verify-generated verify-bundle verify-catalog scorecard-static docker-lint imagecheck-test lint control-plane node-if-root image-tools-if-root minio prometheus olm olmv1 ## Run every test: unit, integration (envtest), end to end and OLM (simulated cluster), the real node's and the images'.
 	$(CONTROL_PLANE_ENV) $(OLM_ENV) $(NODE_ENV) $(IMAGE_TOOLS_ENV) go test ./... -timeout $(GO_TEST_TIMEOUT) -count=1 $(TEST_FLAGS)
 
 .PHONY: test-unit
@@ -506,7 +510,7 @@ test-olm: control-plane minio olm ## Install, run and upgrade the operator throu
 	$(CONTROL_PLANE_ENV) $(OLM_ENV) go test ./test/olm/... -timeout $(GO_TEST_TIMEOUT) -count=1 -v $(TEST_FLAGS)
 
 .PHONY: test-olm-node
-test-olm-node: control-plane node image-tools olm operator-sdk helm ## Install, upgrade and remove the operator through OLM (as pods), every install mode, and operator-sdk run bundle, on a real node (root on Linux; part of test).
+test-olm-node: control-plane node image-tools olm olmv1 operator-sdk helm ## Install, upgrade and remove the operator through OLM (as pods), every install mode, operator-sdk run bundle, and OLM v1's ClusterExtension, on a real node (root on Linux; part of test).
 	$(CONTROL_PLANE_ENV) $(OLM_ENV) $(NODE_ENV) $(IMAGE_TOOLS_ENV) go test ./test/olmnode/... -timeout $(GO_TEST_TIMEOUT) -count=1 -v $(TEST_FLAGS)
 
 ##@ Tools
@@ -514,6 +518,10 @@ test-olm-node: control-plane node image-tools olm operator-sdk helm ## Install, 
 .PHONY: olm
 olm: ## Build OLM, opm and grpc_health_probe, for the OLM tests and images (first run only).
 	OLM_VERSION=$(OLM_VERSION) OPM_VERSION=$(OPM_VERSION) GRPC_HEALTH_PROBE_VERSION=$(GRPC_HEALTH_PROBE_VERSION) BIN_DIR=$(LOCALBIN) hack/build-olm.sh build >/dev/null
+
+.PHONY: olmv1
+olmv1: kustomize ## Build OLM v1's operator-controller and catalogd and render its release manifest, for the real node's OLM tests (first run only).
+	OLMV1_VERSION=$(OLMV1_VERSION) BIN_DIR=$(LOCALBIN) KUSTOMIZE=$(KUSTOMIZE) hack/build-olmv1.sh build >/dev/null
 
 .PHONY: opm
 opm: ## Build opm (first run only).

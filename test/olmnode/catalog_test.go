@@ -142,8 +142,18 @@ func approveInstallPlan(t *testing.T, namespace, csv string) {
 }
 
 // checkManagerPods checks that the CSV's Deployment runs the operator image
-// built here in two ready pods.
+// built here in two ready pods, which OLM annotated.
 func checkManagerPods(t *testing.T, namespace, csv string) {
+	t.Helper()
+	checkOperatorPods(t, namespace, csv, func(annotations map[string]string) bool {
+		return annotations["olm.operatorGroup"] != ""
+	})
+}
+
+// checkOperatorPods checks that the operator's Deployment, of the
+// install what, runs the operator image built here in two ready pods whose
+// annotations are as annotated says an install's are.
+func checkOperatorPods(t *testing.T, namespace, what string, annotated func(map[string]string) bool) {
 	t.Helper()
 	run(t, "rollout", "status", "-n", namespace, "deployment/"+managerDeployment, "--timeout=180s")
 	pods, err := clientset.CoreV1().Pods(namespace).List(context.Background(), metav1.ListOptions{LabelSelector: "control-plane=controller-manager"})
@@ -153,8 +163,8 @@ func checkManagerPods(t *testing.T, namespace, csv string) {
 		if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
 			continue
 		}
-		if owner := p.Annotations["olm.operatorGroup"]; owner == "" {
-			t.Errorf("pod %s lacks OLM's annotations: %v", p.Name, p.Annotations)
+		if !annotated(p.Annotations) {
+			t.Errorf("pod %s lacks the install's annotations: %v", p.Name, p.Annotations)
 		}
 		if got := p.Spec.Containers[0].Image; got != images.Operator {
 			t.Errorf("pod %s runs %s, want %s", p.Name, got, images.Operator)
@@ -166,7 +176,7 @@ func checkManagerPods(t *testing.T, namespace, csv string) {
 		}
 	}
 	if ready != 2 {
-		t.Fatalf("%d ready manager containers of %s in %s, want 2:\n%s", ready, csv, namespace, describePods(namespace))
+		t.Fatalf("%d ready manager containers of %s in %s, want 2:\n%s", ready, what, namespace, describePods(namespace))
 	}
 	// The leader keeps the NetworkPolicy of the manager's pods.
 	run(t, "wait", "-n", namespace, "--for=create", "networkpolicy/echo-operator-controller-manager", "--timeout=60s")

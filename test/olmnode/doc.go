@@ -5,6 +5,9 @@
 // catalog pod, unpacking the bundle image in a Job; the operator's pods
 // then reconcile Echoes whose pods serve. It covers install, upgrade
 // through `replaces` and uninstall, and every install mode of the CSV.
+// It also installs OLM v1 (operator-controller and catalogd, as pods from
+// images built here) and the operator through it, with a ClusterCatalog
+// and a ClusterExtension.
 //
 // The images are built with BuildKit (test/harness/imagebuild) into a
 // registry on loopback, which the node's containerd uses as the mirror of

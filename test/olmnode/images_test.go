@@ -36,6 +36,8 @@ type suiteImages struct {
 	OLM, OPM string
 	// Catalog is the catalog image of both releases.
 	Catalog string
+	// OperatorController and Catalogd are OLM v1's images.
+	OperatorController, Catalogd string
 }
 
 // csvName is the CSV of the package's release version.
@@ -50,7 +52,7 @@ func bundleImage(version string) string {
 // but the node's own: the project's from its Dockerfile under the names
 // the committed bundle gives them, OLM's and opm's from theirs, the bundle
 // images of both releases from bundle.Dockerfile and the catalog image
-// from catalog.Dockerfile.
+// from catalog.Dockerfile; and OLM v1's from its Dockerfiles.
 func buildImages(ctx context.Context) error {
 	bins, err := imagebuild.LocateBinaries()
 	if err != nil {
@@ -82,6 +84,15 @@ func buildImages(ctx context.Context) error {
 		return err
 	}
 	images.OLM, images.OPM = olm.OLM, olm.OPM
+	olmv1Sources, err := imagebuild.LocateOLMv1Sources()
+	if err != nil {
+		return err
+	}
+	olmv1, err := builder.BuildOLMv1(ctx, olmv1Sources)
+	if err != nil {
+		return err
+	}
+	images.OperatorController, images.Catalogd = olmv1.OperatorController, olmv1.Catalogd
 	if err := buildBundles(ctx); err != nil {
 		return err
 	}

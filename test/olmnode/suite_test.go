@@ -69,6 +69,7 @@ func skipReason() string {
 		func() error { _, err := realnode.LocateBinaries(); return err },
 		func() error { _, err := imagebuild.LocateBinaries(); return err },
 		func() error { _, err := imagebuild.LocateOLMSources(); return err },
+		func() error { _, err := imagebuild.LocateOLMv1Sources(); return err },
 	} {
 		if err := locate(); err != nil {
 			return err.Error()
