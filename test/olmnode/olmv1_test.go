@@ -63,7 +63,7 @@ func TestOLMv1ClusterExtension(t *testing.T) {
 
 	run(t, "create", "namespace", team)
 	run(t, "apply", "-n", team, "-f", "config/samples/echo_v1alpha1_echo.yaml")
-	waitEchoReady(t, team, sample, 2)
+	waitEchoReady(t, team, 2)
 
 	t.Run("uninstall", func(t *testing.T) {
 		run(t, "delete", "-n", team, "echo/"+sample, "--timeout=180s")
