@@ -50,28 +50,9 @@ func TestMain(m *testing.M) {
 	os.Exit(runSuite(m))
 }
 
-// skipReason says why the suite cannot run here, or is "". Under CI a
-// missing binary is a failure, not a reason.
+// skipReason says why the suite cannot run here, or is "".
 func skipReason() string {
-	if testing.Short() {
-		return "it starts a real node: not in -short mode"
-	}
-	if why := realnode.Unavailable(); why != "" {
-		return why
-	}
-	if why := imagebuild.Unavailable(); why != "" {
-		return why
-	}
-	if os.Getenv("CI") != "" {
-		return ""
-	}
-	if _, err := realnode.LocateBinaries(); err != nil {
-		return err.Error()
-	}
-	if _, err := imagebuild.LocateBinaries(); err != nil {
-		return err.Error()
-	}
-	return ""
+	return localcluster.SkipReason(testing.Short())
 }
 
 func runSuite(m *testing.M) (code int) {

@@ -71,14 +71,7 @@ func TestCatalogInstallUpgradeUninstall(t *testing.T) {
 		if r := str(csv, "spec", "replaces"); r != csvName(previousVersion) {
 			t.Fatalf("the new CSV replaces %q", r)
 		}
-		must(t, poll(ctx, installTimeout, "the replaced CSV's removal", func(ctx context.Context) (bool, string, error) {
-			old, err := get(ctx, csvKind, ns, csvName(previousVersion))
-			return old == nil, "present", err
-		}))
-		checkManagerPods(t, ns, csvName(currentVersion))
-		// The new release's manager reconciles the Echo the old one made.
-		run(t, "scale", "-n", team, "echo/"+sample, "--replicas=1")
-		waitEchoReady(t, team, 1)
+		checkUpgraded(t, ns, team)
 	})
 
 	t.Run("uninstall", func(t *testing.T) {
@@ -90,8 +83,23 @@ func TestCatalogInstallUpgradeUninstall(t *testing.T) {
 		run(t, "get", "crd", "echoes.echo.dev")
 		runDocumented(t, documented("delete", "crd", "echoes.echo.dev", "echobackups.echo.dev",
 			"echobackupschedules.echo.dev", "echobackuplocations.echo.dev", "echorestores.echo.dev"))
+		runDocumented(t, documented("delete", "clusterrole", "-l", "olm.owner=echo-operator.v0.1.0"))
 		run(t, "delete", "namespace", ns, team, "--timeout=180s")
 	})
+}
+
+// checkUpgraded checks an upgrade from the previous release to the current
+// one in namespace: the replaced CSV goes, the current release's pods run,
+// and they reconcile the sample Echo of team the previous release made.
+func checkUpgraded(t *testing.T, namespace, team string) {
+	t.Helper()
+	must(t, poll(context.Background(), installTimeout, "the replaced CSV's removal", func(ctx context.Context) (bool, string, error) {
+		old, err := get(ctx, csvKind, namespace, csvName(previousVersion))
+		return old == nil, "present", err
+	}))
+	checkManagerPods(t, namespace, csvName(currentVersion))
+	run(t, "scale", "-n", team, "echo/"+sample, "--replicas=1")
+	waitEchoReady(t, team, 1)
 }
 
 // ensureCatalogSource creates the CatalogSource of docs/install.md, with

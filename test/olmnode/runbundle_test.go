@@ -52,13 +52,7 @@ func TestOperatorSDKRunBundle(t *testing.T) {
 	t.Run("bundle-upgrade", func(t *testing.T) {
 		sdk(commands[2])
 		must(t, waitCSVSucceeded(ctx, ns, csvName(currentVersion), time.Minute))
-		must(t, poll(ctx, installTimeout, "the replaced CSV's removal", func(ctx context.Context) (bool, string, error) {
-			old, err := get(ctx, csvKind, ns, csvName(previousVersion))
-			return old == nil, "present", err
-		}))
-		checkManagerPods(t, ns, csvName(currentVersion))
-		run(t, "scale", "-n", team, "echo/"+sample, "--replicas=1")
-		waitEchoReady(t, team, 1)
+		checkUpgraded(t, ns, team)
 	})
 
 	t.Run("cleanup", func(t *testing.T) {

@@ -50,32 +50,11 @@ func TestMain(m *testing.M) {
 	os.Exit(runSuite(m))
 }
 
-// skipReason says why the suite cannot run here, or is "". Under CI a
-// missing binary is a failure, not a reason.
+// skipReason says why the suite cannot run here, or is "".
 func skipReason() string {
-	if testing.Short() {
-		return "it starts a real node: not in -short mode"
-	}
-	if why := realnode.Unavailable(); why != "" {
-		return why
-	}
-	if why := imagebuild.Unavailable(); why != "" {
-		return why
-	}
-	if os.Getenv("CI") != "" {
-		return ""
-	}
-	for _, locate := range []func() error{
-		func() error { _, err := realnode.LocateBinaries(); return err },
-		func() error { _, err := imagebuild.LocateBinaries(); return err },
+	return localcluster.SkipReason(testing.Short(),
 		func() error { _, err := imagebuild.LocateOLMSources(); return err },
-		func() error { _, err := imagebuild.LocateOLMv1Sources(); return err },
-	} {
-		if err := locate(); err != nil {
-			return err.Error()
-		}
-	}
-	return ""
+		func() error { _, err := imagebuild.LocateOLMv1Sources(); return err })
 }
 
 func runSuite(m *testing.M) (code int) {
