@@ -6,26 +6,29 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 
 	"github.com/echo-operator/echo-operator/test/harness/imagebuild"
-	"github.com/echo-operator/echo-operator/test/harness/realnode"
 )
 
-// The test's own images, which the node has before its kubelet starts:
-// pods run them as pulled (imagePullPolicy IfNotPresent).
-const (
+// The test's own images, built by BuildKit on the distroless stand-in
+// into the builder's registry, from which the node pulls them.
+var (
 	// minioImage is the S3 server of the backup tests, from $MINIO.
-	minioImage = "localhost/echo-operator/minio:e2enode"
+	minioImage string
 	// httpgetImage gets a URL with a bearer token, as curl -k would.
-	httpgetImage = "localhost/echo-operator/httpget:e2enode"
+	httpgetImage string
 )
 
-// testImages are the archives of the test's own images.
-var testImages []string
+// binaryDockerfile is the Dockerfile of an image of one static binary,
+// run as the distroless base's nonroot user.
+const binaryDockerfile = `FROM gcr.io/distroless/static:nonroot
+COPY {{name}} /{{name}}
+ENTRYPOINT ["/{{name}}"]
+`
 
 // buildImages builds the operator and the echo server from the Dockerfile
-// with BuildKit into the builder's registry, and writes the test's own
-// images.
+// with BuildKit into the builder's registry, and the test's own images.
 func buildImages(ctx context.Context) error {
 	bins, err := imagebuild.LocateBinaries()
 	if err != nil {
@@ -52,16 +55,26 @@ func buildImages(ctx context.Context) error {
 	if out, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("building httpget: %w\n%s", err, out)
 	}
-	for _, img := range []struct{ ref, name, binary string }{
-		{minioImage, "minio", os.Getenv("MINIO")},
-		{httpgetImage, "httpget", httpget},
+	for _, img := range []struct {
+		ref          *string
+		name, binary string
+	}{
+		{&minioImage, "minio", os.Getenv("MINIO")},
+		{&httpgetImage, "httpget", httpget},
 	} {
-		archive := filepath.Join(workDir, img.name+".tar")
-		if err := realnode.WriteImage(archive, img.ref, realnode.ImageConfig{Entrypoint: []string{"/" + img.name}, User: "65532:65532"},
-			map[string]string{"/" + img.name: img.binary}); err != nil {
+		dir := filepath.Join(workDir, "image-"+img.name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		if err := exec.CommandContext(ctx, "cp", img.binary, filepath.Join(dir, img.name)).Run(); err != nil {
 			return fmt.Errorf("the %s image (from %s): %w", img.name, img.binary, err)
 		}
-		testImages = append(testImages, archive)
+		*img.ref = builder.Ref("e2enode/"+img.name, "test")
+		_, err := builder.Build(ctx, imagebuild.Build{Context: dir, Ref: *img.ref,
+			DockerfileText: strings.ReplaceAll(binaryDockerfile, "{{name}}", img.name)})
+		if err != nil {
+			return fmt.Errorf("the %s image: %w", img.name, err)
+		}
 	}
 	return nil
 }

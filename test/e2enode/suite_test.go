@@ -89,7 +89,7 @@ func setUp() (err error) {
 	}
 	kubectlBin = clusterBins.Kubectl
 	cluster, err = localcluster.Start(ctx, localcluster.Options{
-		Node: realnode.Options{Binaries: nodeBins, Root: filepath.Join(workDir, "node"), Images: testImages,
+		Node: realnode.Options{Binaries: nodeBins, Root: filepath.Join(workDir, "node"),
 			HTTPRegistries: []string{builder.Registry.Host}, ClusterServices: true},
 		Cluster: simcluster.Options{Binaries: clusterBins, WorkDir: filepath.Join(workDir, "cluster")},
 	})
