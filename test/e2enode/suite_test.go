@@ -43,25 +43,15 @@ var (
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	if why := skipReason(); why != "" {
-		fmt.Println("skipping the real-node suite:", why)
-		os.Exit(0)
-	}
-	os.Exit(runSuite(m))
+	os.Exit(localcluster.RunSuite(m, suiteName, skipReason(), setUp, tearDown))
 }
+
+// suiteName names the suite in its messages.
+const suiteName = "real-node suite"
 
 // skipReason says why the suite cannot run here, or is "".
 func skipReason() string {
 	return localcluster.SkipReason(testing.Short())
-}
-
-func runSuite(m *testing.M) (code int) {
-	defer func() { tearDown(code != 0) }()
-	if err := setUp(); err != nil {
-		fmt.Fprintln(os.Stderr, "setting up the real-node suite:", err)
-		return 1
-	}
-	return m.Run()
 }
 
 // setUp builds the images from the Dockerfile into a registry on loopback,
@@ -116,13 +106,7 @@ func tearDown(failed bool) {
 		errs = append(errs, builder.Stop())
 	}
 	if err := errors.Join(errs...); err != nil {
-		fmt.Fprintln(os.Stderr, "tearing down the real-node suite:", err)
+		fmt.Fprintln(os.Stderr, "tearing down the "+suiteName+":", err)
 	}
-	switch {
-	case workDir == "":
-	case failed:
-		fmt.Fprintln(os.Stderr, "the real-node suite's logs are in", workDir)
-	default:
-		_ = os.RemoveAll(workDir)
-	}
+	localcluster.KeepLogsOnFailure(suiteName, workDir, failed)
 }

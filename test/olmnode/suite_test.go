@@ -43,27 +43,17 @@ var (
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	if why := skipReason(); why != "" {
-		fmt.Println("skipping the OLM real-node suite:", why)
-		os.Exit(0)
-	}
-	os.Exit(runSuite(m))
+	os.Exit(localcluster.RunSuite(m, suiteName, skipReason(), setUp, tearDown))
 }
+
+// suiteName names the suite in its messages.
+const suiteName = "OLM real-node suite"
 
 // skipReason says why the suite cannot run here, or is "".
 func skipReason() string {
 	return localcluster.SkipReason(testing.Short(),
 		func() error { _, err := imagebuild.LocateOLMSources(); return err },
 		func() error { _, err := imagebuild.LocateOLMv1Sources(); return err })
-}
-
-func runSuite(m *testing.M) (code int) {
-	defer func() { tearDown(code != 0) }()
-	if err := setUp(); err != nil {
-		fmt.Fprintln(os.Stderr, "setting up the OLM real-node suite:", err)
-		return 1
-	}
-	return m.Run()
 }
 
 // setUp builds the images, starts a local cluster whose node pulls them
@@ -127,13 +117,7 @@ func tearDown(failed bool) {
 		errs = append(errs, builder.Stop())
 	}
 	if err := errors.Join(errs...); err != nil {
-		fmt.Fprintln(os.Stderr, "tearing down the OLM real-node suite:", err)
+		fmt.Fprintln(os.Stderr, "tearing down the "+suiteName+":", err)
 	}
-	switch {
-	case workDir == "":
-	case failed:
-		fmt.Fprintln(os.Stderr, "the OLM real-node suite's logs are in", workDir)
-	default:
-		_ = os.RemoveAll(workDir)
-	}
+	localcluster.KeepLogsOnFailure(suiteName, workDir, failed)
 }
