@@ -17,7 +17,6 @@ import (
 	"github.com/echo-operator/echo-operator/test/harness/imagebuild"
 	"github.com/echo-operator/echo-operator/test/harness/localcluster"
 	"github.com/echo-operator/echo-operator/test/harness/realnode"
-	"github.com/echo-operator/echo-operator/test/harness/reporoot"
 	"github.com/echo-operator/echo-operator/test/harness/simcluster"
 )
 
@@ -60,28 +59,21 @@ func skipReason() string {
 func setUp() (err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), setUpTimeout)
 	defer cancel()
-	if repoRoot, err = reporoot.Find(); err != nil {
-		return err
-	}
-	if workDir, err = os.MkdirTemp("", "echo-e2enode-"); err != nil {
+	if repoRoot, workDir, err = localcluster.SuiteDirs("echo-e2enode-"); err != nil {
 		return err
 	}
 	if err := buildImages(ctx); err != nil {
 		return err
 	}
-	nodeBins, err := realnode.LocateBinaries()
+	bins, err := localcluster.LocateBinaries(repoRoot)
 	if err != nil {
 		return err
 	}
-	clusterBins, err := simcluster.LocateBinaries(repoRoot)
-	if err != nil {
-		return err
-	}
-	kubectlBin = clusterBins.Kubectl
+	kubectlBin = bins.Cluster.Kubectl
 	cluster, err = localcluster.Start(ctx, localcluster.Options{
-		Node: realnode.Options{Binaries: nodeBins, Root: filepath.Join(workDir, "node"),
+		Node: realnode.Options{Binaries: bins.Node, Root: filepath.Join(workDir, "node"),
 			HTTPRegistries: []string{builder.Registry.Host}, ClusterServices: true},
-		Cluster: simcluster.Options{Binaries: clusterBins, WorkDir: filepath.Join(workDir, "cluster")},
+		Cluster: simcluster.Options{Binaries: bins.Cluster, WorkDir: filepath.Join(workDir, "cluster")},
 	})
 	if err != nil {
 		return err

@@ -43,30 +43,42 @@ func runDocumented(t *testing.T, c docCommand) {
 	run(t, c...)
 }
 
-var yamlBlock = regexp.MustCompile("(?s)```yaml\n(.*?)```")
+// installDocText is docs/install.md.
+func installDocText(t *testing.T) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(repoRoot, installDoc))
+	must(t, err)
+	return string(raw)
+}
+
+var fencedBlock = regexp.MustCompile("(?s)```([a-z]*)\n(.*?)```")
+
+// docBlock is the first code block of docs/install.md tagged lang that
+// holds every one of marks.
+func docBlock(t *testing.T, lang string, marks ...string) string {
+	t.Helper()
+	for _, m := range fencedBlock.FindAllStringSubmatch(installDocText(t), -1) {
+		block, all := m[2], m[1] == lang
+		for _, mark := range marks {
+			all = all && strings.Contains(block, mark)
+		}
+		if all {
+			return block
+		}
+	}
+	t.Fatalf("%s has no %s block with %q", installDoc, lang, marks)
+	return ""
+}
 
 // docManifest is the first YAML block of docs/install.md that holds every
 // one of marks, with the replacements of r (old, new, ...) made.
 func docManifest(t *testing.T, marks []string, r ...string) string {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(repoRoot, installDoc))
-	must(t, err)
-	for _, m := range yamlBlock.FindAllStringSubmatch(string(raw), -1) {
-		block, all := m[1], true
-		for _, mark := range marks {
-			all = all && strings.Contains(block, mark)
+	block := docBlock(t, "yaml", marks...)
+	for i := 0; i < len(r); i += 2 {
+		if !strings.Contains(block, r[i]) {
+			t.Fatalf("%s: the block with %q has no %q to replace:\n%s", installDoc, marks, r[i], block)
 		}
-		if !all {
-			continue
-		}
-		out := strings.NewReplacer(r...).Replace(block)
-		for i := 0; i < len(r); i += 2 {
-			if !strings.Contains(block, r[i]) {
-				t.Fatalf("%s: the block with %q has no %q to replace:\n%s", installDoc, marks, r[i], block)
-			}
-		}
-		return out
 	}
-	t.Fatalf("%s has no YAML block with %q", installDoc, marks)
-	return ""
+	return strings.NewReplacer(r...).Replace(block)
 }

@@ -92,35 +92,26 @@ func runOperatorSDK(t *testing.T, args ...string) {
 // joined.
 func docShellCommands(t *testing.T, mark string) []string {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(repoRoot, installDoc))
-	must(t, err)
-	for _, m := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(string(raw), -1) {
-		if !strings.Contains(m[1], mark) {
-			continue
+	var commands []string
+	for _, c := range strings.Split(strings.ReplaceAll(docBlock(t, "sh", mark), "\\\n", " "), "\n") {
+		if c = strings.TrimSpace(c); c != "" {
+			commands = append(commands, c)
 		}
-		var commands []string
-		for _, c := range strings.Split(strings.ReplaceAll(m[1], "\\\n", " "), "\n") {
-			if c = strings.TrimSpace(c); c != "" {
-				commands = append(commands, c)
-			}
-		}
-		return commands
 	}
-	t.Fatalf("%s has no sh block with %q", installDoc, mark)
-	return nil
+	return commands
 }
+
+var sdkCleanup = regexp.MustCompile("`\\$OPERATOR_SDK (cleanup [^`]*)`")
 
 // docOperatorSDKCleanup is the cleanup command docs/install.md shows, as
 // operator-sdk's arguments.
 func docOperatorSDKCleanup(t *testing.T) []string {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(repoRoot, installDoc))
-	must(t, err)
-	m := regexp.MustCompile("`\\$OPERATOR_SDK (cleanup [^`]*)`").FindSubmatch(raw)
+	m := sdkCleanup.FindStringSubmatch(installDocText(t))
 	if m == nil {
 		t.Fatalf("%s shows no `$OPERATOR_SDK cleanup ...`", installDoc)
 	}
-	return strings.Fields(string(m[1]))
+	return strings.Fields(m[1])
 }
 
 func copyFile(src, dst string) error {

@@ -19,7 +19,6 @@ import (
 	"github.com/echo-operator/echo-operator/test/harness/imagebuild"
 	"github.com/echo-operator/echo-operator/test/harness/localcluster"
 	"github.com/echo-operator/echo-operator/test/harness/realnode"
-	"github.com/echo-operator/echo-operator/test/harness/reporoot"
 	"github.com/echo-operator/echo-operator/test/harness/simcluster"
 )
 
@@ -61,20 +60,13 @@ func skipReason() string {
 func setUp() (err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), setUpTimeout)
 	defer cancel()
-	if repoRoot, err = reporoot.Find(); err != nil {
-		return err
-	}
-	if workDir, err = os.MkdirTemp("", "echo-olmnode-"); err != nil {
+	if repoRoot, workDir, err = localcluster.SuiteDirs("echo-olmnode-"); err != nil {
 		return err
 	}
 	if err := buildImages(ctx); err != nil {
 		return err
 	}
-	nodeBins, err := realnode.LocateBinaries()
-	if err != nil {
-		return err
-	}
-	clusterBins, err := simcluster.LocateBinaries(repoRoot)
+	bins, err := localcluster.LocateBinaries(repoRoot)
 	if err != nil {
 		return err
 	}
@@ -82,10 +74,10 @@ func setUp() (err error) {
 		return err
 	}
 	cluster, err = localcluster.Start(ctx, localcluster.Options{
-		Node: realnode.Options{Binaries: nodeBins, Root: filepath.Join(workDir, "node"), ClusterServices: true,
+		Node: realnode.Options{Binaries: bins.Node, Root: filepath.Join(workDir, "node"), ClusterServices: true,
 			HTTPRegistries: []string{builder.Registry.Host}, Mirror: builder.Registry.Host,
 			TLSRegistries: map[string]string{front.Host: front.CAFile}},
-		Cluster: simcluster.Options{Binaries: clusterBins, WorkDir: filepath.Join(workDir, "cluster")},
+		Cluster: simcluster.Options{Binaries: bins.Cluster, WorkDir: filepath.Join(workDir, "cluster")},
 	})
 	if err != nil {
 		return err
@@ -96,7 +88,7 @@ func setUp() (err error) {
 	}
 	// Relative paths in the commands start at the repository's root, as in
 	// the documentation.
-	kubectl = clusteruser.Kubectl{Bin: clusterBins.Kubectl, Kubeconfig: cluster.KubeconfigPath(), Dir: repoRoot}
+	kubectl = clusteruser.Kubectl{Bin: bins.Cluster.Kubectl, Kubeconfig: cluster.KubeconfigPath(), Dir: repoRoot}
 	if k8sClient, err = client.New(cluster.Config(), client.Options{Scheme: app.NewScheme()}); err != nil {
 		return err
 	}

@@ -4,6 +4,10 @@ import (
 	"fmt"
 	"os"
 	"testing"
+
+	"github.com/echo-operator/echo-operator/test/harness/realnode"
+	"github.com/echo-operator/echo-operator/test/harness/reporoot"
+	"github.com/echo-operator/echo-operator/test/harness/simcluster"
 )
 
 // RunSuite is the TestMain of a suite that starts a local cluster: it
@@ -34,4 +38,34 @@ func KeepLogsOnFailure(name, workDir string, failed bool) {
 	default:
 		_ = os.RemoveAll(workDir)
 	}
+}
+
+// Binaries are what a local cluster runs: the real node's and the control
+// plane's (with the kubectl of its version).
+type Binaries struct {
+	Node    realnode.Binaries
+	Cluster simcluster.Binaries
+}
+
+// LocateBinaries finds both, as `make test` passes them.
+func LocateBinaries(repoRoot string) (Binaries, error) {
+	node, err := realnode.LocateBinaries()
+	if err != nil {
+		return Binaries{}, err
+	}
+	cluster, err := simcluster.LocateBinaries(repoRoot)
+	if err != nil {
+		return Binaries{}, err
+	}
+	return Binaries{Node: node, Cluster: cluster}, nil
+}
+
+// SuiteDirs are a suite's repository root and a new work directory of its
+// own, named after prefix, which KeepLogsOnFailure removes or keeps.
+func SuiteDirs(prefix string) (repoRoot, workDir string, err error) {
+	if repoRoot, err = reporoot.Find(); err != nil {
+		return "", "", err
+	}
+	workDir, err = os.MkdirTemp("", prefix)
+	return repoRoot, workDir, err
 }
