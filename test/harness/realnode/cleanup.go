@@ -34,10 +34,25 @@ func (n *Node) cleanUp() error {
 // what it left (containers, kube-proxy's tables, network, cgroups) is
 // machine-wide, and cleanUp removes it.
 func cleanUpRoot(root, current string) error {
-	if root == "" || filepath.Clean(root) == filepath.Clean(current) {
+	if root == "" || filepath.Clean(root) == filepath.Clean(current) || !isNodeRoot(root) {
 		return nil
 	}
 	return errors.Join(killProcessesOf(root), unmountUnder(root), removeStateUnder(root))
+}
+
+// isNodeRoot reports whether root looks like a node's root, as Prepare
+// lays it out (containerd/ and kubelet/ in it), so that a lock file naming
+// anything else never has its contents removed.
+func isNodeRoot(root string) bool {
+	if !filepath.IsAbs(root) || filepath.Clean(root) == "/" {
+		return false
+	}
+	for _, dir := range []string{"containerd", "kubelet"} {
+		if fi, err := os.Stat(filepath.Join(root, dir)); err != nil || !fi.IsDir() {
+			return false
+		}
+	}
+	return true
 }
 
 // killProcessesOf SIGKILLs every process whose command line names root:
