@@ -28,8 +28,9 @@ const StatusFieldOwner = "echo-operator-status"
 // EchoReconciler reports the real readiness of every Echo: it reads the
 // Deployment, Service and Ingress the Helm release made and owns the Ready
 // condition, the replica counts, the observed generation and the addresses
-// in the Echo's status. It never changes the children: the Helm release
-// reconciler does that.
+// in the Echo's status, and, from its backups and schedules, its last
+// successful and next scheduled backup (echo_backups.go). It never changes
+// the children: the Helm release reconciler does that.
 type EchoReconciler struct {
 	client.Client
 	Recorder record.EventRecorder
@@ -45,6 +46,7 @@ type EchoReconciler struct {
 
 // +kubebuilder:rbac:groups=echo.dev,resources=echoes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=echo.dev,resources=echoes/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=echo.dev,resources=echobackups;echobackupschedules,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch
@@ -64,6 +66,9 @@ func (r *EchoReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		return ctrl.Result{}, nil
 	}
 
+	if err := r.ensureBackupSummary(ctx, echo); err != nil {
+		return ctrl.Result{}, err
+	}
 	world, err := r.observe(ctx, echo)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -163,5 +168,7 @@ func (r *EchoReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.Service{}).
 		Owns(&networkingv1.Ingress{}).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(releaseRecordToEcho)).
+		Watches(&echov1alpha1.EchoBackup{}, handler.EnqueueRequestsFromMapFunc(echoOfBackup)).
+		Watches(&echov1alpha1.EchoBackupSchedule{}, handler.EnqueueRequestsFromMapFunc(echoOfSchedule)).
 		Complete(r)
 }

@@ -75,6 +75,10 @@ func (r *EchoBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		}
 	}
 	if backupFinished(b) {
+		// A backup that finished before it had a phase gets one.
+		if err := r.patchStatus(ctx, b.DeepCopy(), b); err != nil {
+			return ctrl.Result{}, err
+		}
 		return ctrl.Result{}, r.removeFinishedJob(ctx, b)
 	}
 	orig := b.DeepCopy()
@@ -197,7 +201,9 @@ func (r *EchoBackupReconciler) observeJob(ctx context.Context, b *echov1alpha1.E
 	}
 	switch {
 	case out.outcome == moverRunning:
+		r.running(b, job)
 	case out.outcome == moverAwaitingResult:
+		r.running(b, job)
 		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
 	case out.outcome == moverFailed && out.failure != nil:
 		r.fail(b, backupFailureReason(out.failure.Reason), out.failure.Error)
@@ -219,19 +225,11 @@ func (r *EchoBackupReconciler) removeFinishedJob(ctx context.Context, b *echov1a
 	return removeJobNamed(ctx, r.Client, b.Namespace, backupJobName(b))
 }
 
-// backupEchoField indexes EchoBackups by the Echo they back up.
-const backupEchoField = ".spec.echoName"
-
 // SetupWithManager registers the controller; backup Jobs map to their
 // backup through their owner reference, delete Jobs, which have none,
 // through their label; an Echo whose restore hold changes maps to its
-// unfinished backups through a cache index.
+// unfinished backups through a cache index (IndexFields).
 func (r *EchoBackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &echov1alpha1.EchoBackup{}, backupEchoField, func(o client.Object) []string {
-		return nonEmpty(o.(*echov1alpha1.EchoBackup).Spec.EchoName)
-	}); err != nil {
-		return fmt.Errorf("indexing EchoBackups by Echo: %w", err)
-	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("echobackup").
 		For(&echov1alpha1.EchoBackup{}).

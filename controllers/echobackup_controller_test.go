@@ -128,6 +128,7 @@ func TestEchoBackupRunsTheDataMoverAndReportsItsResult(t *testing.T) {
 	b := newBackup(ns, "journal-1", echoKey.Name)
 	Expect(k8sClient.Create(ctx, b)).To(Succeed())
 	job := waitJob(t, ns, "journal-1-backup")
+	expectBackupPhase(t, client.ObjectKeyFromObject(b), echov1alpha1.PhaseRunning, echov1alpha1.BackupReasonBackingUp)
 
 	t.Run("the Job runs the operator's image on the Echo's data", func(t *testing.T) {
 		RegisterTestingT(t)
@@ -181,6 +182,8 @@ func TestEchoBackupRunsTheDataMoverAndReportsItsResult(t *testing.T) {
 		g.Expect(got.Status.EchoGeneration).To(Equal(echo.Generation))
 		g.Expect(got.Status.StartTime).NotTo(BeNil())
 		g.Expect(got.Status.CompletionTime).NotTo(BeNil())
+		g.Expect(got.Status.Phase).To(Equal(echov1alpha1.PhaseCompleted))
+		g.Expect(got.Status.Reason).To(Equal(echov1alpha1.BackupReasonCompleted))
 	}, timeout, interval).Should(Succeed())
 	Eventually(func(g Gomega) []string { return eventReasons(g, ns, b.Name) }, timeout, interval).
 		Should(ContainElements(echov1alpha1.EventReasonBackupStarted, echov1alpha1.EventReasonBackupCompleted))
@@ -224,6 +227,8 @@ func TestEchoBackupFailuresSayWhatToFix(t *testing.T) {
 			g.Expect(c.Reason).To(Equal(echov1alpha1.BackupReasonCredentialsError))
 			g.Expect(got.Status.Error).To(ContainSubstring("check the Secret s3-credentials"))
 			g.Expect(meta.FindStatusCondition(got.Status.Conditions, echov1alpha1.BackupConditionComplete)).To(BeNil())
+			g.Expect(got.Status.Phase).To(Equal(echov1alpha1.PhaseFailed))
+			g.Expect(got.Status.Reason).To(Equal(echov1alpha1.BackupReasonCredentialsError))
 		}, timeout, interval).Should(Succeed())
 	})
 
@@ -269,9 +274,21 @@ func TestEchoBackupWaitsForARestore(t *testing.T) {
 		g.Expect(c.Message).To(ContainSubstring("EchoRestore back"))
 		return c.Reason
 	}, timeout, interval).Should(Equal(echov1alpha1.BackupReasonWaitingForRestore))
+	expectBackupPhase(t, key, echov1alpha1.PhasePending, echov1alpha1.BackupReasonWaitingForRestore)
 	Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "held-1-backup"}, &batchv1.Job{})).NotTo(Succeed(),
 		"no backup Job runs while the data is being restored")
 
 	updateEcho(t, echoKey, func(e *echov1alpha1.Echo) { delete(e.Annotations, echov1alpha1.RestoreAnnotation) })
 	waitJob(t, ns, "held-1-backup")
+	expectBackupPhase(t, key, echov1alpha1.PhaseRunning, echov1alpha1.BackupReasonBackingUp)
+}
+
+// expectBackupPhase waits for the backup's phase and reason, the columns
+// `kubectl get echobackups` prints.
+func expectBackupPhase(t *testing.T, key types.NamespacedName, phase echov1alpha1.Phase, reason string) {
+	t.Helper()
+	Eventually(func(g Gomega) []string {
+		got := getBackup(g, key)
+		return []string{string(got.Status.Phase), got.Status.Reason}
+	}, timeout, interval).Should(Equal([]string{string(phase), reason}))
 }

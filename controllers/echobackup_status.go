@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,7 +16,7 @@ import (
 )
 
 // An EchoBackup's status: Complete or Failed, as a Job's, with what the
-// data mover stored or why it could not.
+// data mover stored or why it could not, and the phase they give.
 
 // backupFailureReason maps a data mover failure reason to a condition
 // reason.
@@ -28,6 +29,12 @@ func backupFailureReason(moverReason moverprotocol.Reason) string {
 	default:
 		return echov1alpha1.BackupReasonStorageError
 	}
+}
+
+// running says the backup's Job is under way.
+func (r *EchoBackupReconciler) running(b *echov1alpha1.EchoBackup, job *batchv1.Job) {
+	setCondition(&b.Status.Conditions, b.Generation, echov1alpha1.BackupConditionComplete, metav1.ConditionFalse, echov1alpha1.BackupReasonBackingUp,
+		fmt.Sprintf("Job %s is backing up Echo %s", job.Name, b.Spec.EchoName))
 }
 
 func (r *EchoBackupReconciler) complete(b *echov1alpha1.EchoBackup, res *moverprotocol.Archive) {
@@ -48,6 +55,8 @@ func (r *EchoBackupReconciler) fail(b *echov1alpha1.EchoBackup, reason, message 
 func (r *EchoBackupReconciler) failWith(b *echov1alpha1.EchoBackup, reason, eventReason, message string) {
 	b.Status.Error = message
 	b.Status.CompletionTime = ptrTime(r.Clock.Now())
+	// As a failed Job's, a failed backup's conditions say Failed only.
+	meta.RemoveStatusCondition(&b.Status.Conditions, echov1alpha1.BackupConditionComplete)
 	setCondition(&b.Status.Conditions, b.Generation, echov1alpha1.BackupConditionFailed, metav1.ConditionTrue, reason, message)
 	r.Recorder.Event(b, corev1.EventTypeWarning, eventReason, message)
 }
@@ -56,6 +65,7 @@ func (r *EchoBackupReconciler) failWith(b *echov1alpha1.EchoBackup, reason, even
 // finished once its end is written.
 func (r *EchoBackupReconciler) patchStatus(ctx context.Context, orig, b *echov1alpha1.EchoBackup) error {
 	b.Status.ObservedGeneration = b.Generation
+	b.Status.Phase, b.Status.Reason = echov1alpha1.BackupPhase(b.Status.Conditions)
 	if backupFinished(orig) || !backupFinished(b) {
 		return patchStatusIfChanged(ctx, r.Client, "EchoBackup", orig, b, orig.Status, b.Status)
 	}

@@ -21,7 +21,8 @@ import (
 )
 
 // EchoBackupScheduleReconciler starts an EchoBackup at every run time of a
-// schedule and prunes the ones its retention no longer keeps.
+// schedule, and on request (BackupNowAnnotation), and prunes the ones its
+// retention no longer keeps.
 //
 // Backups are not owned by their schedule: deleting a schedule stops new
 // backups and keeps the history it made.
@@ -32,7 +33,7 @@ type EchoBackupScheduleReconciler struct {
 	Clock Clock
 }
 
-// +kubebuilder:rbac:groups=echo.dev,resources=echobackupschedules,verbs=get;list;watch
+// +kubebuilder:rbac:groups=echo.dev,resources=echobackupschedules,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=echo.dev,resources=echobackupschedules/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=echo.dev,resources=echobackups,verbs=get;list;watch;create;delete
 
@@ -44,6 +45,9 @@ func (r *EchoBackupScheduleReconciler) Reconcile(ctx context.Context, req ctrl.R
 	}
 	if !s.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
+	}
+	if err := r.ensureRequestedBackup(ctx, s); err != nil {
+		return ctrl.Result{}, err
 	}
 	orig := s.DeepCopy()
 	result, err := r.reconcileSchedule(ctx, s)
@@ -117,6 +121,47 @@ func (r *EchoBackupScheduleReconciler) ensureDueBackup(ctx context.Context, s *e
 	s.Status.LastScheduleTime = ptrTime(due)
 	log.FromContext(ctx).Info("Started scheduled backup", "backup", b.Name, "scheduledAt", due)
 	r.Recorder.Eventf(s, corev1.EventTypeNormal, echov1alpha1.EventReasonScheduledBackup, "Started EchoBackup %s for %s", b.Name, due.UTC().Format(time.RFC3339))
+	return nil
+}
+
+// ensureRequestedBackup honours a request for a backup now
+// (BackupNowAnnotation): it starts one EchoBackup from the template, then
+// removes the annotation. The backup's name hashes the request with the
+// schedule's resourceVersion, which only the removal changes, so a
+// reconcile that runs again after a crash between the two finds the
+// backup it started rather than starting another; a request made again
+// later is a new one.
+func (r *EchoBackupScheduleReconciler) ensureRequestedBackup(ctx context.Context, s *echov1alpha1.EchoBackupSchedule) error {
+	request, ok := s.Annotations[echov1alpha1.BackupNowAnnotation]
+	if !ok {
+		return nil
+	}
+	now := r.Clock.Now()
+	b := &echov1alpha1.EchoBackup{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:   s.Namespace,
+			Name:        requestedBackupName(s.Name, request, s.ResourceVersion),
+			Labels:      map[string]string{echov1alpha1.ScheduleLabel: s.Name},
+			Annotations: map[string]string{echov1alpha1.ScheduledAtAnnotation: now.UTC().Format(time.RFC3339)},
+		},
+		Spec: s.Spec.Template,
+	}
+	err := r.Create(ctx, b)
+	switch {
+	case err == nil:
+		log.FromContext(ctx).Info("Started requested backup", "backup", b.Name)
+		r.Recorder.Eventf(s, corev1.EventTypeNormal, echov1alpha1.EventReasonBackupRequested,
+			"Started EchoBackup %s as annotation %s asked", b.Name, echov1alpha1.BackupNowAnnotation)
+	case apierrors.IsAlreadyExists(err):
+	default:
+		r.backupNotStarted(s, b.Name, now, err)
+		return fmt.Errorf("creating EchoBackup %s: %w", b.Name, err)
+	}
+	orig := s.DeepCopy()
+	delete(s.Annotations, echov1alpha1.BackupNowAnnotation)
+	if err := r.Patch(ctx, s, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("removing annotation %s: %w", echov1alpha1.BackupNowAnnotation, err)
+	}
 	return nil
 }
 

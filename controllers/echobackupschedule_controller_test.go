@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,6 +82,12 @@ func TestEchoBackupScheduleRunsOnItsClock(t *testing.T) {
 		}, timeout, interval).Should(Succeed())
 		b := scheduledBackups(Default, key)[0]
 		Expect(b.Spec.EchoName).To(Equal("web"))
+		Eventually(func(g Gomega) {
+			next := getEcho(g, types.NamespacedName{Namespace: ns, Name: "web"}).Status.NextScheduledBackup
+			g.Expect(next).NotTo(BeNil(), "the Echo says when it is backed up next")
+			g.Expect(next.Schedule).To(Equal(key.Name))
+			g.Expect(next.Time.Equal(getSchedule(g, key).Status.NextScheduleTime)).To(BeTrue())
+		}, timeout, interval).Should(Succeed())
 	})
 
 	t.Run("missed run times collapse into one backup", func(t *testing.T) {
@@ -107,6 +114,15 @@ func TestEchoBackupScheduleRunsOnItsClock(t *testing.T) {
 			s := getSchedule(g, key)
 			g.Expect(s.Status.LastSuccessfulBackup).NotTo(BeEmpty())
 			g.Expect(backups).To(ContainElement(HaveField("Name", s.Status.LastSuccessfulBackup)))
+			last := getEcho(g, types.NamespacedName{Namespace: ns, Name: "web"}).Status.LastSuccessfulBackup
+			g.Expect(last).NotTo(BeNil(), "the Echo says when it was last backed up")
+			g.Expect(backups).To(ContainElement(HaveField("Name", last.Name)))
+			for _, b := range backups {
+				g.Expect(b.Status.CompletionTime.After(last.CompletionTime.Time)).To(BeFalse(), "%s completed after %s", b.Name, last.Name)
+				if b.Name == last.Name {
+					g.Expect(last.CompletionTime.Equal(b.Status.CompletionTime)).To(BeTrue())
+				}
+			}
 		}, timeout, interval).Should(Succeed())
 		Eventually(func(g Gomega) []string { return eventReasons(g, ns, key.Name) }, timeout, interval).
 			Should(ContainElements(echov1alpha1.EventReasonScheduledBackup, echov1alpha1.EventReasonPrunedBackup))
@@ -127,7 +143,53 @@ func TestEchoBackupScheduleRunsOnItsClock(t *testing.T) {
 			return c.Reason
 		}, timeout, interval).Should(Equal(echov1alpha1.ScheduleReasonSuspended))
 		Consistently(func(g Gomega) []echov1alpha1.EchoBackup { return scheduledBackups(g, key) }, "500ms", interval).Should(HaveLen(before))
+		Eventually(func(g Gomega) *echov1alpha1.ScheduledBackup {
+			return getEcho(g, types.NamespacedName{Namespace: ns, Name: "web"}).Status.NextScheduledBackup
+		}, timeout, interval).Should(BeNil(), "a suspended schedule runs nothing next")
 	})
+
+	t.Run("a request starts one backup now, even while suspended", func(t *testing.T) {
+		RegisterTestingT(t)
+		before := scheduledBackups(Default, key)
+		requestBackupNow(t, key)
+		var requested echov1alpha1.EchoBackup
+		Eventually(func(g Gomega) {
+			backups := scheduledBackups(g, key)
+			g.Expect(backups).To(HaveLen(len(before) + 1))
+			for _, b := range backups {
+				if strings.HasPrefix(b.Name, key.Name+"-now-") {
+					requested = b
+				}
+			}
+			g.Expect(requested.Name).NotTo(BeEmpty())
+			g.Expect(getSchedule(g, key).Annotations).NotTo(HaveKey(echov1alpha1.BackupNowAnnotation), "a request is honoured once")
+		}, timeout, interval).Should(Succeed())
+		Expect(requested.Spec.EchoName).To(Equal("web"))
+		Expect(requested.Annotations).To(HaveKey(echov1alpha1.ScheduledAtAnnotation), "retention orders it with the others")
+		Eventually(func(g Gomega) []string { return eventReasons(g, ns, key.Name) }, timeout, interval).
+			Should(ContainElement(echov1alpha1.EventReasonBackupRequested))
+		advanceAndPoke(t, &echov1alpha1.EchoBackupSchedule{}, key, time.Minute)
+		Consistently(func(g Gomega) []echov1alpha1.EchoBackup { return scheduledBackups(g, key) }, "500ms", interval).
+			Should(HaveLen(len(before)+1), "a request honoured is not honoured again")
+
+		requestBackupNow(t, key)
+		Eventually(func(g Gomega) []echov1alpha1.EchoBackup { return scheduledBackups(g, key) }, timeout, interval).
+			Should(HaveLen(len(before)+2), "the same request made again is a new one")
+	})
+}
+
+// requestBackupNow asks a schedule for a backup now, as the docs show:
+// kubectl annotate echobackupschedule NAME echo.dev/backup-now=<time> --overwrite.
+func requestBackupNow(t *testing.T, key types.NamespacedName) {
+	t.Helper()
+	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		s := getSchedule(Default, key)
+		if s.Annotations == nil {
+			s.Annotations = map[string]string{}
+		}
+		s.Annotations[echov1alpha1.BackupNowAnnotation] = "now"
+		return k8sClient.Update(context.Background(), s)
+	})).To(Succeed())
 }
 
 func TestEchoBackupScheduleReportsAnInvalidSchedule(t *testing.T) {

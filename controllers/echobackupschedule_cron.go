@@ -2,6 +2,8 @@ package controllers
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strconv"
@@ -52,6 +54,13 @@ func lastDueTime(sched cron.Schedule, since, now time.Time) (time.Time, bool) {
 // the name being deterministic, a second attempt finds the first.
 func scheduledBackupName(schedule string, at time.Time) string {
 	return childName(schedule, strconv.FormatInt(at.Unix(), 10))
+}
+
+// requestedBackupName names the backup a request for a backup now starts:
+// the same request seen at the same resourceVersion gives the same name.
+func requestedBackupName(schedule, request, resourceVersion string) string {
+	sum := sha256.Sum256([]byte(resourceVersion + "\x00" + request))
+	return childName(schedule, "now-"+hex.EncodeToString(sum[:])[:10])
 }
 
 // backupsToPrune picks, among a schedule's backups, the finished ones the

@@ -87,6 +87,12 @@ func (r *EchoRestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		}
 		return ctrl.Result{}, err
 	}
+	if restoreFinished(rs) && rs.DeletionTimestamp.IsZero() {
+		// A restore that finished before it had a phase gets one.
+		if err := r.patchStatus(ctx, rs.DeepCopy(), rs); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	if !rs.DeletionTimestamp.IsZero() || restoreFinished(rs) {
 		return r.reconcileRelease(ctx, rs)
 	}
@@ -363,6 +369,7 @@ func (r *EchoRestoreReconciler) failWith(rs *echov1alpha1.EchoRestore, reason, e
 // finished once its end is written.
 func (r *EchoRestoreReconciler) patchStatus(ctx context.Context, orig, rs *echov1alpha1.EchoRestore) error {
 	rs.Status.ObservedGeneration = rs.Generation
+	rs.Status.Phase, rs.Status.Reason = echov1alpha1.RestorePhase(rs.Status.Conditions)
 	if restoreFinished(orig) || !restoreFinished(rs) {
 		return patchStatusIfChanged(ctx, r.Client, "EchoRestore", orig, rs, orig.Status, rs.Status)
 	}

@@ -54,8 +54,11 @@ func waitRestoreFailed(t *testing.T, key types.NamespacedName) metav1.Condition 
 	t.Helper()
 	var c *metav1.Condition
 	Eventually(func(g Gomega) {
-		c = meta.FindStatusCondition(getRestore(g, key).Status.Conditions, echov1alpha1.RestoreConditionFailed)
+		rs := getRestore(g, key)
+		c = meta.FindStatusCondition(rs.Status.Conditions, echov1alpha1.RestoreConditionFailed)
 		g.Expect(c).NotTo(BeNil())
+		g.Expect(rs.Status.Phase).To(Equal(echov1alpha1.PhaseFailed))
+		g.Expect(rs.Status.Reason).To(Equal(c.Reason))
 	}, timeout, interval).Should(Succeed())
 	return *c
 }
@@ -211,7 +214,8 @@ func TestEchoRestoreInPlace(t *testing.T) {
 
 	Eventually(func(g Gomega) string { return holder(g, echoKey) }, timeout, interval).Should(Equal("back"))
 	Expect(getRestore(Default, key).Status.EchoName).To(Equal("web"))
-	waitRestoreReason(t, key, echov1alpha1.RestoreReasonQuiescing)
+	quiescing := waitRestoreReason(t, key, echov1alpha1.RestoreReasonQuiescing)
+	Expect([]any{quiescing.Status.Phase, quiescing.Status.Reason}).To(Equal([]any{echov1alpha1.PhaseRunning, echov1alpha1.RestoreReasonQuiescing}))
 	Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "back-restore"}, &batchv1.Job{})).NotTo(Succeed(),
 		"no data is written while the Echo runs")
 	// A pod shutting down is no longer counted by its Deployment, but may
@@ -244,6 +248,7 @@ func TestEchoRestoreInPlace(t *testing.T) {
 	expectGone(t, &echov1alpha1.EchoBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-1"}})
 	resume(t, echoKey)
 	got := waitRestoreReason(t, key, echov1alpha1.RestoreReasonCompleted)
+	Expect([]any{got.Status.Phase, got.Status.Reason}).To(Equal([]any{echov1alpha1.PhaseCompleted, echov1alpha1.RestoreReasonCompleted}))
 	Expect(got.Status.EchoCreated).To(BeFalse())
 	Expect(getEcho(Default, echoKey).Spec.Message).To(Equal("live"), "an in-place restore restores the data, not the spec")
 }

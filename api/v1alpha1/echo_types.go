@@ -446,6 +446,40 @@ type EchoStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Deployed Release"
 	DeployedRelease *DeployedRelease `json:"deployedRelease,omitempty"`
+
+	// LastSuccessfulBackup is the EchoBackup of this Echo that completed
+	// last, while it exists.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last Successful Backup"
+	LastSuccessfulBackup *BackupReference `json:"lastSuccessfulBackup,omitempty"`
+
+	// NextScheduledBackup is the next run of the EchoBackupSchedules that
+	// back up this Echo, while one is scheduled and not suspended.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Next Scheduled Backup"
+	NextScheduledBackup *ScheduledBackup `json:"nextScheduledBackup,omitempty"`
+}
+
+// BackupReference names a completed EchoBackup of the Echo's namespace.
+type BackupReference struct {
+	// Name of the EchoBackup.
+	// +required
+	Name string `json:"name"`
+	// CompletionTime is when it completed.
+	// +kubebuilder:validation:XValidation:rule="self >= timestamp('0001-01-01T00:00:00Z')",message="must be an RFC 3339 time such as 2024-01-01T00:00:00Z"
+	// +required
+	CompletionTime metav1.Time `json:"completionTime"`
+}
+
+// ScheduledBackup is a backup to come: when, and which schedule starts it.
+type ScheduledBackup struct {
+	// Schedule names the EchoBackupSchedule.
+	// +required
+	Schedule string `json:"schedule"`
+	// Time is when the backup is due.
+	// +kubebuilder:validation:XValidation:rule="self >= timestamp('0001-01-01T00:00:00Z')",message="must be an RFC 3339 time such as 2024-01-01T00:00:00Z"
+	// +required
+	Time metav1.Time `json:"time"`
 }
 
 // DeployedRelease identifies a Helm release.
@@ -469,6 +503,8 @@ type DeployedRelease struct {
 // +kubebuilder:printcolumn:name="Available",type=integer,JSONPath=`.status.availableReplicas`
 // +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.status.address`,priority=1
 // +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image`,priority=1
+// +kubebuilder:printcolumn:name="Last Backup",type=date,JSONPath=`.status.lastSuccessfulBackup.completionTime`,priority=1
+// +kubebuilder:printcolumn:name="Next Backup",type=string,JSONPath=`.status.nextScheduledBackup.time`,priority=1,description="When the next scheduled backup is due (a date column would print a time to come as <invalid>)"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 53",message="an Echo name is at most 53 characters: it names a Helm release"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="an Echo name must be a DNS-1035 label (lower-case letters, digits and '-', starting with a letter): it names a Service"

@@ -15,7 +15,9 @@ const (
 
 // Reasons of EchoBackup conditions.
 const (
-	BackupReasonCompleted         = "Completed"
+	BackupReasonCompleted = "Completed"
+	// BackupReasonBackingUp (Complete=False): the backup's Job is running.
+	BackupReasonBackingUp         = "BackingUp"
 	BackupReasonEchoNotFound      = "EchoNotFound"
 	BackupReasonJobFailed         = "JobFailed"
 	BackupReasonStorageError      = "StorageError"
@@ -131,7 +133,21 @@ type EchoBackupStatus struct {
 	// this status read them in CEL, which parses them as the operator does
 	// and so refuses those.
 
-	// Conditions: Complete and Failed.
+	// Phase is Pending, Running, Completed or Failed, derived from the
+	// conditions.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Phase",xDescriptors={"urn:alm:descriptor:io.kubernetes.phase"}
+	Phase Phase `json:"phase,omitempty"`
+
+	// Reason is the reason of the condition that decides the phase:
+	// what the backup waits for, or why it failed.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Reason",xDescriptors={"urn:alm:descriptor:io.kubernetes.phase:reason"}
+	Reason string `json:"reason,omitempty"`
+
+	// Conditions: Complete (False while the backup waits or runs, with
+	// the reason) and Failed.
 	// +kubebuilder:validation:XValidation:rule="self.all(c, c.lastTransitionTime >= timestamp('0001-01-01T00:00:00Z'))",message="conditions[].lastTransitionTime must be an RFC 3339 time such as 2024-01-01T00:00:00Z"
 	// +listType=map
 	// +listMapKey=type
@@ -190,8 +206,8 @@ type EchoBackupStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=ecb,categories={echo-operator}
 // +kubebuilder:printcolumn:name="Echo",type=string,JSONPath=`.spec.echoName`
-// +kubebuilder:printcolumn:name="Complete",type=string,JSONPath=`.status.conditions[?(@.type=="Complete")].status`
-// +kubebuilder:printcolumn:name="Failed",type=string,JSONPath=`.status.conditions[?(@.type=="Failed")].status`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.reason`
 // +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.status.size`
 // +kubebuilder:printcolumn:name="Location",type=string,JSONPath=`.status.location`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

@@ -24,7 +24,18 @@ const (
 	EventReasonPrunedBackup     = "PrunedBackup"
 	EventReasonInvalidSchedule  = "InvalidSchedule"
 	EventReasonBackupNotStarted = ScheduleReasonBackupNotStarted
+	// EventReasonBackupRequested: a backup was started on request
+	// (BackupNowAnnotation).
+	EventReasonBackupRequested = "BackupRequested"
 )
+
+// BackupNowAnnotation on an EchoBackupSchedule asks for a backup now, from
+// the schedule's template, whatever its value (the time of the request is
+// a good one), and even while the schedule is suspended. The operator
+// starts one EchoBackup per request, named <schedule>-now-<hash>, then
+// removes the annotation. The backup is the schedule's like any other:
+// its retention counts and prunes it.
+const BackupNowAnnotation = "echo.dev/backup-now"
 
 // EchoBackupScheduleSpec says when to back up an Echo and how many backups to keep.
 //

@@ -180,6 +180,19 @@ type EchoRestoreStatus struct {
 	// this status read them in CEL, which parses them as the operator does
 	// and so refuses those.
 
+	// Phase is Pending, Running, Completed or Failed, derived from the
+	// conditions.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Phase",xDescriptors={"urn:alm:descriptor:io.kubernetes.phase"}
+	Phase Phase `json:"phase,omitempty"`
+
+	// Reason is the reason of the condition that decides the phase: the
+	// step under way, what the restore waits for, or why it failed.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Reason",xDescriptors={"urn:alm:descriptor:io.kubernetes.phase:reason"}
+	Reason string `json:"reason,omitempty"`
+
 	// Conditions: Complete, Failed and DataRestored.
 	// +kubebuilder:validation:XValidation:rule="self.all(c, c.lastTransitionTime >= timestamp('0001-01-01T00:00:00Z'))",message="conditions[].lastTransitionTime must be an RFC 3339 time such as 2024-01-01T00:00:00Z"
 	// +listType=map
@@ -218,8 +231,8 @@ type EchoRestoreStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=ecr,categories={echo-operator}
 // +kubebuilder:printcolumn:name="Echo",type=string,JSONPath=`.status.echoName`
-// +kubebuilder:printcolumn:name="Complete",type=string,JSONPath=`.status.conditions[?(@.type=="Complete")].status`
-// +kubebuilder:printcolumn:name="Failed",type=string,JSONPath=`.status.conditions[?(@.type=="Failed")].status`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.reason`
 // +kubebuilder:printcolumn:name="From",type=string,JSONPath=`.status.restoredFrom`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63",message="an EchoRestore name is at most 63 characters: it labels the restore's Jobs and pods"

@@ -55,6 +55,7 @@ var eventActions = map[string]string{
 	EventReasonScheduledBackup:  EventActionScheduling,
 	EventReasonInvalidSchedule:  EventActionScheduling,
 	EventReasonBackupNotStarted: EventActionScheduling,
+	EventReasonBackupRequested:  EventActionScheduling,
 	EventReasonPrunedBackup:     EventActionPruning,
 
 	EventReasonRestoreStarted:      EventActionRestoring,

@@ -33,6 +33,7 @@ type decodeKind struct {
 	obj      any    // the Go type the operator decodes the kind into
 	resource string // its plural resource name
 	spec     string // JSON of a valid spec that has one item in each list the walk reaches
+	status   string // JSON of the required fields of the status objects the walk reaches, or ""
 }
 
 // conditionJSON is a valid condition for the status of every kind.
@@ -54,11 +55,13 @@ var (
 				{"weight": 1, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname"}}]},
 			"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
 				{"weight": 1, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname"}}]}
-		}}`}
-	backupDecode   = decodeKind{&echov1alpha1.EchoBackup{}, "echobackups", `{"echoName": "missing", "storage": ` + s3StorageJSON + `}`}
+		}}`, `{
+		"lastSuccessfulBackup": {"name": "web-1", "completionTime": "2024-01-01T00:00:00Z"},
+		"nextScheduledBackup": {"schedule": "daily", "time": "2024-01-01T00:00:00Z"}}`}
+	backupDecode   = decodeKind{&echov1alpha1.EchoBackup{}, "echobackups", `{"echoName": "missing", "storage": ` + s3StorageJSON + `}`, ""}
 	scheduleDecode = decodeKind{&echov1alpha1.EchoBackupSchedule{}, "echobackupschedules", `{"schedule": "@daily", "suspend": true,
-		"template": {"echoName": "missing", "storage": ` + s3StorageJSON + `}}`}
-	restoreDecode = decodeKind{&echov1alpha1.EchoRestore{}, "echorestores", `{"source": {"backupName": "missing"}}`}
+		"template": {"echoName": "missing", "storage": ` + s3StorageJSON + `}}`, ""}
+	restoreDecode = decodeKind{&echov1alpha1.EchoRestore{}, "echorestores", `{"source": {"backupName": "missing"}}`, ""}
 
 	decodeKinds = []decodeKind{echoDecode, backupDecode, scheduleDecode, restoreDecode}
 )
@@ -358,7 +361,13 @@ func (k decodeKind) dryRunStatus(ns string, path []string, value string) ([]byte
 	if err := json.Unmarshal([]byte(conditionJSON), &condition); err != nil {
 		return nil, err
 	}
-	status := map[string]any{"conditions": []any{condition}}
+	status := map[string]any{}
+	if k.status != "" {
+		if err := json.Unmarshal([]byte(k.status), &status); err != nil {
+			return nil, err
+		}
+	}
+	status["conditions"] = []any{condition}
 	patch, err := json.Marshal(map[string]any{"status": withValue(status, path[1:], json.RawMessage(value))})
 	if err != nil {
 		return nil, err

@@ -181,9 +181,9 @@ func (l *lockedBuffer) String() string {
 // The tables kubectl prints for the operator's kinds.
 const (
 	echoHeader     = `(?m)^NAME\s+READY\s+REASON\s+REPLICAS\s+AVAILABLE\s+AGE$`
-	backupHeader   = `(?m)^NAME\s+ECHO\s+COMPLETE\s+FAILED\s+SIZE\s+AGE$`
+	backupHeader   = `(?m)^NAME\s+ECHO\s+PHASE\s+REASON\s+SIZE\s+AGE$`
 	scheduleHeader = `(?m)^NAME\s+ECHO\s+SCHEDULE\s+SUSPEND\s+LAST\s+NEXT\s+AGE$`
-	restoreHeader  = `(?m)^NAME\s+ECHO\s+COMPLETE\s+FAILED\s+AGE$`
+	restoreHeader  = `(?m)^NAME\s+ECHO\s+PHASE\s+REASON\s+AGE$`
 )
 
 // Every kubectl command README.md and docs/ show runs here, as they show
@@ -236,7 +236,7 @@ func TestKubectlRunsTheDocumentedCommands(t *testing.T) {
 			To(MatchRegexp(`(?m)^` + ns + `\s+echo-sample\s+True\s+Available\s+2\s+2\s+`))
 
 		wide := d.run(Default, documented("get", "echo", "-o", "wide"))
-		Expect(wide).To(MatchRegexp(`(?m)^NAME\s+READY\s+REASON\s+REPLICAS\s+AVAILABLE\s+ADDRESS\s+IMAGE\s+AGE$`))
+		Expect(wide).To(MatchRegexp(`(?m)^NAME\s+READY\s+REASON\s+REPLICAS\s+AVAILABLE\s+ADDRESS\s+IMAGE\s+LAST BACKUP\s+NEXT BACKUP\s+AGE$`))
 		Expect(wide).To(MatchRegexp(`(?m)^echo-sample\s+True\s+Available\s+2\s+2\s+http://echo-sample\.` + ns + `\.svc:80\s`))
 
 		all := d.run(Default, documented("get", "all"))
@@ -428,7 +428,7 @@ func TestKubectlRunsTheDocumentedCommands(t *testing.T) {
 			d.run(Default, documented("get", "ecb")),
 		} {
 			Expect(out).To(MatchRegexp(backupHeader))
-			Expect(out).To(MatchRegexp(`(?m)^journal-1\s+journal\s+True\s+[1-9][0-9]*\s+\S+$`))
+			Expect(out).To(MatchRegexp(`(?m)^journal-1\s+journal\s+Completed\s+Completed\s+[1-9][0-9]*\s+\S+$`))
 		}
 		desc := d.run(Default, documented("describe", "echobackup", "BACKUP"))
 		Expect(desc).To(MatchRegexp(`(?m)^Name:\s+journal-1$`))
@@ -456,6 +456,24 @@ func TestKubectlRunsTheDocumentedCommands(t *testing.T) {
 		desc = d.run(Default, documented("describe", "echobackupschedule", "SCHEDULE"))
 		Expect(desc).To(MatchRegexp(`(?m)^Name:\s+journal-nightly$`))
 		Expect(desc).To(MatchRegexp(`(?m)^\s+Type:\s+Ready$`))
+
+		// Back up now: the annotation starts one backup of the schedule.
+		Expect(d.run(Default, documented("annotate", "echobackupschedule", "SCHEDULE", "echo.dev/backup-now=$(date +%s)", "--overwrite"))).
+			To(ContainSubstring("echobackupschedule.echo.dev/journal-nightly annotated"))
+		requested := regexp.MustCompile(`(?m)^(journal-nightly-now-[0-9a-f]+)\s+journal\s`)
+		var name string
+		Eventually(func(g Gomega) {
+			out := d.run(g, documented("get", "echobackups", "-l", "echo.dev/schedule=journal-nightly"))
+			g.Expect(out).To(MatchRegexp(backupHeader))
+			m := requested.FindStringSubmatch(out)
+			g.Expect(m).NotTo(BeNil(), "the requested backup is listed:\n%s", out)
+			name = m[1]
+		}, timeout, interval).Should(Succeed())
+		endMoverPod(t, waitJobNamed(t, ns, name+"-backup"), runMover)
+		waitBackupComplete(t, types.NamespacedName{Namespace: ns, Name: name})
+		Eventually(func(g Gomega) string { return d.run(g, documented("get", "echo", "-o", "wide")) }, timeout, interval).
+			Should(MatchRegexp(`(?m)^journal\s+True\s+Available\s.*\s\d+[smh]\S*\s+\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\s+\S+$`),
+				"LAST BACKUP is the age of the requested backup, NEXT BACKUP the schedule's next run")
 
 		// An hour of 25 passes admission; the controller says what to fix.
 		schedule("journal-invalid", "0 25 * * *")
@@ -494,7 +512,7 @@ func TestKubectlRunsTheDocumentedCommands(t *testing.T) {
 
 		Expect(completed.exit()).To(ContainSubstring("echorestore.echo.dev/journal-copy condition met"))
 		Expect(succeeded.exit()).To(ContainSubstring("echorestore.echo.dev/journal-copy condition met"))
-		done := `(?m)^journal-copy\s+journal-copy\s+True\s+\S+$`
+		done := `(?m)^journal-copy\s+journal-copy\s+Completed\s+Completed\s+\S+$`
 		for _, w := range watches {
 			Eventually(w.output, timeout, interval).Should(MatchRegexp(done), "%s", w.c)
 			out := w.stop()
@@ -510,7 +528,7 @@ func TestKubectlRunsTheDocumentedCommands(t *testing.T) {
 			Expect(out).To(MatchRegexp(restoreHeader))
 			Expect(out).To(MatchRegexp(done))
 		}
-		Expect(d.run(Default, documented("get", "echorestores", "-A"))).To(MatchRegexp(`(?m)^` + ns + `\s+journal-copy\s+journal-copy\s+True\s`))
+		Expect(d.run(Default, documented("get", "echorestores", "-A"))).To(MatchRegexp(`(?m)^` + ns + `\s+journal-copy\s+journal-copy\s+Completed\s+Completed\s`))
 		desc := d.run(Default, documented("describe", "echorestore", "RESTORE"))
 		Expect(desc).To(MatchRegexp(`(?m)^Name:\s+journal-copy$`))
 		for _, reason := range []string{echov1alpha1.EventReasonRestoreStarted, echov1alpha1.EventReasonRestoreCompleted} {

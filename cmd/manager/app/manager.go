@@ -223,6 +223,9 @@ func setupReconcilers(mgr ctrl.Manager, o Options, recorder record.EventRecorder
 	if err := helmreconciler.SetupWithManager(mgr, o.Helm); err != nil {
 		return err
 	}
+	if err := controllers.IndexFields(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
 	if err := (&controllers.EchoReconciler{
 		Client:                  mgr.GetClient(),
 		Recorder:                recorder,
