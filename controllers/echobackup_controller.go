@@ -119,6 +119,10 @@ func (r *EchoBackupReconciler) reconcileBackup(ctx context.Context, b *echov1alp
 			refused.message("back up again: this EchoBackup has failed for good", ""))
 		return ctrl.Result{}, nil
 	}
+	if refused, ok := asLocationUnavailable(err); ok {
+		r.fail(b, echov1alpha1.BackupReasonLocationUnavailable, refused.message("back up again: this EchoBackup has failed for good"))
+		return ctrl.Result{}, nil
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -180,10 +184,15 @@ func (r *EchoBackupReconciler) ensureConfigMap(ctx context.Context, b *echov1alp
 }
 
 // ensureJob returns the backup's Job, creating it on first sight once its
-// storage Secrets are found opted in.
+// storage is resolved, its location (if any) is not being deleted, and
+// its Secrets are found opted in.
 func (r *EchoBackupReconciler) ensureJob(ctx context.Context, b *echov1alpha1.EchoBackup, echo *echov1alpha1.Echo) (*batchv1.Job, error) {
-	job, created, err := ensureOwnedJob(ctx, r.Client, r.Scheme, b, backupJob(b, echo, moverSettings{image: r.MoverImage, env: r.MoverEnv}),
-		storageSecretsCheck(r.APIReader, b.Namespace, b.Spec.Storage))
+	storage, loc, err := resolveStorage(ctx, r.Client, r.APIReader, b.Namespace, b.Spec.Storage)
+	if err != nil {
+		return nil, err
+	}
+	job, created, err := ensureOwnedJob(ctx, r.Client, r.Scheme, b, backupJob(b, echo, storage, moverSettings{image: r.MoverImage, env: r.MoverEnv}),
+		newArtifactCheck(r.APIReader, b.Namespace, loc, storage))
 	if err != nil || !created {
 		return job, err
 	}

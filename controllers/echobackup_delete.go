@@ -115,11 +115,15 @@ func (r *EchoBackupReconciler) reconcileDelete(ctx context.Context, b *echov1alp
 // EchoBackup is then let go with its artifact left in place, rather than
 // hold up the namespace for ever.
 func (r *EchoBackupReconciler) startDeleteJob(ctx context.Context, b *echov1alpha1.EchoBackup) (ctrl.Result, error) {
-	if err := storageSecretsOptedIn(ctx, r.APIReader, b.Namespace, b.Spec.Storage); err != nil {
+	storage, _, err := resolveStorage(ctx, r.Client, r.APIReader, b.Namespace, b.Spec.Storage)
+	if err == nil {
+		err = storageSecretsOptedIn(ctx, r.APIReader, b.Namespace, storage)
+	}
+	if err != nil {
 		return r.deleteRefused(b, err)
 	}
-	job := deleteJob(b, moverSettings{image: r.MoverImage, env: r.MoverEnv})
-	err := r.Create(ctx, job)
+	job := deleteJob(b, storage, moverSettings{image: r.MoverImage, env: r.MoverEnv})
+	err = r.Create(ctx, job)
 	switch {
 	case err == nil:
 		log.FromContext(ctx).Info("Deleting the backup's artifact", "job", job.Name, "location", b.Status.Location)
@@ -139,17 +143,23 @@ func (r *EchoBackupReconciler) startDeleteJob(ctx context.Context, b *echov1alph
 }
 
 // deleteRefused reports a delete Job not created because a storage Secret
-// has not opted in (err), and looks again after artifactDeleteBackoff, as
-// after a failed delete Job: Secrets are not watched, and the EchoBackup
-// stays until its artifact is deleted or its finalizer removed by hand.
+// has not opted in or the location is gone (err), and looks again after
+// artifactDeleteBackoff, as after a failed delete Job: Secrets are not
+// watched, and the EchoBackup stays until its artifact is deleted or its
+// finalizer removed by hand.
 func (r *EchoBackupReconciler) deleteRefused(b *echov1alpha1.EchoBackup, err error) (ctrl.Result, error) {
+	const then = "the next attempt, every minute, deletes the artifact"
+	if refused, ok := asLocationUnavailable(err); ok {
+		r.Recorder.Eventf(b, corev1.EventTypeWarning, echov1alpha1.EventReasonArtifactDeleteFailed, "Could not delete the artifact at %s: %s; "+
+			"or remove the finalizer of the EchoBackup to let it go and keep the artifact", b.Status.Location, refused.message(then))
+		return ctrl.Result{RequeueAfter: artifactDeleteBackoff}, nil
+	}
 	refused, ok := asSecretsNotOptedIn(err)
 	if !ok {
 		return ctrl.Result{}, err
 	}
 	r.Recorder.Eventf(b, corev1.EventTypeWarning, echov1alpha1.EventReasonSecretNotOptedIn, "Could not delete the artifact at %s: %s",
-		b.Status.Location, refused.message("the next attempt, every minute, deletes the artifact",
-			"remove the finalizer of the EchoBackup to let it go and keep the artifact"))
+		b.Status.Location, refused.message(then, "remove the finalizer of the EchoBackup to let it go and keep the artifact"))
 	return ctrl.Result{RequeueAfter: artifactDeleteBackoff}, nil
 }
 

@@ -49,10 +49,11 @@ func backupConfigMap(b *echov1alpha1.EchoBackup, config []byte) *corev1.ConfigMa
 	}
 }
 
-// backupJob is the Job that backs up an Echo with the operator's image.
-// The data volume is mounted read-only; a ReadWriteOnce volume in use is
+// backupJob is the Job that backs up an Echo with the operator's image to
+// storage, the backup's resolved (resolveStorage). The data volume is
+// mounted read-only; a ReadWriteOnce volume in use is
 // only reachable from its node, so the Job then joins the Echo's pods there.
-func backupJob(b *echov1alpha1.EchoBackup, echo *echov1alpha1.Echo, m moverSettings) *batchv1.Job {
+func backupJob(b *echov1alpha1.EchoBackup, echo *echov1alpha1.Echo, storage echov1alpha1.BackupStorage, m moverSettings) *batchv1.Job {
 	args := []string{
 		moverprotocol.Arg(moverprotocol.FlagDataDir, dataMountPath),
 		moverprotocol.Arg(moverprotocol.FlagKey, artifactKey(b)),
@@ -72,15 +73,15 @@ func backupJob(b *echov1alpha1.EchoBackup, echo *echov1alpha1.Echo, m moverSetti
 		{Name: "config", MountPath: configMountPath, ReadOnly: true},
 		dataMount(true),
 	}
-	pod := moverPod(m, moverprotocol.Backup, args, b.Spec.Storage, volumes, mounts, dataMoverResources)
+	pod := moverPod(m, moverprotocol.Backup, args, storage, volumes, mounts, dataMoverResources)
 	pod.Affinity = dataAffinity(echo)
 	pod.NodeSelector = echo.Spec.NodeSelector
 	pod.Tolerations = echo.Spec.Tolerations
 	return moverJob(b.Namespace, backupJobName(b), backupLabels(b), backupDeadline, pod)
 }
 
-// deleteJob is the Job that deletes a backup's artifact with the
-// operator's image. It mounts the storage as the backup Job does, and
+// deleteJob is the Job that deletes a backup's artifact from storage, the
+// backup's resolved, with the operator's image. It mounts the storage as the backup Job does, and
 // nothing of the Echo, which may be gone.
 //
 // The EchoBackup does not own it: the Job runs while the EchoBackup is
@@ -89,9 +90,9 @@ func backupJob(b *echov1alpha1.EchoBackup, echo *echov1alpha1.Echo, m moverSetti
 // after the deletion began). The controller deletes the Job itself once
 // the EchoBackup is let go; its TTL cleans up after an EchoBackup whose
 // finalizer was removed by hand.
-func deleteJob(b *echov1alpha1.EchoBackup, m moverSettings) *batchv1.Job {
+func deleteJob(b *echov1alpha1.EchoBackup, storage echov1alpha1.BackupStorage, m moverSettings) *batchv1.Job {
 	args := []string{moverprotocol.Arg(moverprotocol.FlagKey, artifactKey(b))}
-	pod := moverPod(m, moverprotocol.Delete, args, b.Spec.Storage, nil, nil, storeClientResources)
+	pod := moverPod(m, moverprotocol.Delete, args, storage, nil, nil, storeClientResources)
 	job := moverJob(b.Namespace, deleteJobName(b), backupLabels(b), deleteDeadline, pod)
 	job.Annotations = map[string]string{echov1alpha1.BackupUIDAnnotation: string(b.UID)}
 	job.Spec.TTLSecondsAfterFinished = ptr.To(deleteJobTTL)

@@ -53,7 +53,7 @@ func TestBackupJob(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			job := backupJob(tc.backup, tc.echo, moverSettings{image: "img"})
+			job := backupJob(tc.backup, tc.echo, tc.backup.Spec.Storage, moverSettings{image: "img"})
 			pod := job.Spec.Template.Spec
 			c := pod.Containers[0]
 			for _, want := range append(tc.wantArgs, "backup", "--key=ns/web/b1", "--backup-id=b-uid") {
@@ -144,7 +144,7 @@ func TestDeleteJob(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := &echov1alpha1.EchoBackup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: tc.backupName, UID: "uid-1"},
 				Spec: echov1alpha1.EchoBackupSpec{EchoName: "web", Storage: tc.storage, DeletionPolicy: echov1alpha1.DeletionPolicyDelete}}
-			job := deleteJob(b, moverSettings{image: "img"})
+			job := deleteJob(b, b.Spec.Storage, moverSettings{image: "img"})
 			checkMoverFailurePolicy(t, job)
 			if tc.wantName != "" && job.Name != tc.wantName {
 				t.Errorf("name = %s, want %s", job.Name, tc.wantName)
@@ -170,7 +170,7 @@ func TestDeleteJob(t *testing.T) {
 	}
 	if got := deleteJobBackup(context.Background(), backupJob(
 		&echov1alpha1.EchoBackup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b1"}, Spec: echov1alpha1.EchoBackupSpec{Storage: pvc}},
-		&echov1alpha1.Echo{}, moverSettings{image: "img"})); len(got) != 0 {
+		&echov1alpha1.Echo{}, pvc, moverSettings{image: "img"})); len(got) != 0 {
 		t.Errorf("a backup Job maps to %v through the delete Jobs' watch", got)
 	}
 }

@@ -117,6 +117,13 @@ func (r *EchoRestoreReconciler) reconcileRestore(ctx context.Context, rs *echov1
 	if err != nil || src == nil {
 		return ctrl.Result{}, err
 	}
+	if src.storage, _, err = resolveStorage(ctx, r.Client, r.APIReader, rs.Namespace, src.storage); err != nil {
+		if refused, ok := asLocationUnavailable(err); ok {
+			r.fail(rs, echov1alpha1.RestoreReasonLocationUnavailable, refused.message("restore again: this EchoRestore has failed for good"))
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
 	// The finalizer gives a quiesced Echo back if the restore is deleted:
 	// it is in place before the restore quiesces anything.
 	if err := ensureFinalizer(ctx, r.Client, rs, echov1alpha1.RestoreFinalizer, true); err != nil {

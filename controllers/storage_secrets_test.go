@@ -147,8 +147,8 @@ func moverJobsOf(m moverSettings) map[string]*batchv1.Job {
 	rs := &echov1alpha1.EchoRestore{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "r1"}}
 	src := restoreSource{storage: testStorage, key: "ns/web/b1", echoName: "web"}
 	return map[string]*batchv1.Job{
-		"backup":  backupJob(b, echo, m),
-		"delete":  deleteJob(b, m),
+		"backup":  backupJob(b, echo, b.Spec.Storage, m),
+		"delete":  deleteJob(b, b.Spec.Storage, m),
 		"inspect": inspectJob(rs, src, m),
 		"restore": restoreJob(rs, src, echo, m),
 	}

@@ -17,14 +17,17 @@ const (
 const (
 	BackupReasonCompleted = "Completed"
 	// BackupReasonBackingUp (Complete=False): the backup's Job is running.
-	BackupReasonBackingUp         = "BackingUp"
-	BackupReasonEchoNotFound      = "EchoNotFound"
-	BackupReasonJobFailed         = "JobFailed"
-	BackupReasonStorageError      = "StorageError"
-	BackupReasonCredentialsError  = "CredentialsError"
-	BackupReasonDeadlineExceeded  = "DeadlineExceeded"
-	BackupReasonArtifactMissing   = "ArtifactMissing"
-	BackupReasonArtifactDeleteErr = "ArtifactDeleteFailed"
+	BackupReasonBackingUp        = "BackingUp"
+	BackupReasonEchoNotFound     = "EchoNotFound"
+	BackupReasonJobFailed        = "JobFailed"
+	BackupReasonStorageError     = "StorageError"
+	BackupReasonCredentialsError = "CredentialsError"
+	// BackupReasonLocationUnavailable: the EchoBackupLocation that
+	// storage.locationRef names does not exist, or is being deleted.
+	BackupReasonLocationUnavailable = "LocationUnavailable"
+	BackupReasonDeadlineExceeded    = "DeadlineExceeded"
+	BackupReasonArtifactMissing     = "ArtifactMissing"
+	BackupReasonArtifactDeleteErr   = "ArtifactDeleteFailed"
 	// BackupReasonWaitingForRestore (Complete=False): an EchoRestore is
 	// writing the Echo's data; the backup starts once it gives the Echo
 	// back, so that it never captures half-restored data.

@@ -36,13 +36,16 @@ const (
 	RestoreReasonArtifactNotFound = "ArtifactNotFound"
 	RestoreReasonVerifyFailed     = "VerificationFailed"
 	RestoreReasonCredentialsError = "CredentialsError"
-	RestoreReasonStorageError     = "StorageError"
-	RestoreReasonTargetHasData    = "TargetHasData"
-	RestoreReasonNoVolume         = "TargetHasNoVolume"
-	RestoreReasonNoSpace          = "NoSpace"
-	RestoreReasonInvalidConfig    = "InvalidConfiguration"
-	RestoreReasonEchoDeleted      = "EchoDeleted"
-	RestoreReasonJobFailed        = "JobFailed"
+	// RestoreReasonLocationUnavailable: the EchoBackupLocation that the
+	// storage's locationRef names does not exist.
+	RestoreReasonLocationUnavailable = "LocationUnavailable"
+	RestoreReasonStorageError        = "StorageError"
+	RestoreReasonTargetHasData       = "TargetHasData"
+	RestoreReasonNoVolume            = "TargetHasNoVolume"
+	RestoreReasonNoSpace             = "NoSpace"
+	RestoreReasonInvalidConfig       = "InvalidConfiguration"
+	RestoreReasonEchoDeleted         = "EchoDeleted"
+	RestoreReasonJobFailed           = "JobFailed"
 	// RestoreReasonDeadlineExceeded: the restore did not complete within
 	// spec.timeout.
 	RestoreReasonDeadlineExceeded = "DeadlineExceeded"

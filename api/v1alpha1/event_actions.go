@@ -19,6 +19,9 @@ const (
 	EventActionRestoring               = "Restoring"
 	EventActionReleasingRestoreHold    = "ReleasingRestoreHold"
 	EventActionDecoding                = "Decoding"
+	// EventActionDeletingLocation is the action of holding back the
+	// deletion of an EchoBackupLocation in use.
+	EventActionDeletingLocation = "DeletingLocation"
 	// EventActionCheckingStorageSecrets is the action of refusing a
 	// Secret a backup, an artifact deletion or a restore would hand to
 	// its data mover.
@@ -57,6 +60,8 @@ var eventActions = map[string]string{
 	EventReasonBackupNotStarted: EventActionScheduling,
 	EventReasonBackupRequested:  EventActionScheduling,
 	EventReasonPrunedBackup:     EventActionPruning,
+
+	EventReasonLocationInUse: EventActionDeletingLocation,
 
 	EventReasonRestoreStarted:      EventActionRestoring,
 	EventReasonEchoCreated:         EventActionRestoring,

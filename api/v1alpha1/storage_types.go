@@ -23,9 +23,10 @@ func StorageSecretOptedIn(labels map[string]string) bool {
 }
 
 // BackupStorage is where backup artifacts are kept: S3-compatible object
-// storage or a PersistentVolumeClaim. Exactly one is set.
+// storage, a PersistentVolumeClaim, or the storage of an
+// EchoBackupLocation. Exactly one is set.
 //
-// +kubebuilder:validation:XValidation:rule="has(self.s3) != has(self.persistentVolumeClaim)",message="set exactly one of storage.s3 and storage.persistentVolumeClaim"
+// +kubebuilder:validation:XValidation:rule="[has(self.s3), has(self.persistentVolumeClaim), has(self.locationRef)].filter(x, x).size() == 1",message="set exactly one of storage.s3, storage.persistentVolumeClaim and storage.locationRef"
 type BackupStorage struct {
 	// S3 stores artifacts in a bucket of an S3-compatible object store.
 	// +optional
@@ -34,6 +35,31 @@ type BackupStorage struct {
 	// PersistentVolumeClaim stores artifacts in a claim of the backup's namespace.
 	// +optional
 	PersistentVolumeClaim *PVCStorage `json:"persistentVolumeClaim,omitempty"`
+
+	// LocationRef stores artifacts in the storage of an EchoBackupLocation
+	// of the same namespace: its endpoint, bucket, prefix, credentials and
+	// CA bundle apply, as they are when a data mover Job starts.
+	// +optional
+	LocationRef *LocationReference `json:"locationRef,omitempty"`
+}
+
+// LocationReference names an EchoBackupLocation of the same namespace.
+type LocationReference struct {
+	// Name of the EchoBackupLocation.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="an EchoBackupLocation name is a DNS-1123 label: lower-case letters, digits and '-', starting and ending with a letter or digit, e.g. offsite"
+	// +required
+	Name string `json:"name"`
+}
+
+// LocationName is the name of the EchoBackupLocation the storage refers
+// to, or "" when the storage is inline.
+func (s *BackupStorage) LocationName() string {
+	if s == nil || s.LocationRef == nil {
+		return ""
+	}
+	return s.LocationRef.Name
 }
 
 // S3Storage locates a bucket of an S3-compatible object store.
@@ -84,7 +110,8 @@ type S3Storage struct {
 }
 
 // SecretNames lists the Secrets of the namespace the storage names, each
-// once: the credentials, then the CA bundle's. A claim names none.
+// once: the credentials, then the CA bundle's. A claim names none, nor
+// does a reference to a location, whose storage names them.
 func (s *BackupStorage) SecretNames() []string {
 	return s.S3.SecretNames()
 }

@@ -258,6 +258,12 @@ func setupReconcilers(mgr ctrl.Manager, o Options, recorder record.EventRecorder
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the EchoBackupSchedule controller: %w", err)
 	}
+	if err := (&controllers.EchoBackupLocationReconciler{
+		Client:   mgr.GetClient(),
+		Recorder: recorder,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the EchoBackupLocation controller: %w", err)
+	}
 	if err := (&controllers.EchoRestoreReconciler{
 		Client:     mgr.GetClient(),
 		APIReader:  mgr.GetAPIReader(),
