@@ -288,9 +288,15 @@ bench-scale: control-plane helm-operator ## Compare echo-operator, the stock hel
 ##@ Build
 
 .PHONY: build
-build: ## Build the manager and the echo server into bin/.
-	go build -trimpath -o $(LOCALBIN)/manager ./cmd/manager
-	go build -trimpath -o $(LOCALBIN)/echo-server ./cmd/echo-server
+build: ## Build the manager, the echo server and the kubectl plugin (kubectl-echo) into bin/.
+	go build -trimpath -o $(LOCALBIN)/ ./cmd/manager ./cmd/echo-server ./cmd/kubectl-echo
+
+# The kubectl plugin's release archive, as the krew manifest
+# (plugins/krew/echo.yaml) expects it: kubectl-echo and LICENSE at its root.
+PLUGIN_VERSION ?= v$(VERSION)
+.PHONY: plugin-archive
+plugin-archive: ## Build the kubectl plugin's release archive for this machine's OS and architecture into bin/.
+	hack/plugin-archive.sh $(LOCALBIN) $(PLUGIN_VERSION)
 
 .PHONY: run
 run: control-plane node-if-root image-tools-if-root ## Run the operator against $KUBECONFIG, or a local cluster (a real node as root on Linux, KWOK elsewhere) when none is reachable.

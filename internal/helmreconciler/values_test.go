@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/internal/chartvalues"
 )
 
 func translate(t *testing.T, spec echov1alpha1.EchoSpec) map[string]any {
@@ -86,7 +87,7 @@ func TestEchoTranslator(t *testing.T) {
 			if annotations != "" {
 				echo.Annotations = map[string]string{echov1alpha1.RestoreAnnotation: annotations}
 			}
-			if got := (EchoTranslator{}).values(echo).Quiesced; got != want {
+			if got := chartvalues.FromEcho(echo, "").Quiesced; got != want {
 				t.Errorf("restore %q: quiesced = %v, want %v", annotations, got, want)
 			}
 		}

@@ -42,6 +42,10 @@ const (
 // test runs, is an error.
 var kubectlExclusions = []kubectlExclusion{
 	{
+		command: "kubectl krew install echo",
+		why:     "installs from krew's index on the internet, which no test reaches; test/e2e installs the plugin as make build does",
+	},
+	{
 		command: "kubectl delete echoes --all --all-namespaces --wait",
 		why:     "deletes every Echo of the cluster test/e2e shares, the other tests' included",
 	},
@@ -197,6 +201,8 @@ var (
 		"config": {"current-context", "delete-cluster", "delete-context", "delete-user", "get-clusters",
 			"get-contexts", "get-users", "rename-context", "set", "set-cluster", "set-context",
 			"set-credentials", "unset", "use-context", "view"},
+		// The project's own plugin (docs/kubectl-plugin.md).
+		"echo": {"status", "backup", "restore", "history", "rollback", "backups"},
 	}
 
 	shortFlags = map[string]string{
@@ -207,7 +213,7 @@ var (
 	// Short flags that mean something else to the pod verbs.
 	podShortFlags = map[string]string{"-f": "--follow", "-p": "--previous"}
 
-	boolFlags = wordSet("--all", "--all-containers", "--all-namespaces", "--follow", "--force", "--ignore-not-found",
+	boolFlags = wordSet("--all", "--all-containers", "--all-namespaces", "--dry-run", "--follow", "--force", "--help", "--ignore-not-found",
 		"--local", "--no-headers", "--now", "--overwrite", "--previous", "--quiet", "--recursive",
 		"--server-side", "--show-kind", "--show-labels", "--show-managed-fields", "--stdin", "--timestamps",
 		"--tty", "--wait", "--watch", "--watch-only")
@@ -359,8 +365,10 @@ func canonicalFlag(name, value string, hasValue bool) (f string, keep bool) {
 		}
 	case "--patch":
 		value = "PATCH"
-	case "--replicas", "--current-replicas", "--min", "--max":
+	case "--replicas", "--current-replicas", "--min", "--max", "--to-revision":
 		value = "N"
+	case "--location", "--schedule", "--to":
+		value = "NAME"
 	case "--timeout", "--request-timeout", "--since":
 		value = "DURATION"
 	case "--selector", "--field-selector":
@@ -425,7 +433,7 @@ func canonicalArgs(verb string, args []string) []string {
 		}
 	case base == "explain":
 		out = args
-	case base == "create" && verb != "create":
+	case (base == "create" || base == "echo") && verb != base:
 		for range args {
 			out = append(out, "NAME")
 		}

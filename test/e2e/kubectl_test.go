@@ -53,20 +53,27 @@ type docsKubectl struct {
 	ns string
 	// values are the names the placeholders of the commands stand for.
 	values map[string]string
+	// env is added to the commands' environment (a PATH holding plugins).
+	env []string
 }
+
+// plugins are the kubectl plugins the docs show. kubectl reads the flags
+// before a plugin's name as its own and then finds no plugin: the
+// connection flags go after the plugin's arguments, where it reads them.
+var plugins = map[string]bool{"echo": true}
 
 var placeholderWord = regexp.MustCompile(`\b[A-Z][A-Z0-9_]+\b`)
 
 func (d *docsKubectl) command(ctx context.Context, c docCommand) (*exec.Cmd, error) {
-	args := []string{"--kubeconfig", cluster.KubeconfigPath()}
+	connection := []string{"--kubeconfig", cluster.KubeconfigPath()}
 	namespaced := false
 	for _, a := range c.args {
 		namespaced = namespaced || a == "-n" || a == "--namespace" || strings.HasPrefix(a, "--namespace=")
 	}
 	if !namespaced {
-		args = append(args, "-n", d.ns)
+		connection = append(connection, "-n", d.ns)
 	}
-	var missing []string
+	var args, missing []string
 	for _, a := range c.args {
 		args = append(args, placeholderWord.ReplaceAllStringFunc(a, func(w string) string {
 			v, ok := d.values[w]
@@ -79,8 +86,14 @@ func (d *docsKubectl) command(ctx context.Context, c docCommand) (*exec.Cmd, err
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("%s: no value for %s", c, strings.Join(missing, ", "))
 	}
+	if len(c.args) > 0 && plugins[c.args[0]] {
+		args = append(args, connection...)
+	} else {
+		args = append(connection, args...)
+	}
 	cmd := exec.CommandContext(ctx, kubectlBin, args...)
 	cmd.Dir = repoRoot
+	cmd.Env = append(os.Environ(), d.env...)
 	return cmd, nil
 }
 
@@ -97,7 +110,7 @@ func (d *docsKubectl) runWith(g Gomega, c docCommand, stdin string, env ...strin
 	cmd, err := d.command(ctx, c)
 	g.Expect(err).NotTo(HaveOccurred())
 	cmd.Stdin = strings.NewReader(stdin)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(cmd.Env, env...)
 	out, err := cmd.CombinedOutput()
 	g.Expect(err).NotTo(HaveOccurred(), "%s:\n%s", c, out)
 	return string(out)

@@ -1,0 +1,160 @@
+package kubectlecho
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	livev1alpha1 "github.com/echo-operator/echo-operator/api/live/v1alpha1"
+	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+)
+
+// How much of an Echo's history `status` shows.
+const (
+	statusRevisions = 3
+	statusEvents    = 5
+)
+
+func newStatusCommand(connect func() (*env, error)) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status NAME",
+		Short: "Show an Echo's readiness, replicas, address, last and next backup, recent revisions and Events",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			return run(connect, func(ctx context.Context, e *env) error { return e.status(ctx, args[0]) })
+		},
+	}
+}
+
+func (e *env) status(ctx context.Context, name string) error {
+	echo := &echov1alpha1.Echo{}
+	if err := e.client.Get(ctx, client.ObjectKey{Namespace: e.namespace, Name: name}, echo); err != nil {
+		return err
+	}
+	if err := printFields(e.streams.Out, e.statusFields(echo)); err != nil {
+		return err
+	}
+	if err := e.printRecentRevisions(ctx, name); err != nil {
+		return err
+	}
+	return e.printRecentEvents(ctx, name)
+}
+
+// statusFields are the lines of status about the Echo itself.
+func (e *env) statusFields(echo *echov1alpha1.Echo) [][2]string {
+	st := echo.Status
+	ready := "unknown: not reported yet"
+	if c := meta.FindStatusCondition(st.Conditions, echov1alpha1.EchoConditionReady); c != nil {
+		ready = fmt.Sprintf("%s (%s) %s", c.Status, c.Reason, c.Message)
+	}
+	fields := [][2]string{
+		{"Echo", echo.Namespace + "/" + echo.Name},
+		{"Ready", ready},
+		{"Replicas", fmt.Sprintf("%d ready, %d available, %d updated, of %d", st.ReadyReplicas, st.AvailableReplicas, st.UpdatedReplicas, st.Replicas)},
+		{"Address", orNone(st.Address)},
+	}
+	if st.ExternalAddress != "" {
+		fields = append(fields, [2]string{"External address", st.ExternalAddress})
+	}
+	last, next := "none", "none scheduled"
+	if b := st.LastSuccessfulBackup; b != nil {
+		last = fmt.Sprintf("%s, completed %s (%s ago)", b.Name, b.CompletionTime.UTC().Format(time.RFC3339), e.age(b.CompletionTime.Time))
+	}
+	if b := st.NextScheduledBackup; b != nil {
+		next = fmt.Sprintf("%s, by schedule %s", b.Time.UTC().Format(time.RFC3339), b.Schedule)
+	}
+	return append(fields, [2]string{"Last backup", last}, [2]string{"Next backup", next})
+}
+
+// printRecentRevisions shows the newest revisions of the Echo's release,
+// or why it cannot: the live API may not be served, or the user may not
+// read it.
+func (e *env) printRecentRevisions(ctx context.Context, name string) error {
+	revisions, err := e.revisions(ctx, name)
+	e.printf("\nRevisions:\n")
+	if err != nil {
+		e.printf("  not available: %v\n", err)
+		return nil
+	}
+	slices.Reverse(revisions)
+	return e.printRevisions(revisions[:min(len(revisions), statusRevisions)])
+}
+
+// revisions lists the revisions of the Echo's release, oldest first.
+func (e *env) revisions(ctx context.Context, name string) ([]livev1alpha1.EchoRevision, error) {
+	list := &livev1alpha1.EchoRevisionList{}
+	if err := e.client.List(ctx, list, client.InNamespace(e.namespace), client.MatchingLabels{livev1alpha1.EchoLabel: name}); err != nil {
+		return nil, fmt.Errorf("listing the revisions of Echo %s: %w", name, err)
+	}
+	slices.SortFunc(list.Items, func(a, b livev1alpha1.EchoRevision) int { return a.Revision - b.Revision })
+	return list.Items, nil
+}
+
+func (e *env) printRevisions(revisions []livev1alpha1.EchoRevision) error {
+	rows := make([][]string, 0, len(revisions))
+	for _, r := range revisions {
+		deployed := "<unknown>"
+		if r.LastDeployed != nil {
+			deployed = e.age(r.LastDeployed.Time) + " ago"
+		}
+		rows = append(rows, []string{strconv.Itoa(r.Revision), r.Status, r.Chart, deployed, r.Description})
+	}
+	return printTable(e.streams.Out, []string{"REVISION", "STATUS", "CHART", "DEPLOYED", "DESCRIPTION"}, rows)
+}
+
+// printRecentEvents shows the newest Events recorded on the Echo.
+func (e *env) printRecentEvents(ctx context.Context, name string) error {
+	list := &corev1.EventList{}
+	selector := fields.AndSelectors(fields.OneTermEqualSelector("involvedObject.kind", "Echo"), fields.OneTermEqualSelector("involvedObject.name", name))
+	if err := e.client.List(ctx, list, client.InNamespace(e.namespace), client.MatchingFieldsSelector{Selector: selector}); err != nil {
+		return fmt.Errorf("listing the Events of Echo %s: %w", name, err)
+	}
+	events := list.Items
+	slices.SortFunc(events, func(a, b corev1.Event) int { return eventTime(a).Compare(eventTime(b)) })
+	events = events[max(0, len(events)-statusEvents):]
+	e.printf("\nEvents:\n")
+	if len(events) == 0 {
+		e.printf("  none\n")
+		return nil
+	}
+	rows := make([][]string, 0, len(events))
+	for _, ev := range events {
+		rows = append(rows, []string{e.age(eventTime(ev)), ev.Type, ev.Reason, strings.ReplaceAll(ev.Message, "\n", " ")})
+	}
+	return printTable(e.streams.Out, []string{"LAST SEEN", "TYPE", "REASON", "MESSAGE"}, rows)
+}
+
+// eventTime is when an Event was last seen, whichever API wrote it.
+func eventTime(ev corev1.Event) time.Time {
+	switch {
+	case ev.Series != nil:
+		return ev.Series.LastObservedTime.Time
+	case !ev.LastTimestamp.IsZero():
+		return ev.LastTimestamp.Time
+	case !ev.EventTime.IsZero():
+		return ev.EventTime.Time
+	}
+	return ev.CreationTimestamp.Time
+}
+
+// age is kubectl's short duration from t to now.
+func (e *env) age(t time.Time) string {
+	return duration.HumanDuration(e.now().Sub(t))
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
