@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
@@ -27,23 +26,10 @@ func TestBackupsThroughALocation(t *testing.T) {
 	ctx := context.Background()
 	s3 := s3server.StartAt(t, storageHost, "echo-backups")
 	ns := newRestrictedNamespace(t)
-	Expect(k8sClient.Create(ctx, s3.CredentialsSecret(ns))).To(Succeed())
-	Expect(k8sClient.Create(ctx, &echov1alpha1.EchoBackupLocation{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "offsite"},
-		Spec:       echov1alpha1.EchoBackupLocationSpec{S3: *s3.Storage("echo-backups", "team-a").S3},
-	})).To(Succeed())
+	newLocation(t, s3, ns, "offsite", "team-a")
 	atLocation := echov1alpha1.BackupStorage{LocationRef: &echov1alpha1.LocationReference{Name: "offsite"}}
-
 	key := types.NamespacedName{Namespace: ns, Name: "journal"}
-	Expect(k8sClient.Create(ctx, &echov1alpha1.Echo{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name},
-		Spec:       echov1alpha1.EchoSpec{Replicas: ptr.To[int32](1), Persistence: &echov1alpha1.PersistenceSpec{Enabled: true}},
-	})).To(Succeed())
-	waitReady(t, key, 1)
-	data := t.TempDir()
-	writeJournal(t, data, 10)
-	journal, err := os.ReadFile(filepath.Join(data, "journal", "journal-0.jsonl"))
-	Expect(err).NotTo(HaveOccurred())
+	data, journal := journaledEcho(t, key, "")
 
 	backup := &echov1alpha1.EchoBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "journal-1"},
 		Spec: echov1alpha1.EchoBackupSpec{EchoName: key.Name, Storage: atLocation}}

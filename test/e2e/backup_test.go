@@ -82,6 +82,37 @@ func moverOwners(ns string) string {
 	return out
 }
 
+// journaledEcho creates the Echo key with one replica and persistence
+// and message, waits for it, and has a real echo server journal ten
+// requests into a data directory, which it returns with the journal file,
+// for data mover runs to read as the Echo's volume.
+func journaledEcho(t *testing.T, key types.NamespacedName, message string) (dataDir string, journal []byte) {
+	t.Helper()
+	Expect(k8sClient.Create(context.Background(), &echov1alpha1.Echo{
+		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name},
+		Spec: echov1alpha1.EchoSpec{Replicas: ptr.To[int32](1), Message: message,
+			Persistence: &echov1alpha1.PersistenceSpec{Enabled: true}},
+	})).To(Succeed())
+	waitReady(t, key, 1)
+	dataDir = t.TempDir()
+	writeJournal(t, dataDir, 10)
+	journal, err := os.ReadFile(filepath.Join(dataDir, "journal", "journal-0.jsonl"))
+	Expect(err).NotTo(HaveOccurred())
+	return dataDir, journal
+}
+
+// newLocation creates the namespace's credentials Secret for s3 and the
+// EchoBackupLocation name on its bucket echo-backups under prefix.
+func newLocation(t *testing.T, s3 *s3server.Server, ns, name, prefix string) {
+	t.Helper()
+	ctx := context.Background()
+	Expect(k8sClient.Create(ctx, s3.CredentialsSecret(ns))).To(Succeed())
+	Expect(k8sClient.Create(ctx, &echov1alpha1.EchoBackupLocation{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       echov1alpha1.EchoBackupLocationSpec{S3: *s3.Storage("echo-backups", prefix).S3},
+	})).To(Succeed())
+}
+
 // writeJournal runs a real echo server on dataDir and has it journal n requests.
 func writeJournal(t *testing.T, dataDir string, n int) {
 	t.Helper()

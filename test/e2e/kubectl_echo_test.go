@@ -13,7 +13,6 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
@@ -41,22 +40,9 @@ func TestKubectlEchoPlugin(t *testing.T) {
 	registerLiveAPI(t)
 	s3 := s3server.StartAt(t, storageHost, "echo-backups")
 	ns := newRestrictedNamespace(t)
-	Expect(k8sClient.Create(ctx, s3.CredentialsSecret(ns))).To(Succeed())
-	Expect(k8sClient.Create(ctx, &echov1alpha1.EchoBackupLocation{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "offsite"},
-		Spec:       echov1alpha1.EchoBackupLocationSpec{S3: *s3.Storage("echo-backups", "plugin").S3},
-	})).To(Succeed())
+	newLocation(t, s3, ns, "offsite", "plugin")
 	key := types.NamespacedName{Namespace: ns, Name: "journal"}
-	Expect(k8sClient.Create(ctx, &echov1alpha1.Echo{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name},
-		Spec: echov1alpha1.EchoSpec{Replicas: ptr.To[int32](1), Message: "first",
-			Persistence: &echov1alpha1.PersistenceSpec{Enabled: true}},
-	})).To(Succeed())
-	waitReady(t, key, 1)
-	data := t.TempDir()
-	writeJournal(t, data, 10)
-	journal, err := os.ReadFile(filepath.Join(data, "journal", "journal-0.jsonl"))
-	Expect(err).NotTo(HaveOccurred())
+	data, journal := journaledEcho(t, key, "first")
 	d := &docsKubectl{ns: ns, env: []string{buildPlugin(t)},
 		values: map[string]string{"ECHO": key.Name, "LOCATION": "offsite", "SCHEDULE": "journal-nightly", "RESTORED": "journal-copy",
 			"REVISION": "1"}}

@@ -304,18 +304,9 @@ func TestLiveAPIStoredBackups(t *testing.T) {
 	// A backup of a journal a real echo server wrote.
 	source := newRestrictedNamespace(t)
 	Expect(k8sClient.Create(ctx, s3.CredentialsSecret(source))).To(Succeed())
-	key := types.NamespacedName{Namespace: source, Name: "journal"}
-	Expect(k8sClient.Create(ctx, &echov1alpha1.Echo{
-		ObjectMeta: metav1.ObjectMeta{Namespace: source, Name: key.Name},
-		Spec:       echov1alpha1.EchoSpec{Replicas: ptr.To[int32](1), Persistence: &echov1alpha1.PersistenceSpec{Enabled: true}},
-	})).To(Succeed())
-	waitReady(t, key, 1)
-	data := t.TempDir()
-	writeJournal(t, data, 10)
-	journal, err := os.ReadFile(filepath.Join(data, "journal", "journal-0.jsonl"))
-	Expect(err).NotTo(HaveOccurred())
+	data, journal := journaledEcho(t, types.NamespacedName{Namespace: source, Name: "journal"}, "")
 	backup := &echov1alpha1.EchoBackup{ObjectMeta: metav1.ObjectMeta{Namespace: source, Name: "nightly.1"},
-		Spec: echov1alpha1.EchoBackupSpec{EchoName: key.Name, Storage: storage}}
+		Spec: echov1alpha1.EchoBackupSpec{EchoName: "journal", Storage: storage}}
 	Expect(k8sClient.Create(ctx, backup)).To(Succeed())
 	runMoverForJob(t, waitJobNamed(t, source, "nightly.1-backup"), data, s3)
 	backup = waitBackupComplete(t, client.ObjectKeyFromObject(backup))
