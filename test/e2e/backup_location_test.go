@@ -1,10 +1,7 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/minio/minio-go/v7"
@@ -56,13 +53,7 @@ func TestBackupsThroughALocation(t *testing.T) {
 		restore := &echov1alpha1.EchoRestore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "copy"},
 			Spec: echov1alpha1.EchoRestoreSpec{Source: echov1alpha1.RestoreSource{BackupName: backup.Name}, EchoName: "journal-copy"}}
 		Expect(k8sClient.Create(ctx, restore)).To(Succeed())
-		runMoverForJob(t, waitJobNamed(t, ns, "copy-inspect"), "", s3)
-		restored := t.TempDir()
-		runMoverForJob(t, waitJobNamed(t, ns, "copy-restore"), restored, s3)
-		got, err := os.ReadFile(filepath.Join(restored, "journal", "journal-0.jsonl"))
-		Expect(err).NotTo(HaveOccurred())
-		Expect(bytes.Equal(got, journal)).To(BeTrue(), "the restored journal differs")
-		waitReady(t, types.NamespacedName{Namespace: ns, Name: "journal-copy"}, 1)
+		expectRestored(t, s3, ns, "copy", "journal-copy", journal)
 		Eventually(func(g Gomega) {
 			rs := &echov1alpha1.EchoRestore{}
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(restore), rs)).To(Succeed())

@@ -113,6 +113,21 @@ func newLocation(t *testing.T, s3 *s3server.Server, ns, name, prefix string) {
 	})).To(Succeed())
 }
 
+// expectRestored runs the inspect and restore Jobs of the EchoRestore
+// restore of namespace ns with the real data mover against s3, checks that
+// the restored journal equals journal byte for byte, and waits for the
+// Echo echo to serve again.
+func expectRestored(t *testing.T, s3 *s3server.Server, ns, restore, echo string, journal []byte) {
+	t.Helper()
+	runMoverForJob(t, waitJobNamed(t, ns, restore+"-inspect"), "", s3)
+	restored := t.TempDir()
+	runMoverForJob(t, waitJobNamed(t, ns, restore+"-restore"), restored, s3)
+	got, err := os.ReadFile(filepath.Join(restored, "journal", "journal-0.jsonl"))
+	Expect(err).NotTo(HaveOccurred())
+	Expect(bytes.Equal(got, journal)).To(BeTrue(), "the restored journal differs")
+	waitReady(t, types.NamespacedName{Namespace: ns, Name: echo}, 1)
+}
+
 // writeJournal runs a real echo server on dataDir and has it journal n requests.
 func writeJournal(t *testing.T, dataDir string, n int) {
 	t.Helper()

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -92,13 +91,7 @@ func TestKubectlEchoPlugin(t *testing.T) {
 		out := d.run(Default, documented("echo", "restore", "BACKUP", "--to", "RESTORED"))
 		m := regexp.MustCompile(`Created EchoRestore (journal-copy-restore-\S+) of EchoBackup`).FindStringSubmatch(out)
 		Expect(m).NotTo(BeNil(), out)
-		runMoverForJob(t, waitJobNamed(t, ns, m[1]+"-inspect"), "", s3)
-		restored := t.TempDir()
-		runMoverForJob(t, waitJobNamed(t, ns, m[1]+"-restore"), restored, s3)
-		got, err := os.ReadFile(filepath.Join(restored, "journal", "journal-0.jsonl"))
-		Expect(err).NotTo(HaveOccurred())
-		Expect(bytes.Equal(got, journal)).To(BeTrue(), "the restored journal differs")
-		waitReady(t, types.NamespacedName{Namespace: ns, Name: "journal-copy"}, 1)
+		expectRestored(t, s3, ns, m[1], "journal-copy", journal)
 	})
 
 	t.Run("history and rollback", func(t *testing.T) {

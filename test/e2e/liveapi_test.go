@@ -3,12 +3,10 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"net"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -387,13 +385,7 @@ func TestLiveAPIStoredBackups(t *testing.T) {
 			Spec:       echov1alpha1.EchoRestoreSpec{Source: echov1alpha1.RestoreSource{StoredBackup: listed}},
 		}
 		Expect(k8sClient.Create(ctx, restore)).To(Succeed())
-		runMoverForJob(t, waitJobNamed(t, dr, "recover-inspect"), "", s3)
-		restored := t.TempDir()
-		runMoverForJob(t, waitJobNamed(t, dr, "recover-restore"), restored, s3)
-		got, err := os.ReadFile(filepath.Join(restored, "journal", "journal-0.jsonl"))
-		Expect(err).NotTo(HaveOccurred())
-		Expect(bytes.Equal(got, journal)).To(BeTrue(), "the restored journal differs")
-		waitReady(t, types.NamespacedName{Namespace: dr, Name: "journal"}, 1)
+		expectRestored(t, s3, dr, "recover", "journal", journal)
 		Eventually(func(g Gomega) {
 			rs := &echov1alpha1.EchoRestore{}
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(restore), rs)).To(Succeed())
