@@ -87,11 +87,13 @@ func (s backupSummary) equal(o backupSummary) bool {
 // has is removed by the apply, which leaves it out.
 func (r *EchoReconciler) ensureBackupSummary(ctx context.Context, echo *echov1alpha1.Echo) error {
 	backups := &echov1alpha1.EchoBackupList{}
-	if err := r.List(ctx, backups, client.InNamespace(echo.Namespace), client.MatchingFields{backupEchoField: echo.Name}); err != nil {
+	// Read only: the cache's objects are not copied, so that an Echo with
+	// many backups costs a reconcile no copy of each.
+	if err := r.List(ctx, backups, client.InNamespace(echo.Namespace), client.MatchingFields{backupEchoField: echo.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing the backups of Echo %s: %w", echo.Name, err)
 	}
 	schedules := &echov1alpha1.EchoBackupScheduleList{}
-	if err := r.List(ctx, schedules, client.InNamespace(echo.Namespace), client.MatchingFields{scheduleEchoField: echo.Name}); err != nil {
+	if err := r.List(ctx, schedules, client.InNamespace(echo.Namespace), client.MatchingFields{scheduleEchoField: echo.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing the backup schedules of Echo %s: %w", echo.Name, err)
 	}
 	desired := summarizeBackups(backups.Items, schedules.Items)
