@@ -225,14 +225,27 @@ fmt: ## Run go fmt.
 vet: ## Run go vet.
 	go vet ./...
 
+# golangci-lint runs go vet's analyzers (govet), so lint does not run go vet
+# again: `make vet` does, alone.
 .PHONY: lint
-lint: golangci-lint helm vet ## Run golangci-lint, go vet and helm lint --strict.
+lint: golangci-lint helm ## Run golangci-lint (go vet's analyzers among its linters) and helm lint --strict.
 	$(GOLANGCI_LINT) run ./...
 	$(HELM) lint --strict helm-charts/echo
 	$(HELM) lint --strict helm-charts/echo -f helm-charts/echo/ci/all-enabled-values.yaml
 
+# The tools of make test. test-tools builds them TOOLS_JOBS at a time: most
+# of a fresh machine's first run is spent building them, and a single Go
+# build leaves a core idle while it downloads modules, links, or compiles a
+# package others wait for.
+TEST_TOOLS = control-plane node-if-root operator-sdk opm olm olmv1 image-tools-if-root minio prometheus golangci-lint helm controller-gen openapi-gen kustomize
+TOOLS_JOBS ?= 2
+
+.PHONY: test-tools
+test-tools: ## Build every tool make test needs, TOOLS_JOBS at a time (first run only).
+	@$(MAKE) --no-print-directory -j$(TOOLS_JOBS) $(TEST_TOOLS)
+
 .PHONY: test
-test: verify-generated verify-bundle verify-catalog scorecard-static docker-lint imagecheck-test lint control-plane node-if-root image-tools-if-root minio prometheus olm olmv1 ## Run every test: unit, integration (envtest), end to end and OLM (simulated cluster), the real node's and the images'.
+test: test-tools verify-generated verify-bundle verify-catalog scorecard-static docker-lint imagecheck-test lint ## Run every test: unit, integration (envtest), end to end and OLM (simulated cluster), the real node's and the images'.
 	$(CONTROL_PLANE_ENV) $(OLM_ENV) $(NODE_ENV) $(IMAGE_TOOLS_ENV) go test ./... -timeout $(GO_TEST_TIMEOUT) -count=1 $(TEST_FLAGS)
 
 .PHONY: test-unit
@@ -522,7 +535,7 @@ test-olm-node: control-plane node image-tools olm olmv1 operator-sdk helm ## Ins
 ##@ Tools
 
 .PHONY: olm
-olm: ## Build OLM, opm and grpc_health_probe, for the OLM tests and images (first run only).
+olm: opm ## Build OLM, opm and grpc_health_probe, for the OLM tests and images (first run only).
 	OLM_VERSION=$(OLM_VERSION) OPM_VERSION=$(OPM_VERSION) GRPC_HEALTH_PROBE_VERSION=$(GRPC_HEALTH_PROBE_VERSION) BIN_DIR=$(LOCALBIN) hack/build-olm.sh build >/dev/null
 
 .PHONY: olmv1
@@ -561,8 +574,10 @@ node: ## Build the real node's binaries: kubelet, kube-proxy, containerd, runc, 
 	CNI_PLUGINS_VERSION=$(CNI_PLUGINS_VERSION) PAUSE_VERSION=$(PAUSE_VERSION) COREDNS_VERSION=$(COREDNS_VERSION) \
 	LOCAL_PATH_PROVISIONER_VERSION=$(LOCAL_PATH_PROVISIONER_VERSION) BIN_DIR=$(LOCALBIN) hack/build-node.sh build >/dev/null
 
+# After the control plane: kubelet and kube-proxy reuse what its build
+# compiled of k8s.io/kubernetes, which a concurrent build would compile again.
 .PHONY: node-if-root
-node-if-root: ## `node` where the real node's tests run (root on Linux); elsewhere say why they skip.
+node-if-root: control-plane ## `node` where the real node's tests run (root on Linux); elsewhere say why they skip.
 	@if [ "$$(uname -s)" = Linux ] && [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory node; \
 	else echo "Not building the real node: it needs root on Linux, so its tests skip."; fi
 

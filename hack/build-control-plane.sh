@@ -56,12 +56,17 @@ build_kubernetes() {
     go mod tidy >/dev/null
     local pkg="k8s.io/component-base/version"
     local ldflags="-s -w -X ${pkg}.gitVersion=${KUBE_VERSION} -X ${pkg}.gitMajor=1 -X ${pkg}.gitMinor=${kube_minor} -X ${pkg}.gitTreeState=clean"
+    # One go build for every command: it compiles their shared packages
+    # once and links the binaries concurrently. They land in a directory
+    # beside their final place, then move there one by one.
     mkdir -p "${kube_dir}"
-    for c in "${cmds[@]}"; do
-      log "  go build ${c}"
-      CGO_ENABLED=0 go build -trimpath -ldflags "${ldflags}" -o "${kube_dir}/${c}.tmp" "k8s.io/kubernetes/cmd/${c}"
-      mv "${kube_dir}/${c}.tmp" "${kube_dir}/${c}"
-    done
+    local out pkgs=()
+    out="$(mktemp -d "${kube_dir}/.build.XXXXXX")"
+    for c in "${cmds[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/${c}"); done
+    log "  go build ${cmds[*]}"
+    CGO_ENABLED=0 go build -trimpath -ldflags "${ldflags}" -o "${out}/" "${pkgs[@]}"
+    for c in "${cmds[@]}"; do mv "${out}/${c}" "${kube_dir}/${c}"; done
+    rm -rf "${out}"
   )
   rm -rf "${dir}"
 }

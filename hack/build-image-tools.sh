@@ -107,8 +107,12 @@ build_buildkit() {
 }
 
 # apt_install installs Debian packages, refreshing the package lists only
-# when the install fails for lack of them.
-apt_install() {
+# when the install fails for lack of them. It holds a lock of its own
+# meanwhile: make builds the tools concurrently, and apt-get fails rather
+# than waits while another apt-get runs.
+apt_install() (
+  exec 9>"${TMPDIR:-/tmp}/echo-operator-apt.lock"
+  flock 9
   local out
   if out="$(DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@" 2>&1)"; then
     return
@@ -120,7 +124,7 @@ apt_install() {
   log "  apt-get update (no package lists for $*)"
   apt-get update -qq >/dev/null
   DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@" >/dev/null
-}
+)
 
 # have_static_busybox: busybox-static's busybox, not the dynamically linked
 # one of Debian's busybox package.

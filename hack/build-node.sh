@@ -86,8 +86,12 @@ go_install() {
 }
 
 # apt_install installs Debian packages, refreshing the package lists only
-# when the install fails for lack of them.
-apt_install() {
+# when the install fails for lack of them. It holds a lock of its own
+# meanwhile: make builds the tools concurrently, and apt-get fails rather
+# than waits while another apt-get runs.
+apt_install() (
+  exec 9>"${TMPDIR:-/tmp}/echo-operator-apt.lock"
+  flock 9
   local out
   if out="$(DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@" 2>&1)"; then
     return
@@ -99,7 +103,7 @@ apt_install() {
   log "  apt-get update (no package lists for $*)"
   apt-get update -qq >/dev/null
   DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@" >/dev/null
-}
+)
 
 # need_package makes sure a Debian package is installed when have (a
 # command) fails: installs it as root, else fails with what to install.
