@@ -26,10 +26,13 @@ const (
 	configMountPath = "/config"
 	storeMountPath  = "/backup"
 	caMountPath     = "/etc/echo-backup/ca"
-	tmpMountPath    = "/tmp"
-	configFileName  = "config.json"
-	caFileName      = "ca.crt"
-	moverUserID     = int64(65532)
+	// customerKeyMountPath holds the SSE-C key, customerKeyFileName.
+	customerKeyMountPath = "/etc/echo-backup/sse"
+	tmpMountPath         = "/tmp"
+	configFileName       = "config.json"
+	caFileName           = "ca.crt"
+	customerKeyFileName  = "key"
+	moverUserID          = int64(65532)
 	// moverRetries is the backoff limit of every mover Job: retryable
 	// failures (a store briefly unreachable) get two more attempts.
 	moverRetries = int32(2)
@@ -141,7 +144,8 @@ func moverPod(m moverSettings, command moverprotocol.Command, args []string, sto
 
 // storageMount gives the flags, environment, volumes and mounts through
 // which the data mover reaches a storage. Credentials travel only as
-// Secret references in the environment, never as arguments.
+// Secret references in the environment, never as arguments; the CA bundle
+// and the SSE-C key as files of Secret volumes.
 func storageMount(s echov1alpha1.BackupStorage) ([]string, []corev1.EnvVar, []corev1.Volume, []corev1.VolumeMount) {
 	if pvc := s.PersistentVolumeClaim; pvc != nil {
 		return []string{moverprotocol.Arg(moverprotocol.FlagFSRoot, path.Join(storeMountPath, pvc.SubPath))}, nil,
@@ -154,13 +158,24 @@ func storageMount(s echov1alpha1.BackupStorage) ([]string, []corev1.EnvVar, []co
 		secretEnv(moverprotocol.EnvAccessKeyID, s3.CredentialsSecret, s3.AccessKeyIDKey),
 		secretEnv(moverprotocol.EnvSecretAccessKey, s3.CredentialsSecret, s3.SecretAccessKeyKey),
 	}
-	if s3.CASecret == "" {
-		return s3.Args(""), env, nil, nil
+	var volumes []corev1.Volume
+	var mounts []corev1.VolumeMount
+	if s3.CASecret != "" {
+		volumes = append(volumes, secretFileVolume("ca", s3.CASecret, s3.CAKey, caFileName))
+		mounts = append(mounts, corev1.VolumeMount{Name: "ca", MountPath: caMountPath, ReadOnly: true})
 	}
-	return s3.Args(path.Join(caMountPath, caFileName)), env,
-		[]corev1.Volume{{Name: "ca", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-			SecretName: s3.CASecret, Items: []corev1.KeyToPath{{Key: s3.CAKey, Path: caFileName}}}}}},
-		[]corev1.VolumeMount{{Name: "ca", MountPath: caMountPath, ReadOnly: true}}
+	if s3.CustomerKeySecret != "" {
+		volumes = append(volumes, secretFileVolume("sse-key", s3.CustomerKeySecret, s3.CustomerKeyKey, customerKeyFileName))
+		mounts = append(mounts, corev1.VolumeMount{Name: "sse-key", MountPath: customerKeyMountPath, ReadOnly: true})
+	}
+	return s3.Args(path.Join(caMountPath, caFileName), path.Join(customerKeyMountPath, customerKeyFileName)), env, volumes, mounts
+}
+
+// secretFileVolume is the volume holding key of Secret secret as the file
+// file.
+func secretFileVolume(name, secret, key, file string) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+		SecretName: secret, Items: []corev1.KeyToPath{{Key: key, Path: file}}}}}
 }
 
 func secretEnv(name, secret, key string) corev1.EnvVar {

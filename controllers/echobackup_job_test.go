@@ -119,6 +119,12 @@ func TestDeleteJob(t *testing.T) {
 		CredentialsSecretRef: echov1alpha1.S3CredentialsSecretRef{Name: "creds"},
 	}}
 	pvc := echov1alpha1.BackupStorage{PersistentVolumeClaim: &echov1alpha1.PVCStorage{ClaimName: "backups", SubPath: "echo"}}
+	sseC := echov1alpha1.BackupStorage{S3: &echov1alpha1.S3Storage{
+		Bucket: "b", Endpoint: "https://s3.example.test",
+		CredentialsSecretRef: echov1alpha1.S3CredentialsSecretRef{Name: "creds"},
+		Encryption: &echov1alpha1.S3Encryption{Type: echov1alpha1.EncryptionSSEC,
+			CustomerKey: &echov1alpha1.SecretKeyRef{Name: "backup-key", Key: "aes256"}},
+	}}
 
 	cases := []struct {
 		name       string
@@ -132,6 +138,12 @@ func TestDeleteJob(t *testing.T) {
 		{"S3 with a CA", "b1", s3, "b1-delete",
 			[]string{"--s3-endpoint=https://s3.example.test", "--s3-region=eu-west-3", "--s3-bucket=b", "--s3-prefix=team", "--s3-ca-file=/etc/echo-backup/ca/ca.crt"},
 			2, func(v corev1.Volume) bool { return v.Secret != nil && v.Secret.SecretName == "ca" }},
+		{"S3 with an SSE-C key, a file of its Secret", "b1", sseC, "b1-delete",
+			[]string{"--s3-endpoint=https://s3.example.test", "--s3-sse=SSE-C", "--s3-sse-customer-key-file=/etc/echo-backup/sse/key"},
+			2, func(v corev1.Volume) bool {
+				return v.Secret != nil && v.Secret.SecretName == "backup-key" &&
+					slices.Equal(v.Secret.Items, []corev1.KeyToPath{{Key: "aes256", Path: "key"}})
+			}},
 		{"S3 path style, default region", "b1", minio, "b1-delete",
 			[]string{"--s3-endpoint=http://minio:9000", "--s3-region=us-east-1", "--s3-path-style"}, 2, nil},
 		{"PVC store", "b1", pvc, "b1-delete", []string{"--fs-root=/backup/echo"}, 0,

@@ -24,6 +24,8 @@ func backupFailureReason(moverReason moverprotocol.Reason) string {
 	switch moverReason {
 	case moverprotocol.ReasonAccessDenied:
 		return echov1alpha1.BackupReasonCredentialsError
+	case moverprotocol.ReasonEncryption:
+		return echov1alpha1.BackupReasonEncryptionError
 	case "":
 		return echov1alpha1.BackupReasonJobFailed
 	default:
@@ -95,6 +97,7 @@ var moverFailureReasons = map[string]bool{
 	echov1alpha1.BackupReasonJobFailed:         true,
 	echov1alpha1.BackupReasonStorageError:      true,
 	echov1alpha1.BackupReasonCredentialsError:  true,
+	echov1alpha1.BackupReasonEncryptionError:   true,
 	echov1alpha1.RestoreReasonVerifyFailed:     true,
 	echov1alpha1.RestoreReasonArtifactNotFound: true,
 	echov1alpha1.RestoreReasonTargetHasData:    true,

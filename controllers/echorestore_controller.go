@@ -314,6 +314,8 @@ func restoreFailureReason(moverReason moverprotocol.Reason) string {
 		return echov1alpha1.RestoreReasonVerifyFailed
 	case moverprotocol.ReasonAccessDenied:
 		return echov1alpha1.RestoreReasonCredentialsError
+	case moverprotocol.ReasonEncryption:
+		return echov1alpha1.RestoreReasonEncryptionError
 	case moverprotocol.ReasonNoSpace:
 		return echov1alpha1.RestoreReasonNoSpace
 	case moverprotocol.ReasonInvalidArgument:
@@ -334,6 +336,9 @@ func restoreFailureMessage(rs *echov1alpha1.EchoRestore, res *moverprotocol.Fail
 			"(the current data is then kept aside in .echo-pre-restore-<time> in the data directory)"
 	case moverprotocol.ReasonNoSpace:
 		return res.Error + ": the Echo's volume is too small for the backup; raise spec.persistence.size of Echo " + rs.Status.EchoName
+	case moverprotocol.ReasonEncryption:
+		return res.Error + ": the backup was written with SSE-C, and the storage the restore reads has no key or another; " +
+			"give it storage.s3.encryption with the Secret holding the key the backup was written with, then create a new EchoRestore"
 	}
 	return res.Error
 }

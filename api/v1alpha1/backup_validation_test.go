@@ -37,6 +37,11 @@ func s3Storage(mutate ...func(map[string]any)) map[string]any {
 	return map[string]any{"s3": s3}
 }
 
+// encryption sets the storage's encryption.
+func encryption(e map[string]any) func(map[string]any) {
+	return func(s map[string]any) { s["encryption"] = e }
+}
+
 // The backup kinds reject bad input at admission, as Echo does.
 func TestBackupKindsValidateAtAdmission(t *testing.T) {
 	RegisterTestingT(t)
@@ -105,6 +110,35 @@ func TestBackupKindsValidateAtAdmission(t *testing.T) {
 			"a Secret key must consist of letters, digits"},
 		{"CA bundle", "EchoBackup", map[string]any{"echoName": "web",
 			"storage": s3Storage(func(s map[string]any) { s["caBundle"] = map[string]any{"name": "ca-bundle", "key": "ca.crt"} })}, ""},
+		{"SSE-S3", "EchoBackup", map[string]any{"echoName": "web", "storage": s3Storage(encryption(map[string]any{"type": "SSE-S3"}))}, ""},
+		{"SSE-KMS", "EchoBackup", map[string]any{"echoName": "web",
+			"storage": s3Storage(encryption(map[string]any{"type": "SSE-KMS", "kmsKeyID": "arn:aws:kms:eu-west-1:111122223333:key/echo"}))}, ""},
+		{"SSE-C", "EchoBackup", map[string]any{"echoName": "web",
+			"storage": s3Storage(encryption(map[string]any{"type": "SSE-C", "customerKey": map[string]any{"name": "backup-key", "key": "key"}}))}, ""},
+		{"an unknown encryption", "EchoBackup", map[string]any{"echoName": "web", "storage": s3Storage(encryption(map[string]any{"type": "AES256"}))},
+			"spec.storage.s3.encryption.type"},
+		{"SSE-KMS without a key", "EchoBackup", map[string]any{"echoName": "web", "storage": s3Storage(encryption(map[string]any{"type": "SSE-KMS"}))},
+			"kmsKeyID is required with type SSE-KMS, and only then"},
+		{"a KMS key without SSE-KMS", "EchoBackup", map[string]any{"echoName": "web",
+			"storage": s3Storage(encryption(map[string]any{"type": "SSE-S3", "kmsKeyID": "echo"}))}, "kmsKeyID is required with type SSE-KMS, and only then"},
+		{"SSE-C without a key", "EchoBackup", map[string]any{"echoName": "web", "storage": s3Storage(encryption(map[string]any{"type": "SSE-C"}))},
+			"customerKey is required with type SSE-C, and only then"},
+		{"a customer key without SSE-C", "EchoBackup", map[string]any{"echoName": "web",
+			"storage": s3Storage(encryption(map[string]any{"type": "SSE-KMS", "kmsKeyID": "echo", "customerKey": map[string]any{"name": "k", "key": "key"}}))},
+			"customerKey is required with type SSE-C, and only then"},
+		{"SSE-C over http", "EchoBackup", map[string]any{"echoName": "web", "storage": s3Storage(func(s map[string]any) {
+			s["endpoint"] = "http://minio.storage.svc:9000"
+			s["encryption"] = map[string]any{"type": "SSE-C", "customerKey": map[string]any{"name": "backup-key", "key": "key"}}
+		})}, "SSE-C sends the key with every request: the endpoint must be https"},
+		{"SSE-S3 over http", "EchoBackup", map[string]any{"echoName": "web", "storage": s3Storage(func(s map[string]any) {
+			s["endpoint"] = "http://minio.storage.svc:9000"
+			s["encryption"] = map[string]any{"type": "SSE-S3"}
+		})}, ""},
+		{"a customer key Secret that is no name", "EchoBackup", map[string]any{"echoName": "web",
+			"storage": s3Storage(encryption(map[string]any{"type": "SSE-C", "customerKey": map[string]any{"name": "Backup_Key", "key": "key"}}))},
+			"a Secret name must be a DNS-1123 subdomain"},
+		{"an encrypted location", "EchoBackupLocation", map[string]any{
+			"s3": s3Storage(encryption(map[string]any{"type": "SSE-KMS", "kmsKeyID": "echo"}))["s3"]}, ""},
 		{"claim that is no name", "EchoBackup", map[string]any{"echoName": "web",
 			"storage": map[string]any{"persistentVolumeClaim": map[string]any{"claimName": "Backups_1"}}}, "a claim name must be a DNS-1123 subdomain"},
 		{"claim with dots", "EchoBackup", map[string]any{"echoName": "web",

@@ -22,6 +22,9 @@ const (
 	BackupReasonJobFailed        = "JobFailed"
 	BackupReasonStorageError     = "StorageError"
 	BackupReasonCredentialsError = "CredentialsError"
+	// BackupReasonEncryptionError: the storage refused the encryption of
+	// storage.s3.encryption (a KMS key it does not know, no KMS).
+	BackupReasonEncryptionError = "EncryptionError"
 	// BackupReasonLocationUnavailable: the EchoBackupLocation that
 	// storage.locationRef names does not exist, or is being deleted.
 	BackupReasonLocationUnavailable = "LocationUnavailable"

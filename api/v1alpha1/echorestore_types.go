@@ -36,6 +36,9 @@ const (
 	RestoreReasonArtifactNotFound = "ArtifactNotFound"
 	RestoreReasonVerifyFailed     = "VerificationFailed"
 	RestoreReasonCredentialsError = "CredentialsError"
+	// RestoreReasonEncryptionError: the backup was written with SSE-C and
+	// the restore's storage has no key, or another.
+	RestoreReasonEncryptionError = "EncryptionError"
 	// RestoreReasonLocationUnavailable: the EchoBackupLocation that the
 	// storage's locationRef names does not exist.
 	RestoreReasonLocationUnavailable = "LocationUnavailable"

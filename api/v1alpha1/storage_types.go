@@ -1,5 +1,7 @@
 package v1alpha1
 
+import "slices"
+
 // StorageSecretLabel opts a Secret in as storage credentials for
 // echo-operator. A backup, schedule, restore or location may name (as its
 // credentials or its CA bundle) only a Secret of its namespace that carries
@@ -63,6 +65,8 @@ func (s *BackupStorage) LocationName() string {
 }
 
 // S3Storage locates a bucket of an S3-compatible object store.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.encryption) || self.encryption.type != 'SSE-C' || url(self.endpoint).getScheme() == 'https'",message="storage.s3.encryption type SSE-C sends the key with every request: the endpoint must be https"
 type S3Storage struct {
 	// Bucket name.
 	// +kubebuilder:validation:MinLength=3
@@ -107,6 +111,53 @@ type S3Storage struct {
 	// the PEM certificates that sign the endpoint's certificate.
 	// +optional
 	CABundle *SecretKeyRef `json:"caBundle,omitempty"`
+
+	// Encryption has the store encrypt a backup's objects (its archive and
+	// its manifest) at rest. A restore, an inspection or a listing of the
+	// live API reads SSE-C objects only with the same key; SSE-S3 and
+	// SSE-KMS objects are decrypted by the store for whoever may read them.
+	// +optional
+	Encryption *S3Encryption `json:"encryption,omitempty"`
+}
+
+// S3EncryptionType is how the store encrypts objects at rest.
+// +kubebuilder:validation:Enum=SSE-S3;SSE-KMS;SSE-C
+type S3EncryptionType string
+
+// The server-side encryption types.
+const (
+	// EncryptionSSES3 encrypts with a key the store manages.
+	EncryptionSSES3 S3EncryptionType = "SSE-S3"
+	// EncryptionSSEKMS encrypts with a key of the store's KMS, KMSKeyID.
+	EncryptionSSEKMS S3EncryptionType = "SSE-KMS"
+	// EncryptionSSEC encrypts with a key of yours (CustomerKey), sent with
+	// every request and never stored by the store.
+	EncryptionSSEC S3EncryptionType = "SSE-C"
+)
+
+// S3Encryption is the server-side encryption of a backup's objects.
+//
+// +kubebuilder:validation:XValidation:rule="self.type == 'SSE-KMS' ? has(self.kmsKeyID) : !has(self.kmsKeyID)",message="storage.s3.encryption.kmsKeyID is required with type SSE-KMS, and only then"
+// +kubebuilder:validation:XValidation:rule="self.type == 'SSE-C' ? has(self.customerKey) : !has(self.customerKey)",message="storage.s3.encryption.customerKey is required with type SSE-C, and only then"
+type S3Encryption struct {
+	// Type is SSE-S3 (a key the store manages), SSE-KMS (a key of the
+	// store's KMS, kmsKeyID) or SSE-C (your key, customerKey).
+	// +required
+	Type S3EncryptionType `json:"type"`
+
+	// KMSKeyID is the id (or ARN) of the store's KMS key, for SSE-KMS.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	// +optional
+	KMSKeyID string `json:"kmsKeyID,omitempty"`
+
+	// CustomerKey names a key of a Secret of the same namespace holding
+	// the 256-bit key of SSE-C: 32 bytes, or their base64 encoding. The
+	// Secret must carry the label echo.dev/storage-credentials=true, as
+	// the credentials' does. Keep the key: without it no backup written
+	// with it can be read again.
+	// +optional
+	CustomerKey *SecretKeyRef `json:"customerKey,omitempty"`
 }
 
 // SecretNames lists the Secrets of the namespace the storage names, each
@@ -117,16 +168,28 @@ func (s *BackupStorage) SecretNames() []string {
 }
 
 // SecretNames lists the Secrets the bucket's access names, each once: the
-// credentials, then the CA bundle's.
+// credentials, then the CA bundle's, then the SSE-C key's.
 func (s *S3Storage) SecretNames() []string {
 	if s == nil {
 		return nil
 	}
 	names := []string{s.CredentialsSecretRef.Name}
-	if ca := s.CABundle; ca != nil && ca.Name != s.CredentialsSecretRef.Name {
+	if ca := s.CABundle; ca != nil && !slices.Contains(names, ca.Name) {
 		names = append(names, ca.Name)
 	}
+	if key := s.CustomerKey(); key != nil && !slices.Contains(names, key.Name) {
+		names = append(names, key.Name)
+	}
 	return names
+}
+
+// CustomerKey is the Secret key of the storage's SSE-C key, or nil when it
+// has none.
+func (s *S3Storage) CustomerKey() *SecretKeyRef {
+	if s == nil || s.Encryption == nil || s.Encryption.Type != EncryptionSSEC {
+		return nil
+	}
+	return s.Encryption.CustomerKey
 }
 
 // S3CredentialsSecretRef names a Secret holding S3 credentials.

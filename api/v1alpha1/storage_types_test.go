@@ -18,12 +18,26 @@ func TestStorageSecretNames(t *testing.T) {
 		{"credentials", BackupStorage{S3: s3(nil)}, []string{"creds"}},
 		{"credentials and a CA bundle", BackupStorage{S3: s3(&SecretKeyRef{Name: "ca", Key: "ca.crt"})}, []string{"creds", "ca"}},
 		{"both in one Secret", BackupStorage{S3: s3(&SecretKeyRef{Name: "creds", Key: "ca.crt"})}, []string{"creds"}},
+		{"an SSE-C key", BackupStorage{S3: sseC(s3(nil), "sse")}, []string{"creds", "sse"}},
+		{"an SSE-C key beside the credentials", BackupStorage{S3: sseC(s3(nil), "creds")}, []string{"creds"}},
+		{"an SSE-C key beside the CA bundle", BackupStorage{S3: sseC(s3(&SecretKeyRef{Name: "ca", Key: "ca.crt"}), "ca")}, []string{"creds", "ca"}},
+		{"a leftover key of another type", BackupStorage{S3: withEncryption(s3(nil), S3Encryption{Type: EncryptionSSES3, CustomerKey: &SecretKeyRef{Name: "sse", Key: "key"}})},
+			[]string{"creds"}},
 	}
 	for _, tc := range cases {
 		if got := tc.storage.SecretNames(); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: SecretNames() = %v, want %v", tc.name, got, tc.want)
 		}
 	}
+}
+
+func withEncryption(s *S3Storage, e S3Encryption) *S3Storage {
+	s.Encryption = &e
+	return s
+}
+
+func sseC(s *S3Storage, secret string) *S3Storage {
+	return withEncryption(s, S3Encryption{Type: EncryptionSSEC, CustomerKey: &SecretKeyRef{Name: secret, Key: "key"}})
 }
 
 func TestStorageSecretOptedIn(t *testing.T) {

@@ -284,6 +284,11 @@ func (c *ManifestCache) read(ctx context.Context, store Store, o ListOptions, ma
 	return b, nil
 }
 
+// errManifestEncrypted is the problem of a backup whose manifest the store
+// would not decrypt.
+const errManifestEncrypted = "the storage refused to read the manifest with the listing's encryption: " +
+	"it was written with SSE-C and another key, or the listing has none"
+
 // readListedBackup reads the summary of the manifest of key.
 func readListedBackup(ctx context.Context, store Store, key string, limit int64) (listedBackup, error) {
 	b := listedBackup{StoredBackup: StoredBackup{Key: key}}
@@ -301,6 +306,11 @@ func readListedBackup(ctx context.Context, store Store, key string, limit int64)
 		// What came before the files is known.
 		b.CreatedAt, b.Source, b.FormatVersion = s.CreatedAt, s.Source, s.FormatVersion
 		b.Problem = truncateUTF8(err.Error(), maxProblemLength)
+	case errors.Is(err, ErrEncryption):
+		// Written with another SSE-C key, or with one where the listing
+		// has none: a problem of this backup. The store's answer is not
+		// quoted.
+		b.Problem = truncateUTF8(store.Location(ManifestKey(key))+": "+errManifestEncrypted, maxProblemLength)
 	case errors.Is(err, ErrUnknownFormat), errors.Is(err, ErrCorruptArchive), errors.Is(err, ErrNotFound):
 		// Unreadable, or deleted since the listing: a problem of this
 		// backup, not of the listing.

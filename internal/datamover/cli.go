@@ -162,6 +162,11 @@ func parseMoverFlags(command moverprotocol.Command, args []string, output io.Wri
 	fs.StringVar(&o.s3.Prefix, moverprotocol.FlagS3Prefix, "", "prefix of every object key in the bucket")
 	fs.BoolVar(&o.s3.PathStyle, moverprotocol.FlagS3PathStyle, false, "path-style bucket addressing (endpoint/bucket) instead of virtual-host (bucket.endpoint)")
 	fs.StringVar(&o.s3.CAFile, moverprotocol.FlagS3CAFile, "", "PEM bundle of extra CAs to trust for the S3 endpoint")
+	fs.StringVar(&o.s3.Encryption.Type, moverprotocol.FlagS3SSE, "",
+		"server-side encryption of the objects written: "+moverprotocol.SSES3+", "+moverprotocol.SSEKMS+" or "+moverprotocol.SSEC)
+	fs.StringVar(&o.s3.Encryption.KMSKeyID, moverprotocol.FlagS3SSEKMSKeyID, "", "the KMS key of "+moverprotocol.SSEKMS)
+	fs.StringVar(&o.s3.Encryption.CustomerKeyFile, moverprotocol.FlagS3SSECustomerKeyFile, "",
+		"file holding the key of "+moverprotocol.SSEC+" (32 bytes, or their base64), which reads present too")
 	fs.StringVar(&o.fsRoot, moverprotocol.FlagFSRoot, "", "use a filesystem store rooted at this directory (a mounted PVC) instead of S3")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -208,7 +213,7 @@ func scanTerminationLog(args []string) string {
 // store builds the store chosen by the flags: --fs-root or the --s3-*
 // flags, not both.
 func (o moverOptions) store() (Store, error) {
-	s3Set := o.s3.Endpoint != "" || o.s3.Bucket != "" || o.s3.Prefix != "" || o.s3.CAFile != ""
+	s3Set := o.s3.Endpoint != "" || o.s3.Bucket != "" || o.s3.Prefix != "" || o.s3.CAFile != "" || o.s3.Encryption.Type != "" || o.s3.Encryption.CustomerKeyFile != ""
 	switch {
 	case o.fsRoot != "" && s3Set:
 		return nil, fmt.Errorf("%w: give either --fs-root or the --s3-* flags, not both", ErrInvalidArgument)

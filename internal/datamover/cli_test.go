@@ -375,7 +375,7 @@ func readStoredManifest(t *testing.T, srv *s3server.Server, storage []string, ke
 		}
 		store = s
 	} else {
-		store = newTestS3Store(t, srv, S3Config{Prefix: "echo-backups"})
+		store = newTestS3Store(t, srv, S3Config{Prefix: "echo-backups", Encryption: encryptionOf(storage)})
 	}
 	m, err := DecodeManifest(bytes.NewReader(getBytes(t, store, ManifestKey(key))))
 	if err != nil {

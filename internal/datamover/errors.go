@@ -55,6 +55,10 @@ var (
 	ErrSourceChanged = errors.New("source changed during backup")
 	// ErrInvalidArgument: the options or flags are unusable.
 	ErrInvalidArgument = errors.New("invalid argument")
+	// ErrEncryption: the store refused the server-side encryption asked
+	// for (an unknown KMS key, no KMS), or the key an object needs: it was
+	// written with SSE-C and read without its key or with another.
+	ErrEncryption = errors.New("encryption refused")
 )
 
 // reasons maps each sentinel to the short reason written to a Job's
@@ -71,6 +75,7 @@ var reasons = []struct {
 	{ErrCorruptArchive, moverprotocol.ReasonCorruptArchive, false},
 	{ErrTargetNotEmpty, moverprotocol.ReasonTargetNotEmpty, false},
 	{ErrAlreadyExists, moverprotocol.ReasonAlreadyExists, false},
+	{ErrEncryption, moverprotocol.ReasonEncryption, false},
 	{ErrAccessDenied, moverprotocol.ReasonAccessDenied, false},
 	{ErrBucketNotFound, moverprotocol.ReasonBucketNotFound, false},
 	{ErrNotFound, moverprotocol.ReasonNotFound, false},

@@ -27,6 +27,7 @@ func TestReasonAndRetryable(t *testing.T) {
 		{"already exists", ErrAlreadyExists, "AlreadyExists", false},
 		{"access denied", withKind(ErrAccessDenied, errors.New("InvalidAccessKeyId")), "AccessDenied", false},
 		{"bucket", withKind(ErrBucketNotFound, errors.New("NoSuchBucket")), "BucketNotFound", false},
+		{"encryption", withKind(ErrEncryption, errors.New("InvalidRequest")), "EncryptionError", false},
 		{"5xx", withKind(ErrUnavailable, errors.New("InternalError")), "Unavailable", true},
 		{"checksum", ErrChecksumMismatch, "ChecksumMismatch", false},
 		{"corrupt", ErrCorruptArchive, "CorruptArchive", false},

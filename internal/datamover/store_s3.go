@@ -79,6 +79,9 @@ type S3Config struct {
 	Threads  int
 	// MaxRetries defaults to DefaultS3MaxRetries.
 	MaxRetries int
+	// Encryption is the server-side encryption of the objects Put writes,
+	// and the SSE-C key of those it reads.
+	Encryption S3Encryption
 }
 
 // S3Store keeps objects in an S3 bucket through minio-go.
@@ -88,6 +91,7 @@ type S3Store struct {
 	prefix   string // "" or ending in "/"
 	partSize uint64
 	threads  int
+	sse      sseOptions
 }
 
 var _ Store = (*S3Store)(nil)
@@ -125,6 +129,10 @@ func newS3Store(cfg S3Config, lookupEnv func(string) (string, bool)) (*S3Store, 
 		prefix += "/"
 	}
 	creds, err := envCredentials(lookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	sse, err := cfg.Encryption.options(secure)
 	if err != nil {
 		return nil, err
 	}
@@ -169,6 +177,7 @@ func newS3Store(cfg S3Config, lookupEnv func(string) (string, bool)) (*S3Store, 
 		prefix:   prefix,
 		partSize: cmp.Or(cfg.PartSize, DefaultS3PartSize),
 		threads:  cmp.Or(cfg.Threads, DefaultS3Threads),
+		sse:      sse,
 	}, nil
 }
 
@@ -243,12 +252,12 @@ func (s *S3Store) Put(ctx context.Context, key string, r io.Reader) error {
 		size = int64(l.Len())
 	}
 	src := &trackingReader{r: r}
-	_, err := s.client.PutObject(ctx, s.bucket, s.object(key), src, size, minio.PutObjectOptions{
+	_, err := s.client.PutObject(ctx, s.bucket, s.object(key), src, size, s.sse.put(minio.PutObjectOptions{
 		ContentType:           "application/octet-stream",
 		PartSize:              s.partSize,
 		NumThreads:            uint(s.threads),
 		ConcurrentStreamParts: s.threads > 1,
-	})
+	}))
 	if err == nil {
 		return nil
 	}
@@ -300,7 +309,7 @@ func (s *S3Store) Get(ctx context.Context, key string) (io.ReadCloser, error) {
 	if err := CheckKey(key); err != nil {
 		return nil, err
 	}
-	obj, err := s.client.GetObject(ctx, s.bucket, s.object(key), minio.GetObjectOptions{})
+	obj, err := s.client.GetObject(ctx, s.bucket, s.object(key), s.sse.get())
 	if err != nil {
 		return nil, s.classify("get", key, err)
 	}
@@ -333,7 +342,7 @@ func (s *S3Store) Stat(ctx context.Context, key string) (ObjectInfo, error) {
 	if err := CheckKey(key); err != nil {
 		return ObjectInfo{}, err
 	}
-	info, err := s.client.StatObject(ctx, s.bucket, s.object(key), minio.StatObjectOptions{})
+	info, err := s.client.StatObject(ctx, s.bucket, s.object(key), s.sse.get())
 	if err != nil {
 		return ObjectInfo{}, s.classify("stat", key, err)
 	}
@@ -421,6 +430,11 @@ func (s *S3Store) classify(op, key string, err error) error {
 	if kind == nil && (isNetworkError(err) || errors.Is(err, io.ErrUnexpectedEOF)) {
 		kind = ErrUnavailable
 	}
+	if errors.Is(kind, ErrAccessDenied) && s.sse.customerKeyed() && readsObject(op) {
+		// The store refuses a read with the wrong SSE-C key as it refuses
+		// wrong credentials: say which is the likelier.
+		kind, err = ErrEncryption, fmt.Errorf("%w (an object written with another SSE-C key is refused so)", err)
+	}
 	if resp.Code != "" {
 		err = fmt.Errorf("s3 %s %s: %s (HTTP %d): %w", op, loc, resp.Code, resp.StatusCode, err)
 	} else {
@@ -440,8 +454,15 @@ func HTTPStatus(err error) int {
 	return 0
 }
 
+// readsObject reports whether the S3Store operation op reads an object,
+// which SSE-C lets only its key do.
+func readsObject(op string) bool { return op == "get" || op == "stat" || op == "read" }
+
 // s3ErrorKind maps an S3 error response to a sentinel, or nil.
 func s3ErrorKind(resp minio.ErrorResponse) error {
+	if isEncryptionError(resp) {
+		return ErrEncryption
+	}
 	switch resp.Code {
 	case "":
 		return nil
@@ -464,4 +485,23 @@ func s3ErrorKind(resp minio.ErrorResponse) error {
 		return ErrUnavailable
 	}
 	return nil
+}
+
+// isEncryptionError reports whether the store refused a request for its
+// server-side encryption: an SSE-C object read without its key, encryption
+// headers an object does not take, a KMS key the store does not know or a
+// store without a KMS. S3 and MinIO give these the codes of other errors
+// (InvalidRequest, InvalidArgument, NotImplemented), with these messages.
+func isEncryptionError(resp minio.ErrorResponse) bool {
+	if code := strings.ToLower(resp.Code); strings.HasPrefix(code, "kms.") || strings.HasPrefix(code, "kms:") {
+		// AWS's KMS.NotFoundException..., MinIO's kms:KeyNotFound...
+		return true
+	}
+	switch resp.Code {
+	case "InvalidRequest", "InvalidArgument", "InvalidEncryptionAlgorithmError", "NotImplemented":
+		msg := strings.ToLower(resp.Message)
+		return strings.Contains(msg, "server side encryption") || strings.Contains(msg, "encryption parameters") ||
+			strings.Contains(msg, "kms") || strings.Contains(msg, "sse-c") || strings.Contains(msg, "customer provided key")
+	}
+	return false
 }

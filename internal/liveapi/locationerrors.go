@@ -26,6 +26,7 @@ const (
 	outcomeUnreachable  = "the storage could not be reached (no connection, no answer in time, or a TLS certificate that is not trusted)"
 	outcomeAccessDenied = "access denied: the storage refused the credentials or the request"
 	outcomeNoBucket     = "the bucket does not exist"
+	outcomeEncryption   = "the storage refused the location's encryption (its KMS key, or the SSE-C key of the objects)"
 	outcomeNotS3        = "the endpoint's answer is not an S3 listing"
 )
 
@@ -61,6 +62,8 @@ func publicReason(err error) string {
 		return tooLarge.Error()
 	case errors.As(err, &tooManyKeys):
 		return tooManyKeys.Error()
+	case errors.Is(err, datamover.ErrEncryption):
+		return outcomeEncryption
 	case errors.Is(err, datamover.ErrAccessDenied):
 		return outcomeAccessDenied
 	case errors.Is(err, datamover.ErrBucketNotFound):

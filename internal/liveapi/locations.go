@@ -204,14 +204,18 @@ func (l *locationListings) open(ctx context.Context, loc *echov1alpha1.EchoBacku
 		return nil, &locationError{fmt.Errorf("the credentials Secret %s has no %s or no %s", creds.Name, s3.AccessKeyIDKey, s3.SecretAccessKeyKey)}
 	}
 	cfg := datamover.S3Config{Endpoint: s3.Endpoint, Region: s3.Region, Bucket: s3.Bucket, Prefix: s3.Prefix, PathStyle: s3.PathStyle,
-		MaxRetries: 1, Transport: l.egress.ConfigureTransport}
+		MaxRetries: 1, Transport: l.egress.ConfigureTransport,
+		Encryption: datamover.S3Encryption{Type: string(s3.Encryption), KMSKeyID: s3.KMSKeyID}}
+	var err error
+	// A mover Job's pod would not start without either.
 	if s3.CASecret != "" {
-		ca := &corev1.Secret{}
-		if err := l.api.Get(ctx, client.ObjectKey{Namespace: loc.Namespace, Name: s3.CASecret}, ca); err != nil {
-			return nil, &locationError{fmt.Errorf("reading the CA bundle Secret %s: %w", s3.CASecret, err)}
+		if cfg.CABundle, err = l.secretKey(ctx, loc.Namespace, s3.CASecret, s3.CAKey, "CA bundle"); err != nil {
+			return nil, err
 		}
-		if cfg.CABundle = ca.Data[s3.CAKey]; len(cfg.CABundle) == 0 { // a mover Job's pod would not start either
-			return nil, &locationError{fmt.Errorf("the CA bundle Secret %s has no %s", s3.CASecret, s3.CAKey)}
+	}
+	if s3.CustomerKeySecret != "" {
+		if cfg.Encryption.CustomerKey, err = l.secretKey(ctx, loc.Namespace, s3.CustomerKeySecret, s3.CustomerKeyKey, "SSE-C key"); err != nil {
+			return nil, err
 		}
 	}
 	store, err := datamover.NewS3StoreWithCredentials(cfg, string(id), string(secret))
@@ -219,4 +223,19 @@ func (l *locationListings) open(ctx context.Context, loc *echov1alpha1.EchoBacku
 		return nil, &locationError{err}
 	}
 	return store, nil
+}
+
+// secretKey is the value of key in the Secret name of namespace, which
+// holds the location's what; a missing Secret or key is the location's
+// error.
+func (l *locationListings) secretKey(ctx context.Context, namespace, name, key, what string) ([]byte, error) {
+	secret := &corev1.Secret{}
+	if err := l.api.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, secret); err != nil {
+		return nil, &locationError{fmt.Errorf("reading the %s Secret %s: %w", what, name, err)}
+	}
+	value := secret.Data[key]
+	if len(value) == 0 {
+		return nil, &locationError{fmt.Errorf("the %s Secret %s has no %s", what, name, key)}
+	}
+	return value, nil
 }

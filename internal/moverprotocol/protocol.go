@@ -82,6 +82,13 @@ const (
 	FlagS3Prefix    = "s3-prefix"
 	FlagS3PathStyle = "s3-path-style"
 	FlagS3CAFile    = "s3-ca-file"
+	// The server-side encryption of what the mover writes, and of what it
+	// reads with SSE-C: FlagS3SSE is SSE-S3, SSE-KMS (FlagS3SSEKMSKeyID
+	// names the key) or SSE-C (FlagS3SSECustomerKeyFile is the file holding
+	// the key, 32 bytes or their base64: never a flag's value).
+	FlagS3SSE                = "s3-sse"
+	FlagS3SSEKMSKeyID        = "s3-sse-kms-key-id"
+	FlagS3SSECustomerKeyFile = "s3-sse-customer-key-file"
 )
 
 // Arg is the argument setting flag to value.

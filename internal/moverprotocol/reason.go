@@ -27,6 +27,9 @@ const (
 	// ReasonAccessDenied: the store refused the credentials or the
 	// operation.
 	ReasonAccessDenied Reason = "AccessDenied"
+	// ReasonEncryption: the store refused the server-side encryption, or
+	// the SSE-C key an object was written with is not the one given.
+	ReasonEncryption Reason = "EncryptionError"
 	// ReasonBucketNotFound: the S3 bucket does not exist.
 	ReasonBucketNotFound Reason = "BucketNotFound"
 	// ReasonNotFound: the backup is not in the store.

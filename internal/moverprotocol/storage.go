@@ -13,26 +13,51 @@ import (
 // Jobs (flags, environment, CA volume) and the live API's S3 clients share.
 // The Secret CredentialsSecret holds the credentials under AccessKeyIDKey and
 // SecretAccessKeyKey; CASecret, unless empty, the CA bundle under CAKey.
+// Encryption, unless empty, is the server-side encryption of what the
+// mover writes: KMSKeyID is SSE-KMS's key; CustomerKeySecret and
+// CustomerKeyKey are the Secret and key of SSE-C's.
 type S3 struct {
 	Endpoint, Region, Bucket, Prefix string
 	PathStyle                        bool
 
 	CredentialsSecret, AccessKeyIDKey, SecretAccessKeyKey, CASecret, CAKey string
+
+	Encryption                                  echov1alpha1.S3EncryptionType
+	KMSKeyID, CustomerKeySecret, CustomerKeyKey string
 }
+
+// The values of FlagS3SSE: the API's server-side encryption types.
+const (
+	SSES3  = string(echov1alpha1.EncryptionSSES3)
+	SSEKMS = string(echov1alpha1.EncryptionSSEKMS)
+	SSEC   = string(echov1alpha1.EncryptionSSEC)
+)
 
 // ResolveS3 resolves s with the CRD's defaults, for an object the API
 // server did not default: DefaultS3Region, and the credentials under the
 // names of the mover's environment (EnvAccessKeyID, EnvSecretAccessKey).
 func ResolveS3(s *echov1alpha1.S3Storage) S3 {
 	ref, ca := s.CredentialsSecretRef, ptr.Deref(s.CABundle, echov1alpha1.SecretKeyRef{})
-	return S3{Endpoint: s.Endpoint, Region: cmp.Or(s.Region, DefaultS3Region), Bucket: s.Bucket, Prefix: s.Prefix, PathStyle: s.ForcePathStyle,
+	resolved := S3{Endpoint: s.Endpoint, Region: cmp.Or(s.Region, DefaultS3Region), Bucket: s.Bucket, Prefix: s.Prefix, PathStyle: s.ForcePathStyle,
 		CredentialsSecret: ref.Name, AccessKeyIDKey: cmp.Or(ref.AccessKeyIDKey, EnvAccessKeyID),
 		SecretAccessKeyKey: cmp.Or(ref.SecretAccessKeyKey, EnvSecretAccessKey), CASecret: ca.Name, CAKey: ca.Key}
+	if e := s.Encryption; e != nil {
+		resolved.Encryption = e.Type
+		switch e.Type {
+		case echov1alpha1.EncryptionSSEKMS:
+			resolved.KMSKeyID = e.KMSKeyID
+		case echov1alpha1.EncryptionSSEC:
+			key := ptr.Deref(e.CustomerKey, echov1alpha1.SecretKeyRef{})
+			resolved.CustomerKeySecret, resolved.CustomerKeyKey = key.Name, key.Key
+		}
+	}
+	return resolved
 }
 
-// Args are the mover's flags for s, never the credentials; caFile is where
-// the CA bundle is mounted, when s has one.
-func (s S3) Args(caFile string) []string {
+// Args are the mover's flags for s, never the credentials nor an SSE-C
+// key; caFile and customerKeyFile are where the CA bundle and the SSE-C
+// key are mounted, when s has them.
+func (s S3) Args(caFile, customerKeyFile string) []string {
 	args := []string{Arg(FlagS3Endpoint, s.Endpoint), Arg(FlagS3Region, s.Region), Arg(FlagS3Bucket, s.Bucket)}
 	if s.Prefix != "" {
 		args = append(args, Arg(FlagS3Prefix, s.Prefix))
@@ -42,6 +67,15 @@ func (s S3) Args(caFile string) []string {
 	}
 	if s.CASecret != "" {
 		args = append(args, Arg(FlagS3CAFile, caFile))
+	}
+	if s.Encryption != "" {
+		args = append(args, Arg(FlagS3SSE, string(s.Encryption)))
+	}
+	if s.KMSKeyID != "" {
+		args = append(args, Arg(FlagS3SSEKMSKeyID, s.KMSKeyID))
+	}
+	if s.CustomerKeySecret != "" {
+		args = append(args, Arg(FlagS3SSECustomerKeyFile, customerKeyFile))
 	}
 	return args
 }

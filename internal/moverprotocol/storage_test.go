@@ -40,6 +40,33 @@ func TestResolveS3(t *testing.T) {
 				"--s3-path-style", "--s3-ca-file=/ca/ca.crt"},
 		},
 		{
+			name: "SSE-S3",
+			storage: echov1alpha1.S3Storage{Endpoint: "https://s3.example.test", Bucket: "backups", CredentialsSecretRef: creds("s3", "", ""),
+				Encryption: &echov1alpha1.S3Encryption{Type: echov1alpha1.EncryptionSSES3}},
+			want: S3{Endpoint: "https://s3.example.test", Region: "us-east-1", Bucket: "backups",
+				CredentialsSecret: "s3", AccessKeyIDKey: "AWS_ACCESS_KEY_ID", SecretAccessKeyKey: "AWS_SECRET_ACCESS_KEY", Encryption: "SSE-S3"},
+			wantArgs: []string{"--s3-endpoint=https://s3.example.test", "--s3-region=us-east-1", "--s3-bucket=backups", "--s3-sse=SSE-S3"},
+		},
+		{
+			name: "SSE-KMS",
+			storage: echov1alpha1.S3Storage{Endpoint: "https://s3.example.test", Bucket: "backups", CredentialsSecretRef: creds("s3", "", ""),
+				Encryption: &echov1alpha1.S3Encryption{Type: echov1alpha1.EncryptionSSEKMS, KMSKeyID: "echo-key"}},
+			want: S3{Endpoint: "https://s3.example.test", Region: "us-east-1", Bucket: "backups",
+				CredentialsSecret: "s3", AccessKeyIDKey: "AWS_ACCESS_KEY_ID", SecretAccessKeyKey: "AWS_SECRET_ACCESS_KEY", Encryption: "SSE-KMS", KMSKeyID: "echo-key"},
+			wantArgs: []string{"--s3-endpoint=https://s3.example.test", "--s3-region=us-east-1", "--s3-bucket=backups",
+				"--s3-sse=SSE-KMS", "--s3-sse-kms-key-id=echo-key"},
+		},
+		{
+			name: "SSE-C: the key is a file, never a flag",
+			storage: echov1alpha1.S3Storage{Endpoint: "https://s3.example.test", Bucket: "backups", CredentialsSecretRef: creds("s3", "", ""),
+				Encryption: &echov1alpha1.S3Encryption{Type: echov1alpha1.EncryptionSSEC, CustomerKey: &echov1alpha1.SecretKeyRef{Name: "backup-key", Key: "key"}}},
+			want: S3{Endpoint: "https://s3.example.test", Region: "us-east-1", Bucket: "backups",
+				CredentialsSecret: "s3", AccessKeyIDKey: "AWS_ACCESS_KEY_ID", SecretAccessKeyKey: "AWS_SECRET_ACCESS_KEY",
+				Encryption: "SSE-C", CustomerKeySecret: "backup-key", CustomerKeyKey: "key"},
+			wantArgs: []string{"--s3-endpoint=https://s3.example.test", "--s3-region=us-east-1", "--s3-bucket=backups",
+				"--s3-sse=SSE-C", "--s3-sse-customer-key-file=/sse/key"},
+		},
+		{
 			name:    "one credentials key named, the other left to its default",
 			storage: echov1alpha1.S3Storage{Endpoint: "https://s3.example.test", Region: "us-east-1", Bucket: "backups", CredentialsSecretRef: creds("s3", "", "secret")},
 			want: S3{Endpoint: "https://s3.example.test", Region: "us-east-1", Bucket: "backups",
@@ -53,7 +80,7 @@ func TestResolveS3(t *testing.T) {
 			if got != tc.want {
 				t.Errorf("ResolveS3 = %+v, want %+v", got, tc.want)
 			}
-			if args := got.Args("/ca/ca.crt"); !slices.Equal(args, tc.wantArgs) {
+			if args := got.Args("/ca/ca.crt", "/sse/key"); !slices.Equal(args, tc.wantArgs) {
 				t.Errorf("Args = %q, want %q", args, tc.wantArgs)
 			}
 		})

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -32,6 +33,10 @@ const EnvBinary = "MINIO"
 
 // Region is the region the server answers for.
 const Region = "us-east-1"
+
+// KMSKeyID is the key of the server's KMS, MinIO's built-in one with a
+// random key: SSE-S3 encrypts with it, and SSE-KMS takes it by this id.
+const KMSKeyID = "echo-test-key"
 
 const (
 	startTimeout = 60 * time.Second
@@ -82,6 +87,13 @@ func StartTLS(tb testing.TB, buckets ...string) *Server {
 	return startServer(tb, "127.0.0.1", true, buckets)
 }
 
+// StartTLSAt is StartTLS on another loopback address, which the server's
+// certificate is for.
+func StartTLSAt(tb testing.TB, host string, buckets ...string) *Server {
+	tb.Helper()
+	return startServer(tb, host, true, buckets)
+}
+
 func startServer(tb testing.TB, host string, useTLS bool, buckets []string) *Server {
 	tb.Helper()
 	bin := toolbin.Path(tb, EnvBinary, "MinIO")
@@ -127,8 +139,7 @@ func start(tb testing.TB, bin, host string, useTLS bool) (*Server, error) {
 		"--console-address", net.JoinHostPort(host, strconv.Itoa(consolePort))}
 	if useTLS {
 		certs := filepath.Join(dir, "certs")
-		// MinIO's layout: public.crt and private.key.
-		caFile, err := testcerts.Write(certs, "public.crt", "private.key")
+		caFile, err := writeCerts(certs, host)
 		if err != nil {
 			tb.Fatalf("writing the S3 server's certificates: %v", err)
 		}
@@ -140,6 +151,7 @@ func start(tb testing.TB, bin, host string, useTLS bool) (*Server, error) {
 	s.env = append(os.Environ(),
 		"MINIO_ROOT_USER="+s.AccessKey,
 		"MINIO_ROOT_PASSWORD="+s.SecretKey,
+		"MINIO_KMS_SECRET_KEY="+KMSKeyID+":"+base64.StdEncoding.EncodeToString(randomBytes(32)),
 		"MINIO_BROWSER=off",
 		"MINIO_UPDATE=off",
 		"HOME="+dir,
@@ -147,6 +159,25 @@ func start(tb testing.TB, bin, host string, useTLS bool) (*Server, error) {
 	s.launch(tb)
 	tb.Cleanup(func() { s.stop(tb) })
 	return s, s.waitReady()
+}
+
+// writeCerts writes, in MinIO's layout (public.crt and private.key in dir),
+// a certificate for host issued by a throwaway CA, and returns the path of
+// the CA's PEM file.
+func writeCerts(dir, host string) (string, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	ca, err := testcerts.NewCA("echo-operator test S3 CA", 24*time.Hour)
+	if err != nil {
+		return "", err
+	}
+	leaf := testcerts.Leaf{CommonName: host, IPAddresses: []net.IP{net.ParseIP(host)}}
+	if err := ca.WriteSigned(leaf, filepath.Join(dir, "public.crt"), filepath.Join(dir, "private.key")); err != nil {
+		return "", err
+	}
+	caFile := dir + "-ca.crt"
+	return caFile, os.WriteFile(caFile, ca.CertPEM(), 0o600)
 }
 
 // launch starts the server process; its output goes to the end of the log.
@@ -364,8 +395,10 @@ func freePort(tb testing.TB, host string) int {
 	return port
 }
 
-func randomHex(n int) string {
+func randomHex(n int) string { return hex.EncodeToString(randomBytes(n)) }
+
+func randomBytes(n int) []byte {
 	b := make([]byte, n)
 	_, _ = rand.Read(b) // never fails on Linux
-	return hex.EncodeToString(b)
+	return b
 }
