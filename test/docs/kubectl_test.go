@@ -260,10 +260,10 @@ func placeholder(s string) string {
 //     value becomes --flag=value, and the flags are sorted. The namespace,
 //     kubeconfig and context flags are dropped: the reader's context, not
 //     the command. Values that are the reader's own are replaced: a file
-//     (except - for the standard input) is FILE, a patch PATCH, a count
-//     (--replicas) N, a duration (--timeout) DURATION; in label selectors
-//     and other values, placeholders become NAME (-l owner=helm,name=ECHO
-//     is --selector=owner=helm,name=NAME). Other values are kept: they
+//     (except - for the standard input; --from-file's key=file too) is
+//     FILE, a patch PATCH, a count (--replicas) N, a duration (--timeout)
+//     DURATION; in label selectors and other values, placeholders become
+//     NAME (-l owner=helm,name=ECHO is --selector=owner=helm,name=NAME). Other values are kept: they
 //     shape what the command does (-o wide, --type=json,
 //     --for=condition=Ready).
 //   - A placeholder is an upper-case word (NAME, NS, ECHO, N), a shell
@@ -363,6 +363,9 @@ func canonicalFlag(name, value string, hasValue bool) (f string, keep bool) {
 		if value != "-" {
 			value = "FILE"
 		}
+	case "--from-file":
+		// [key=]path: the reader's own file.
+		value = "FILE"
 	case "--patch":
 		value = "PATCH"
 	case "--replicas", "--current-replicas", "--min", "--max", "--to-revision":
@@ -984,6 +987,8 @@ func TestCanonicalKubectl(t *testing.T) {
 		{"kubectl -n prod get echo journal -owide", "get echo NAME --output=wide"},
 		{"kubectl get echo NAME -n NAMESPACE -o yaml", "get echo NAME --output=yaml"},
 		{"kubectl describe echo echo-sample", "describe echo NAME"},
+		{"kubectl create secret generic backup-key --from-file=key=backup.key", "create secret generic NAME --from-file=FILE"},
+		{"kubectl create secret generic K --from-file KEYFILE", "create secret generic NAME --from-file=FILE"},
 		{"kubectl scale echo/echo-ha --replicas=5", "scale echo/NAME --replicas=N"},
 		{"kubectl scale --replicas N echo/NAME", "scale echo/NAME --replicas=N"},
 		{"kubectl get subscription,installplan,csv -n echo-operator", "get subscription,installplan,csv"},

@@ -53,9 +53,10 @@ func runSuite(m *testing.M) int {
 	env, err := simsuite.Start("e2e", operatorNamespace, simcluster.Options{
 		Nodes:               3,
 		DefaultStorageClass: true,
-		// TestMoverJobPodFailures and TestKubectlRunsTheDocumentedCommands
-		// end the Job pods of these namespaces themselves.
-		HeldJobPodNamespaces: []string{heldJobPodNamespace, kubectlDocsNamespace, alertsNamespace, forgedReportNamespace},
+		// TestMoverJobPodFailures, TestKubectlRunsTheDocumentedCommands,
+		// TestEncryptedBackups... end the Job pods of these namespaces
+		// themselves.
+		HeldJobPodNamespaces: []string{heldJobPodNamespace, kubectlDocsNamespace, alertsNamespace, forgedReportNamespace, encryptionNamespace},
 	})
 	if err != nil {
 		return fail(err)
