@@ -32,7 +32,13 @@ const (
 	configFileName       = "config.json"
 	caFileName           = "ca.crt"
 	customerKeyFileName  = "key"
-	moverUserID          = int64(65532)
+	// identityMountPath holds an identity's projected token,
+	// identityTokenFileName, valid identityTokenSeconds; the kubelet
+	// renews it.
+	identityMountPath     = "/var/run/secrets/echo.dev/identity"
+	identityTokenFileName = "token"
+	identityTokenSeconds  = int64(3600)
+	moverUserID           = int64(65532)
 	// moverRetries is the backoff limit of every mover Job: retryable
 	// failures (a store briefly unreachable) get two more attempts.
 	moverRetries = int32(2)
@@ -120,11 +126,14 @@ type moverSettings struct {
 // the command's own.
 func moverPod(m moverSettings, command moverprotocol.Command, args []string, storage echov1alpha1.BackupStorage,
 	volumes []corev1.Volume, mounts []corev1.VolumeMount, res corev1.ResourceRequirements) corev1.PodSpec {
-	storeArgs, env, storeVolumes, storeMounts := storageMount(storage)
-	volumes = append(append(storeVolumes, corev1.Volume{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}), volumes...)
-	mounts = append(append(storeMounts, corev1.VolumeMount{Name: "tmp", MountPath: tmpMountPath}), mounts...)
+	store := storageMount(storage)
+	volumes = append(append(store.volumes, corev1.Volume{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}), volumes...)
+	mounts = append(append(store.mounts, corev1.VolumeMount{Name: "tmp", MountPath: tmpMountPath}), mounts...)
 	return corev1.PodSpec{
-		RestartPolicy:                corev1.RestartPolicyNever,
+		RestartPolicy: corev1.RestartPolicyNever,
+		// The API token stays out: an identity's token is projected for
+		// its audience alone (storageMount).
+		ServiceAccountName:           store.serviceAccount,
 		AutomountServiceAccountToken: ptr.To(false),
 		EnableServiceLinks:           ptr.To(false),
 		SecurityContext:              restrictedPodSecurity(),
@@ -132,8 +141,8 @@ func moverPod(m moverSettings, command moverprotocol.Command, args []string, sto
 		Containers: []corev1.Container{{
 			Name:                     moverprotocol.ContainerName,
 			Image:                    m.image,
-			Args:                     append(append([]string{string(command)}, args...), storeArgs...),
-			Env:                      append(slices.Clone(m.env), env...),
+			Args:                     append(append([]string{string(command)}, args...), store.args...),
+			Env:                      append(slices.Clone(m.env), store.env...),
 			VolumeMounts:             mounts,
 			TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 			SecurityContext:          restrictedContainerSecurity(),
@@ -142,33 +151,69 @@ func moverPod(m moverSettings, command moverprotocol.Command, args []string, sto
 	}
 }
 
-// storageMount gives the flags, environment, volumes and mounts through
-// which the data mover reaches a storage. Credentials travel only as
-// Secret references in the environment, never as arguments; the CA bundle
-// and the SSE-C key as files of Secret volumes.
-func storageMount(s echov1alpha1.BackupStorage) ([]string, []corev1.EnvVar, []corev1.Volume, []corev1.VolumeMount) {
+// storeAccess is how the data mover reaches a storage: its flags,
+// environment, volumes and mounts, and the ServiceAccount it runs as.
+type storeAccess struct {
+	args           []string
+	env            []corev1.EnvVar
+	volumes        []corev1.Volume
+	mounts         []corev1.VolumeMount
+	serviceAccount string
+}
+
+// storageMount gives the access of the data mover to a storage.
+// Credentials travel only as Secret references in the environment, never
+// as arguments; the CA bundle, the SSE-C key and an identity's token as
+// files of volumes.
+func storageMount(s echov1alpha1.BackupStorage) storeAccess {
 	if pvc := s.PersistentVolumeClaim; pvc != nil {
-		return []string{moverprotocol.Arg(moverprotocol.FlagFSRoot, path.Join(storeMountPath, pvc.SubPath))}, nil,
-			[]corev1.Volume{{Name: "store", VolumeSource: corev1.VolumeSource{
+		return storeAccess{
+			args: []string{moverprotocol.Arg(moverprotocol.FlagFSRoot, path.Join(storeMountPath, pvc.SubPath))},
+			volumes: []corev1.Volume{{Name: "store", VolumeSource: corev1.VolumeSource{
 				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvc.ClaimName}}}},
-			[]corev1.VolumeMount{{Name: "store", MountPath: storeMountPath}}
+			mounts: []corev1.VolumeMount{{Name: "store", MountPath: storeMountPath}},
+		}
 	}
 	s3 := moverprotocol.ResolveS3(s.S3)
-	env := []corev1.EnvVar{
-		secretEnv(moverprotocol.EnvAccessKeyID, s3.CredentialsSecret, s3.AccessKeyIDKey),
-		secretEnv(moverprotocol.EnvSecretAccessKey, s3.CredentialsSecret, s3.SecretAccessKeyKey),
+	var a storeAccess
+	if s3.CredentialsSecret != "" {
+		a.env = []corev1.EnvVar{
+			secretEnv(moverprotocol.EnvAccessKeyID, s3.CredentialsSecret, s3.AccessKeyIDKey),
+			secretEnv(moverprotocol.EnvSecretAccessKey, s3.CredentialsSecret, s3.SecretAccessKeyKey),
+		}
+		if s3.SessionTokenKey != "" {
+			a.env = append(a.env, secretEnv(moverprotocol.EnvSessionToken, s3.CredentialsSecret, s3.SessionTokenKey))
+		}
 	}
-	var volumes []corev1.Volume
-	var mounts []corev1.VolumeMount
+	if s3.ServiceAccount != "" {
+		a.addIdentity(s3)
+	}
 	if s3.CASecret != "" {
-		volumes = append(volumes, secretFileVolume("ca", s3.CASecret, s3.CAKey, caFileName))
-		mounts = append(mounts, corev1.VolumeMount{Name: "ca", MountPath: caMountPath, ReadOnly: true})
+		a.volumes = append(a.volumes, secretFileVolume("ca", s3.CASecret, s3.CAKey, caFileName))
+		a.mounts = append(a.mounts, corev1.VolumeMount{Name: "ca", MountPath: caMountPath, ReadOnly: true})
 	}
 	if s3.CustomerKeySecret != "" {
-		volumes = append(volumes, secretFileVolume("sse-key", s3.CustomerKeySecret, s3.CustomerKeyKey, customerKeyFileName))
-		mounts = append(mounts, corev1.VolumeMount{Name: "sse-key", MountPath: customerKeyMountPath, ReadOnly: true})
+		a.volumes = append(a.volumes, secretFileVolume("sse-key", s3.CustomerKeySecret, s3.CustomerKeyKey, customerKeyFileName))
+		a.mounts = append(a.mounts, corev1.VolumeMount{Name: "sse-key", MountPath: customerKeyMountPath, ReadOnly: true})
 	}
-	return s3.Args(path.Join(caMountPath, caFileName), path.Join(customerKeyMountPath, customerKeyFileName)), env, volumes, mounts
+	a.args = s3.Args(path.Join(caMountPath, caFileName), path.Join(customerKeyMountPath, customerKeyFileName))
+	return a
+}
+
+// addIdentity runs the mover as the identity's ServiceAccount, with a token
+// of its audience projected into a file, which the environment names with
+// the role to assume, as on EKS.
+func (a *storeAccess) addIdentity(s3 moverprotocol.S3) {
+	a.serviceAccount = s3.ServiceAccount
+	a.volumes = append(a.volumes, corev1.Volume{Name: "identity", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{
+			Audience: s3.Audience, ExpirationSeconds: ptr.To(identityTokenSeconds), Path: identityTokenFileName}}},
+	}}})
+	a.mounts = append(a.mounts, corev1.VolumeMount{Name: "identity", MountPath: identityMountPath, ReadOnly: true})
+	a.env = append(a.env, corev1.EnvVar{Name: moverprotocol.EnvWebIdentityTokenFile, Value: path.Join(identityMountPath, identityTokenFileName)})
+	if s3.RoleARN != "" {
+		a.env = append(a.env, corev1.EnvVar{Name: moverprotocol.EnvRoleARN, Value: s3.RoleARN})
+	}
 }
 
 // secretFileVolume is the volume holding key of Secret secret as the file

@@ -114,9 +114,8 @@ func (r *EchoBackupReconciler) reconcileBackup(ctx context.Context, b *echov1alp
 		return ctrl.Result{}, err
 	}
 	job, err := r.ensureJob(ctx, b, echo)
-	if refused, ok := asSecretsNotOptedIn(err); ok {
-		r.failWith(b, echov1alpha1.ReasonSecretNotOptedIn, echov1alpha1.EventReasonSecretNotOptedIn,
-			refused.message("back up again: this EchoBackup has failed for good", ""))
+	if refused, ok := asOptInRefusal(err); ok {
+		r.failWith(b, refused.reason(), refused.reason(), refused.message("back up again: this EchoBackup has failed for good", ""))
 		return ctrl.Result{}, nil
 	}
 	if refused, ok := asLocationUnavailable(err); ok {

@@ -23,7 +23,7 @@ func newBackup(ns, name, echo string) *echov1alpha1.EchoBackup {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: echov1alpha1.EchoBackupSpec{EchoName: echo, Storage: echov1alpha1.BackupStorage{S3: &echov1alpha1.S3Storage{
 			Bucket: "echo-backups", Endpoint: "http://minio.storage.example.test:9000", ForcePathStyle: true,
-			CredentialsSecretRef: echov1alpha1.S3CredentialsSecretRef{Name: "s3-credentials"},
+			CredentialsSecretRef: &echov1alpha1.S3CredentialsSecretRef{Name: "s3-credentials"},
 		}}},
 	}
 }

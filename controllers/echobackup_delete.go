@@ -154,11 +154,11 @@ func (r *EchoBackupReconciler) deleteRefused(b *echov1alpha1.EchoBackup, err err
 			"or remove the finalizer of the EchoBackup to let it go and keep the artifact", b.Status.Location, refused.message(then))
 		return ctrl.Result{RequeueAfter: artifactDeleteBackoff}, nil
 	}
-	refused, ok := asSecretsNotOptedIn(err)
+	refused, ok := asOptInRefusal(err)
 	if !ok {
 		return ctrl.Result{}, err
 	}
-	r.Recorder.Eventf(b, corev1.EventTypeWarning, echov1alpha1.EventReasonSecretNotOptedIn, "Could not delete the artifact at %s: %s",
+	r.Recorder.Eventf(b, corev1.EventTypeWarning, refused.reason(), "Could not delete the artifact at %s: %s",
 		b.Status.Location, refused.message(then, "remove the finalizer of the EchoBackup to let it go and keep the artifact"))
 	return ctrl.Result{RequeueAfter: artifactDeleteBackoff}, nil
 }

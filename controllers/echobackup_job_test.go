@@ -18,7 +18,7 @@ import (
 func TestBackupJob(t *testing.T) {
 	s3 := echov1alpha1.BackupStorage{S3: &echov1alpha1.S3Storage{
 		Bucket: "b", Endpoint: "https://s3.example.test", Prefix: "team", Region: "eu-west-3",
-		CredentialsSecretRef: echov1alpha1.S3CredentialsSecretRef{Name: "creds", AccessKeyIDKey: "id", SecretAccessKeyKey: "secret"},
+		CredentialsSecretRef: &echov1alpha1.S3CredentialsSecretRef{Name: "creds", AccessKeyIDKey: "id", SecretAccessKeyKey: "secret"},
 		CABundle:             &echov1alpha1.SecretKeyRef{Name: "ca", Key: "bundle.pem"},
 	}}
 	pvc := echov1alpha1.BackupStorage{PersistentVolumeClaim: &echov1alpha1.PVCStorage{ClaimName: "backups", SubPath: "echo"}}
@@ -111,17 +111,17 @@ func checkDataVolume(t *testing.T, volumes []corev1.Volume, claim string) {
 func TestDeleteJob(t *testing.T) {
 	s3 := echov1alpha1.BackupStorage{S3: &echov1alpha1.S3Storage{
 		Bucket: "b", Endpoint: "https://s3.example.test", Prefix: "team", Region: "eu-west-3",
-		CredentialsSecretRef: echov1alpha1.S3CredentialsSecretRef{Name: "creds"},
+		CredentialsSecretRef: &echov1alpha1.S3CredentialsSecretRef{Name: "creds"},
 		CABundle:             &echov1alpha1.SecretKeyRef{Name: "ca", Key: "bundle.pem"},
 	}}
 	minio := echov1alpha1.BackupStorage{S3: &echov1alpha1.S3Storage{
 		Bucket: "b", Endpoint: "http://minio:9000", ForcePathStyle: true,
-		CredentialsSecretRef: echov1alpha1.S3CredentialsSecretRef{Name: "creds"},
+		CredentialsSecretRef: &echov1alpha1.S3CredentialsSecretRef{Name: "creds"},
 	}}
 	pvc := echov1alpha1.BackupStorage{PersistentVolumeClaim: &echov1alpha1.PVCStorage{ClaimName: "backups", SubPath: "echo"}}
 	sseC := echov1alpha1.BackupStorage{S3: &echov1alpha1.S3Storage{
 		Bucket: "b", Endpoint: "https://s3.example.test",
-		CredentialsSecretRef: echov1alpha1.S3CredentialsSecretRef{Name: "creds"},
+		CredentialsSecretRef: &echov1alpha1.S3CredentialsSecretRef{Name: "creds"},
 		Encryption: &echov1alpha1.S3Encryption{Type: echov1alpha1.EncryptionSSEC,
 			CustomerKey: &echov1alpha1.SecretKeyRef{Name: "backup-key", Key: "aes256"}},
 	}}

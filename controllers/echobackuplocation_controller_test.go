@@ -19,7 +19,7 @@ func newLocation(ns, name string) *echov1alpha1.EchoBackupLocation {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: echov1alpha1.EchoBackupLocationSpec{S3: echov1alpha1.S3Storage{
 			Bucket: "offsite-bucket", Endpoint: "https://offsite.example.test", Prefix: "team-a", ForcePathStyle: true,
-			CredentialsSecretRef: echov1alpha1.S3CredentialsSecretRef{Name: "offsite-credentials"},
+			CredentialsSecretRef: &echov1alpha1.S3CredentialsSecretRef{Name: "offsite-credentials"},
 		}},
 	}
 }

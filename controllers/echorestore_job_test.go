@@ -16,7 +16,7 @@ import (
 
 func TestRestoreJobs(t *testing.T) {
 	s3 := echov1alpha1.BackupStorage{S3: &echov1alpha1.S3Storage{Endpoint: "https://s3.example.test", Bucket: "b",
-		CredentialsSecretRef: echov1alpha1.S3CredentialsSecretRef{Name: "creds"}}}
+		CredentialsSecretRef: &echov1alpha1.S3CredentialsSecretRef{Name: "creds"}}}
 	pvc := echov1alpha1.BackupStorage{PersistentVolumeClaim: &echov1alpha1.PVCStorage{ClaimName: "backups", SubPath: "echo"}}
 	rs := func(policy echov1alpha1.ExistingDataPolicy) *echov1alpha1.EchoRestore {
 		return &echov1alpha1.EchoRestore{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "r1", UID: "uid-r1"},

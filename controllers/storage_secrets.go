@@ -4,11 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/internal/moverprotocol"
 	"github.com/echo-operator/echo-operator/internal/storagesecrets"
 )
 
@@ -21,6 +26,32 @@ import (
 // Secret takes the right to edit it.
 
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get
+
+// optInRefusal refuses a data mover Job: something its storage names, a
+// Secret or a ServiceAccount, did not opt in. Its reason is that of the
+// failed backup or restore, and of the Warning Event.
+type optInRefusal interface {
+	error
+	reason() string
+	// message says what is wrong and how to fix it; then, when given,
+	// what follows (the refused operation does not go on by itself);
+	// otherwise, when given, what to do if what is named is not the
+	// storage's.
+	message(then, otherwise string) string
+}
+
+// asOptInRefusal finds the refusal in err.
+func asOptInRefusal(err error) (optInRefusal, bool) {
+	if refused, ok := asSecretsNotOptedIn(err); ok {
+		return refused, true
+	}
+	var refused *identityNotOptedIn
+	if errors.As(err, &refused) {
+		return refused, true
+	}
+	return nil, false
+}
 
 // secretsNotOptedIn refuses a data mover Job: Secrets of namespace that its
 // storage names exist without the label.
@@ -30,6 +61,8 @@ type secretsNotOptedIn struct {
 }
 
 func (e *secretsNotOptedIn) Error() string { return e.message("", "") }
+
+func (e *secretsNotOptedIn) reason() string { return echov1alpha1.ReasonSecretNotOptedIn }
 
 // message says which Secrets lack the label and how to fix it; then, when
 // given, says what follows the label (the refused operation does not go
@@ -69,6 +102,9 @@ func asSecretsNotOptedIn(err error) (*secretsNotOptedIn, bool) {
 // for this. A Secret that does not exist passes, as before the label
 // existed: the Job's pod cannot start without it, and the Job fails at its
 // deadline.
+//
+// Then, when the storage authenticates with an identity, it checks its
+// ServiceAccount (identityOptedIn).
 func storageSecretsOptedIn(ctx context.Context, api client.Reader, namespace string, storage echov1alpha1.BackupStorage) error {
 	refused, err := storagesecrets.NotOptedIn(ctx, api, namespace, storage.SecretNames())
 	if err != nil {
@@ -77,7 +113,7 @@ func storageSecretsOptedIn(ctx context.Context, api client.Reader, namespace str
 	if len(refused) > 0 {
 		return &secretsNotOptedIn{namespace: namespace, secrets: refused}
 	}
-	return nil
+	return identityOptedIn(ctx, api, namespace, storage.S3)
 }
 
 // storageSecretsCheck is storageSecretsOptedIn as ensureOwnedJob's check
@@ -86,4 +122,84 @@ func storageSecretsCheck(api client.Reader, namespace string, storage echov1alph
 	return func(ctx context.Context) error {
 		return storageSecretsOptedIn(ctx, api, namespace, storage)
 	}
+}
+
+// identityNotOptedIn refuses a data mover Job that would run as a
+// ServiceAccount that does not exist, lacks StorageIdentityLabel, or does
+// not allow the audience of the token asked for. A Job's pod may run as
+// any ServiceAccount of its namespace and have a token projected for any
+// audience: without this, a user who may create EchoBackups but not pods
+// could have a token of any ServiceAccount (for kube-apiserver's own
+// audience, say) sent to an endpoint of theirs.
+type identityNotOptedIn struct {
+	namespace, serviceAccount, audience string
+	missing, unlabelled                 bool
+}
+
+func (e *identityNotOptedIn) Error() string { return e.message("", "") }
+
+func (e *identityNotOptedIn) reason() string { return echov1alpha1.ReasonIdentityNotOptedIn }
+
+func (e *identityNotOptedIn) message(then, _ string) string {
+	var msg string
+	switch {
+	case e.missing:
+		msg = fmt.Sprintf("ServiceAccount %q of storage.s3.identity does not exist in namespace %s: create it, or name another", e.serviceAccount, e.namespace)
+	case e.unlabelled:
+		msg = fmt.Sprintf("ServiceAccount %q has no label %s=true, which echo-operator requires before it runs a data mover as a ServiceAccount: "+
+			"if it is the storage's identity, label it (kubectl label serviceaccount -n %s %s %s=true); if not, name the one that is",
+			e.serviceAccount, echov1alpha1.StorageIdentityLabel, e.namespace, e.serviceAccount, echov1alpha1.StorageIdentityLabel)
+	default:
+		msg = fmt.Sprintf("ServiceAccount %q does not allow tokens for the audience %q: if the storage's STS expects it, add it to the ServiceAccount's annotation %s "+
+			"(comma-separated; without it only %s is allowed)", e.serviceAccount, e.audience, echov1alpha1.StorageIdentityAudiencesAnnotation,
+			echov1alpha1.DefaultIdentityAudience)
+	}
+	if then != "" {
+		msg += ", then " + then
+	}
+	return msg
+}
+
+// identityOptedIn checks the ServiceAccount of s's identity, if any: it
+// exists, carries StorageIdentityLabel and allows the audience. It reads
+// only the ServiceAccount's metadata, from the API server (api).
+func identityOptedIn(ctx context.Context, api client.Reader, namespace string, s *echov1alpha1.S3Storage) error {
+	name := s.ServiceAccountName()
+	if name == "" {
+		return nil
+	}
+	audience := moverprotocol.ResolveS3(s).Audience
+	sa := &metav1.PartialObjectMetadata{}
+	sa.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ServiceAccount"))
+	err := api.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, sa)
+	refused := &identityNotOptedIn{namespace: namespace, serviceAccount: name, audience: audience}
+	switch {
+	case apierrors.IsNotFound(err):
+		refused.missing = true
+		return refused
+	case err != nil:
+		return fmt.Errorf("reading the labels of ServiceAccount %s: %w", name, err)
+	case sa.Labels[echov1alpha1.StorageIdentityLabel] != "true":
+		refused.unlabelled = true
+		return refused
+	case !slices.Contains(allowedAudiences(sa.Annotations), audience):
+		return refused
+	}
+	return nil
+}
+
+// allowedAudiences are the audiences an opted-in ServiceAccount with these
+// annotations allows.
+func allowedAudiences(annotations map[string]string) []string {
+	list, ok := annotations[echov1alpha1.StorageIdentityAudiencesAnnotation]
+	if !ok {
+		return []string{echov1alpha1.DefaultIdentityAudience}
+	}
+	var out []string
+	for _, a := range strings.Split(list, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
 }

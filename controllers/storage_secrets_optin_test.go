@@ -47,7 +47,7 @@ func setSecretLabels(t *testing.T, ns, name string, labels map[string]string) {
 // withCredentials names a Secret and its keys as the S3 credentials, and
 // optionally a CA bundle Secret.
 func withCredentials(storage *echov1alpha1.BackupStorage, secret, key, ca string) {
-	storage.S3.CredentialsSecretRef = echov1alpha1.S3CredentialsSecretRef{Name: secret, AccessKeyIDKey: key, SecretAccessKeyKey: key}
+	storage.S3.CredentialsSecretRef = &echov1alpha1.S3CredentialsSecretRef{Name: secret, AccessKeyIDKey: key, SecretAccessKeyKey: key}
 	if ca != "" {
 		storage.S3.CABundle = &echov1alpha1.SecretKeyRef{Name: ca, Key: "ca.crt"}
 	}

@@ -28,7 +28,7 @@ func TestStorageSecretsOptedIn(t *testing.T) {
 	optedIn := map[string]string{echov1alpha1.StorageSecretLabel: "true"}
 	s3 := func(creds, ca string) echov1alpha1.BackupStorage {
 		s := &echov1alpha1.S3Storage{Endpoint: "https://s3.example.test", Bucket: "b",
-			CredentialsSecretRef: echov1alpha1.S3CredentialsSecretRef{Name: creds}}
+			CredentialsSecretRef: &echov1alpha1.S3CredentialsSecretRef{Name: creds}}
 		if ca != "" {
 			s.CABundle = &echov1alpha1.SecretKeyRef{Name: ca, Key: "ca.crt"}
 		}
@@ -87,7 +87,7 @@ func TestStorageSecretsOptedInReportsAPIErrors(t *testing.T) {
 		WithInterceptorFuncs(interceptor.Funcs{Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
 			return apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "creds", errors.New("no"))
 		}}).Build()
-	storage := echov1alpha1.BackupStorage{S3: &echov1alpha1.S3Storage{CredentialsSecretRef: echov1alpha1.S3CredentialsSecretRef{Name: "creds"}}}
+	storage := echov1alpha1.BackupStorage{S3: &echov1alpha1.S3Storage{CredentialsSecretRef: &echov1alpha1.S3CredentialsSecretRef{Name: "creds"}}}
 	err := storageSecretsOptedIn(context.Background(), api, "team", storage)
 	if _, refused := asSecretsNotOptedIn(err); refused || !apierrors.IsForbidden(err) {
 		t.Fatalf("err = %v, want the API server's Forbidden, retried rather than a refusal", err)
@@ -135,7 +135,7 @@ func TestMoverJobsReadOnlyTheCheckedSecrets(t *testing.T) {
 
 // testStorage is S3 storage with credentials and a CA bundle.
 var testStorage = echov1alpha1.BackupStorage{S3: &echov1alpha1.S3Storage{Endpoint: "https://s3.example.test", Bucket: "b",
-	CredentialsSecretRef: echov1alpha1.S3CredentialsSecretRef{Name: "creds", AccessKeyIDKey: "id", SecretAccessKeyKey: "key"},
+	CredentialsSecretRef: &echov1alpha1.S3CredentialsSecretRef{Name: "creds", AccessKeyIDKey: "id", SecretAccessKeyKey: "key"},
 	CABundle:             &echov1alpha1.SecretKeyRef{Name: "ca", Key: "ca.crt"}}}
 
 // moverJobsOf builds every kind of data mover Job, with m, on testStorage.

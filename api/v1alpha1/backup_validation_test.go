@@ -139,6 +139,28 @@ func TestBackupKindsValidateAtAdmission(t *testing.T) {
 			"a Secret name must be a DNS-1123 subdomain"},
 		{"an encrypted location", "EchoBackupLocation", map[string]any{
 			"s3": s3Storage(encryption(map[string]any{"type": "SSE-KMS", "kmsKeyID": "echo"}))["s3"]}, ""},
+		{"an identity in place of credentials", "EchoBackup", map[string]any{"echoName": "web", "storage": s3Storage(func(s map[string]any) {
+			delete(s, "credentialsSecretRef")
+			s["identity"] = map[string]any{"serviceAccountName": "echo-backup", "roleARN": "arn:aws:iam::111122223333:role/echo-backup",
+				"stsEndpoint": "https://sts.eu-west-3.amazonaws.com"}
+		})}, ""},
+		{"neither credentials nor an identity", "EchoBackup", map[string]any{"echoName": "web",
+			"storage": s3Storage(func(s map[string]any) { delete(s, "credentialsSecretRef") })},
+			"set exactly one of storage.s3.credentialsSecretRef and storage.s3.identity"},
+		{"credentials and an identity", "EchoBackup", map[string]any{"echoName": "web", "storage": s3Storage(func(s map[string]any) {
+			s["identity"] = map[string]any{"serviceAccountName": "echo-backup"}
+		})}, "set exactly one of storage.s3.credentialsSecretRef and storage.s3.identity"},
+		{"an identity that is no ServiceAccount name", "EchoBackup", map[string]any{"echoName": "web", "storage": s3Storage(func(s map[string]any) {
+			delete(s, "credentialsSecretRef")
+			s["identity"] = map[string]any{"serviceAccountName": "system:serviceaccount:kube-system:admin"}
+		})}, "a ServiceAccount name must be a DNS-1123 subdomain"},
+		{"an STS endpoint that is no URL", "EchoBackup", map[string]any{"echoName": "web", "storage": s3Storage(func(s map[string]any) {
+			delete(s, "credentialsSecretRef")
+			s["identity"] = map[string]any{"serviceAccountName": "echo-backup", "stsEndpoint": "sts.amazonaws.com"}
+		})}, "storage.s3.identity.stsEndpoint must be an http or https URL"},
+		{"temporary credentials", "EchoBackup", map[string]any{"echoName": "web", "storage": s3Storage(func(s map[string]any) {
+			s["credentialsSecretRef"] = map[string]any{"name": "s3", "sessionTokenKey": "AWS_SESSION_TOKEN"}
+		})}, ""},
 		{"claim that is no name", "EchoBackup", map[string]any{"echoName": "web",
 			"storage": map[string]any{"persistentVolumeClaim": map[string]any{"claimName": "Backups_1"}}}, "a claim name must be a DNS-1123 subdomain"},
 		{"claim with dots", "EchoBackup", map[string]any{"echoName": "web",
@@ -239,7 +261,7 @@ func TestBackupKindsValidateAtAdmission(t *testing.T) {
 		b.Namespace, b.Name = ns, "immutable"
 		b.Spec = echov1alpha1.EchoBackupSpec{EchoName: "web", Storage: echov1alpha1.BackupStorage{S3: &echov1alpha1.S3Storage{
 			Bucket: "echo-backups", Endpoint: "http://minio.example.test:9000",
-			CredentialsSecretRef: echov1alpha1.S3CredentialsSecretRef{Name: "s3"}}}}
+			CredentialsSecretRef: &echov1alpha1.S3CredentialsSecretRef{Name: "s3"}}}}
 		Expect(k8sClient.Create(ctx, b)).To(Succeed())
 		Expect(b.Spec.Compression).To(Equal(echov1alpha1.CompressionGzip))
 		Expect(b.Spec.DeletionPolicy).To(Equal(echov1alpha1.DeletionPolicyRetain))

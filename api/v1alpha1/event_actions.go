@@ -73,7 +73,8 @@ var eventActions = map[string]string{
 
 	EventReasonUndecodableObject: EventActionDecoding,
 
-	EventReasonSecretNotOptedIn: EventActionCheckingStorageSecrets,
+	EventReasonSecretNotOptedIn:   EventActionCheckingStorageSecrets,
+	EventReasonIdentityNotOptedIn: EventActionCheckingStorageSecrets,
 }
 
 // EventAction returns the action of the Events of a reason:

@@ -18,6 +18,31 @@ const ReasonSecretNotOptedIn = "SecretNotOptedIn"
 // restore whose data mover Job was not created, with what to label.
 const EventReasonSecretNotOptedIn = ReasonSecretNotOptedIn
 
+// StorageIdentityLabel opts a ServiceAccount in as the identity of data
+// movers: a backup, schedule, restore or location may name (in
+// storage.s3.identity) only a ServiceAccount of its namespace that carries
+// this label with the value "true". Setting it takes the right to edit
+// ServiceAccounts, which the Echo roles do not grant.
+const StorageIdentityLabel = "echo.dev/storage-identity"
+
+// StorageIdentityAudiencesAnnotation on an opted-in ServiceAccount lists,
+// comma-separated, the audiences a data mover may ask its tokens for.
+// Without it, only DefaultIdentityAudience.
+const StorageIdentityAudiencesAnnotation = "echo.dev/storage-identity-audiences"
+
+// DefaultIdentityAudience is the audience of a data mover's token unless
+// storage.s3.identity.audience says otherwise: AWS STS's.
+const DefaultIdentityAudience = "sts.amazonaws.com"
+
+// ReasonIdentityNotOptedIn is the condition and Event reason of a backup
+// or restore that names a ServiceAccount without StorageIdentityLabel, or
+// an audience its StorageIdentityAudiencesAnnotation does not allow.
+const ReasonIdentityNotOptedIn = "IdentityNotOptedIn"
+
+// EventReasonIdentityNotOptedIn (Warning) is recorded on the backup or
+// restore whose data mover Job was not created, with what to fix.
+const EventReasonIdentityNotOptedIn = ReasonIdentityNotOptedIn
+
 // StorageSecretOptedIn reports whether a Secret with these labels opted in
 // as storage credentials: StorageSecretLabel with the value "true".
 func StorageSecretOptedIn(labels map[string]string) bool {
@@ -66,6 +91,7 @@ func (s *BackupStorage) LocationName() string {
 
 // S3Storage locates a bucket of an S3-compatible object store.
 //
+// +kubebuilder:validation:XValidation:rule="has(self.credentialsSecretRef) != has(self.identity)",message="set exactly one of storage.s3.credentialsSecretRef and storage.s3.identity"
 // +kubebuilder:validation:XValidation:rule="!has(self.encryption) || self.encryption.type != 'SSE-C' || url(self.endpoint).getScheme() == 'https'",message="storage.s3.encryption type SSE-C sends the key with every request: the endpoint must be https"
 type S3Storage struct {
 	// Bucket name.
@@ -103,9 +129,16 @@ type S3Storage struct {
 	ForcePathStyle bool `json:"forcePathStyle,omitempty"`
 
 	// CredentialsSecretRef names a Secret of the backup's namespace holding
-	// the access key ID and secret access key.
-	// +required
-	CredentialsSecretRef S3CredentialsSecretRef `json:"credentialsSecretRef"`
+	// the access key ID and secret access key (and a session token, when
+	// they are temporary). Exclusive with Identity.
+	// +optional
+	CredentialsSecretRef *S3CredentialsSecretRef `json:"credentialsSecretRef,omitempty"`
+
+	// Identity authenticates the data mover with the token of a
+	// ServiceAccount (workload identity) rather than keys. Exclusive with
+	// CredentialsSecretRef.
+	// +optional
+	Identity *S3Identity `json:"identity,omitempty"`
 
 	// CABundle names a key of a Secret of the backup's namespace holding
 	// the PEM certificates that sign the endpoint's certificate.
@@ -118,6 +151,54 @@ type S3Storage struct {
 	// SSE-KMS objects are decrypted by the store for whoever may read them.
 	// +optional
 	Encryption *S3Encryption `json:"encryption,omitempty"`
+}
+
+// S3Identity is the workload identity of the data mover: its Jobs run as
+// the ServiceAccount, with a projected token of Audience, which they
+// exchange at the STS endpoint (AssumeRoleWithWebIdentity) for temporary
+// credentials, as IRSA on EKS and MinIO's OpenID identity do.
+type S3Identity struct {
+	// ServiceAccountName names a ServiceAccount of the same namespace,
+	// which must carry the label echo.dev/storage-identity=true.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="a ServiceAccount name must be a DNS-1123 subdomain: lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, e.g. echo-backup"
+	// +required
+	ServiceAccountName string `json:"serviceAccountName"`
+
+	// Audience of the token: what the STS expects (sts.amazonaws.com on
+	// AWS; the client id of MinIO's OpenID configuration). The
+	// ServiceAccount must allow it (annotation
+	// echo.dev/storage-identity-audiences) unless it is sts.amazonaws.com.
+	// +kubebuilder:default="sts.amazonaws.com"
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Audience string `json:"audience,omitempty"`
+
+	// RoleARN is the role to assume, e.g.
+	// arn:aws:iam::111122223333:role/echo-backup; optional where the STS
+	// maps the token to a policy itself (MinIO).
+	// +kubebuilder:validation:MaxLength=2048
+	// +optional
+	RoleARN string `json:"roleARN,omitempty"`
+
+	// STSEndpoint is where the token is exchanged, e.g.
+	// https://sts.eu-west-3.amazonaws.com. Defaults to the storage's
+	// endpoint, where MinIO serves its STS.
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="isURL(self) && (url(self).getScheme() == 'http' || url(self).getScheme() == 'https')",message="storage.s3.identity.stsEndpoint must be an http or https URL"
+	// +optional
+	STSEndpoint string `json:"stsEndpoint,omitempty"`
+}
+
+// ServiceAccountName is the ServiceAccount of the storage's identity, or
+// "" when it authenticates with keys.
+func (s *S3Storage) ServiceAccountName() string {
+	if s == nil || s.Identity == nil {
+		return ""
+	}
+	return s.Identity.ServiceAccountName
 }
 
 // S3EncryptionType is how the store encrypts objects at rest.
@@ -173,7 +254,10 @@ func (s *S3Storage) SecretNames() []string {
 	if s == nil {
 		return nil
 	}
-	names := []string{s.CredentialsSecretRef.Name}
+	var names []string
+	if creds := s.CredentialsSecretRef; creds != nil {
+		names = append(names, creds.Name)
+	}
 	if ca := s.CABundle; ca != nil && !slices.Contains(names, ca.Name) {
 		names = append(names, ca.Name)
 	}
@@ -214,6 +298,13 @@ type S3CredentialsSecretRef struct {
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[-._a-zA-Z0-9]+$') && self != '.' && !self.startsWith('..')",message="a Secret key must consist of letters, digits, '-', '_' or '.', not be '.' and not start with '..', e.g. AWS_SECRET_ACCESS_KEY"
 	// +optional
 	SecretAccessKeyKey string `json:"secretAccessKeyKey,omitempty"`
+
+	// SessionTokenKey is the key of a session token in the Secret, for
+	// temporary credentials; none when empty.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[-._a-zA-Z0-9]+$') && self != '.' && !self.startsWith('..')",message="a Secret key must consist of letters, digits, '-', '_' or '.', not be '.' and not start with '..', e.g. AWS_SESSION_TOKEN"
+	// +optional
+	SessionTokenKey string `json:"sessionTokenKey,omitempty"`
 }
 
 // SecretKeyRef names one key of a Secret in the same namespace.

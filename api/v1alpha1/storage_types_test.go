@@ -7,7 +7,7 @@ import (
 
 func TestStorageSecretNames(t *testing.T) {
 	s3 := func(ca *SecretKeyRef) *S3Storage {
-		return &S3Storage{CredentialsSecretRef: S3CredentialsSecretRef{Name: "creds"}, CABundle: ca}
+		return &S3Storage{CredentialsSecretRef: &S3CredentialsSecretRef{Name: "creds"}, CABundle: ca}
 	}
 	cases := []struct {
 		name    string

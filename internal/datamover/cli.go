@@ -156,12 +156,15 @@ func parseMoverFlags(command moverprotocol.Command, args []string, output io.Wri
 		fs.StringVar(&o.restoreID, moverprotocol.FlagRestoreID, "",
 			"identity of the restore across retries, recorded with the restored data: a retry finding the data its earlier attempt restored reports it")
 	}
-	fs.StringVar(&o.s3.Endpoint, moverprotocol.FlagS3Endpoint, "", "S3 endpoint URL, http(s)://host[:port]; credentials come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN")
+	fs.StringVar(&o.s3.Endpoint, moverprotocol.FlagS3Endpoint, "", "S3 endpoint URL, http(s)://host[:port]; credentials come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN, "+
+		"or from the web identity token of AWS_WEB_IDENTITY_TOKEN_FILE (with AWS_ROLE_ARN)")
 	fs.StringVar(&o.s3.Region, moverprotocol.FlagS3Region, moverprotocol.DefaultS3Region, "S3 region")
 	fs.StringVar(&o.s3.Bucket, moverprotocol.FlagS3Bucket, "", "S3 bucket")
 	fs.StringVar(&o.s3.Prefix, moverprotocol.FlagS3Prefix, "", "prefix of every object key in the bucket")
 	fs.BoolVar(&o.s3.PathStyle, moverprotocol.FlagS3PathStyle, false, "path-style bucket addressing (endpoint/bucket) instead of virtual-host (bucket.endpoint)")
 	fs.StringVar(&o.s3.CAFile, moverprotocol.FlagS3CAFile, "", "PEM bundle of extra CAs to trust for the S3 endpoint")
+	fs.StringVar(&o.s3.STSEndpoint, moverprotocol.FlagS3STSEndpoint, "",
+		"where the web identity token of AWS_WEB_IDENTITY_TOKEN_FILE is exchanged for credentials; the S3 endpoint when empty")
 	fs.StringVar(&o.s3.Encryption.Type, moverprotocol.FlagS3SSE, "",
 		"server-side encryption of the objects written: "+moverprotocol.SSES3+", "+moverprotocol.SSEKMS+" or "+moverprotocol.SSEC)
 	fs.StringVar(&o.s3.Encryption.KMSKeyID, moverprotocol.FlagS3SSEKMSKeyID, "", "the KMS key of "+moverprotocol.SSEKMS)

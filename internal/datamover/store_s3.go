@@ -49,8 +49,10 @@ const (
 )
 
 // S3Config configures an S3Store. Credentials are not part of it: they come
-// from the environment only (moverprotocol's EnvAccessKeyID,
-// EnvSecretAccessKey and optionally EnvSessionToken).
+// from the environment only: keys (moverprotocol's EnvAccessKeyID,
+// EnvSecretAccessKey and optionally EnvSessionToken), or a web identity
+// token's file (EnvWebIdentityTokenFile, optionally with EnvRoleARN),
+// exchanged at STSEndpoint.
 type S3Config struct {
 	// Endpoint is the service URL: http:// or https://host[:port].
 	Endpoint string
@@ -79,6 +81,9 @@ type S3Config struct {
 	Threads  int
 	// MaxRetries defaults to DefaultS3MaxRetries.
 	MaxRetries int
+	// STSEndpoint is where a web identity token is exchanged for
+	// credentials; Endpoint when empty (MinIO serves its STS there).
+	STSEndpoint string
 	// Encryption is the server-side encryption of the objects Put writes,
 	// and the SSE-C key of those it reads.
 	Encryption S3Encryption
@@ -128,10 +133,6 @@ func newS3Store(cfg S3Config, lookupEnv func(string) (string, bool)) (*S3Store, 
 		}
 		prefix += "/"
 	}
-	creds, err := envCredentials(lookupEnv)
-	if err != nil {
-		return nil, err
-	}
 	sse, err := cfg.Encryption.options(secure)
 	if err != nil {
 		return nil, err
@@ -155,6 +156,10 @@ func newS3Store(cfg S3Config, lookupEnv func(string) (string, bool)) (*S3Store, 
 	}
 	if cfg.Transport != nil {
 		cfg.Transport(transport)
+	}
+	creds, err := envCredentials(lookupEnv, cmp.Or(cfg.STSEndpoint, cfg.Endpoint), &http.Client{Transport: boundedTransport{base: transport}})
+	if err != nil {
+		return nil, err
 	}
 	lookup := minio.BucketLookupDNS
 	if cfg.PathStyle {
@@ -200,14 +205,31 @@ func parseEndpoint(endpoint string) (host string, secure bool, err error) {
 	return u.Host, u.Scheme == "https", nil
 }
 
-func envCredentials(lookupEnv func(string) (string, bool)) (*credentials.Credentials, error) {
+// envCredentials are the credentials the environment gives: static keys
+// (with a session token for temporary ones) or, without keys, a web
+// identity token's file, which minio-go's IAM provider exchanges at
+// stsEndpoint (AssumeRoleWithWebIdentity, as on EKS) through client,
+// again before the credentials expire. Nothing else (no instance
+// metadata service) is asked.
+func envCredentials(lookupEnv func(string) (string, bool), stsEndpoint string, client *http.Client) (*credentials.Credentials, error) {
 	id, _ := lookupEnv(moverprotocol.EnvAccessKeyID)
 	secret, _ := lookupEnv(moverprotocol.EnvSecretAccessKey)
 	token, _ := lookupEnv(moverprotocol.EnvSessionToken)
-	if id == "" || secret == "" {
-		return nil, fmt.Errorf("%w: s3 credentials: set %s and %s", ErrInvalidArgument, moverprotocol.EnvAccessKeyID, moverprotocol.EnvSecretAccessKey)
+	tokenFile, _ := lookupEnv(moverprotocol.EnvWebIdentityTokenFile)
+	switch {
+	case id != "" && secret != "":
+		return credentials.NewStaticV4(id, secret, token), nil
+	case id == "" && secret == "" && tokenFile != "":
+		if _, _, err := parseEndpoint(stsEndpoint); err != nil {
+			return nil, fmt.Errorf("s3 STS endpoint: %w", err)
+		}
+		iam := &credentials.IAM{Client: client, Endpoint: stsEndpoint}
+		iam.EKSIdentity.TokenFile = tokenFile
+		iam.EKSIdentity.RoleARN, _ = lookupEnv(moverprotocol.EnvRoleARN)
+		return credentials.New(iam), nil
 	}
-	return credentials.NewStaticV4(id, secret, token), nil
+	return nil, fmt.Errorf("%w: s3 credentials: set %s and %s, or %s (a web identity token's file)", ErrInvalidArgument,
+		moverprotocol.EnvAccessKeyID, moverprotocol.EnvSecretAccessKey, moverprotocol.EnvWebIdentityTokenFile)
 }
 
 // caPool is the system roots with the certificates of file and bundle.
@@ -425,6 +447,11 @@ func (s *S3Store) classify(op, key string, err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("s3 %s %s: %w", op, loc, err)
 	}
+	var sts credentials.ErrorResponse
+	if errors.As(err, &sts) {
+		return withKind(stsErrorKind(sts.STSError.Code),
+			fmt.Errorf("s3 %s %s: the STS did not exchange the web identity token: %s: %w", op, loc, sts.STSError.Code, err))
+	}
 	resp := minio.ToErrorResponse(err)
 	kind := s3ErrorKind(resp)
 	if kind == nil && (isNetworkError(err) || errors.Is(err, io.ErrUnexpectedEOF)) {
@@ -452,6 +479,17 @@ func HTTPStatus(err error) int {
 		return resp.StatusCode
 	}
 	return 0
+}
+
+// stsErrorKind maps the code of an STS refusal to a sentinel: the STS
+// failing is unavailable, anything else (an invalid, expired or foreign
+// token, a role it may not assume) is access denied.
+func stsErrorKind(code string) error {
+	switch code {
+	case "InternalError", "ServiceUnavailable", "Throttling", "SlowDown":
+		return ErrUnavailable
+	}
+	return ErrAccessDenied
 }
 
 // readsObject reports whether the S3Store operation op reads an object,

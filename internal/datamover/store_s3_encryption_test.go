@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/echo-operator/echo-operator/internal/moverprotocol"
 	"github.com/echo-operator/echo-operator/test/harness/s3server"
@@ -249,5 +250,55 @@ func TestS3ErrorKindOfEncryption(t *testing.T) {
 		if !errors.Is(got, tc.want) || (got == nil) != (tc.want == nil) {
 			t.Errorf("%s %q: %v, want %v", tc.code, tc.message, got, tc.want)
 		}
+	}
+}
+
+// TestEnvCredentials: keys (with a session token), or without keys a web
+// identity token's file, and nothing else.
+func TestEnvCredentials(t *testing.T) {
+	env := func(kv ...string) func(string) (string, bool) {
+		m := map[string]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+	}
+	const sts = "https://sts.example.test"
+	cases := []struct {
+		name   string
+		env    func(string) (string, bool)
+		sts    string
+		static bool
+		want   string // an error's, when not empty
+	}{
+		{"keys", env(moverprotocol.EnvAccessKeyID, "id", moverprotocol.EnvSecretAccessKey, "secret"), sts, true, ""},
+		{"temporary keys", env(moverprotocol.EnvAccessKeyID, "id", moverprotocol.EnvSecretAccessKey, "secret", moverprotocol.EnvSessionToken, "t"), sts, true, ""},
+		{"a web identity", env(moverprotocol.EnvWebIdentityTokenFile, "/token", moverprotocol.EnvRoleARN, "arn:aws:iam::1:role/r"), sts, false, ""},
+		{"a web identity and an STS that is no URL", env(moverprotocol.EnvWebIdentityTokenFile, "/token"), "sts.example.test", false, "s3 STS endpoint"},
+		{"half the keys", env(moverprotocol.EnvAccessKeyID, "id"), sts, false, "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_WEB_IDENTITY_TOKEN_FILE"},
+		{"half the keys and a web identity", env(moverprotocol.EnvAccessKeyID, "id", moverprotocol.EnvWebIdentityTokenFile, "/token"), sts, false,
+			"set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_WEB_IDENTITY_TOKEN_FILE"},
+		{"nothing", env(), sts, false, "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_WEB_IDENTITY_TOKEN_FILE"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			creds, err := envCredentials(tc.env, tc.sts, nil)
+			if tc.want != "" {
+				if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("err = %v, want ErrInvalidArgument saying %q", err, tc.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.static {
+				return // the STS is asked on first use
+			}
+			v, err := creds.GetWithContext(&credentials.CredContext{})
+			if err != nil || v.AccessKeyID != "id" || v.SecretAccessKey != "secret" {
+				t.Errorf("credentials %+v, %v", v, err)
+			}
+		})
 	}
 }

@@ -136,7 +136,7 @@ func listAt(t *testing.T, ctx context.Context, policy *egress.Policy, endpoint s
 		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "offsite", ResourceVersion: "1"},
 		Spec: echov1alpha1.EchoBackupLocationSpec{S3: echov1alpha1.S3Storage{
 			Endpoint: endpoint, Bucket: "backups", ForcePathStyle: true,
-			CredentialsSecretRef: echov1alpha1.S3CredentialsSecretRef{Name: "s3", AccessKeyIDKey: "id", SecretAccessKeyKey: "secret"},
+			CredentialsSecretRef: &echov1alpha1.S3CredentialsSecretRef{Name: "s3", AccessKeyIDKey: "id", SecretAccessKeyKey: "secret"},
 		}},
 	}
 	api := fake.NewClientBuilder().WithObjects(&corev1.Secret{

@@ -195,6 +195,13 @@ func (l *locationListings) open(ctx context.Context, loc *echov1alpha1.EchoBacku
 		return nil, &locationError{err}
 	}
 	s3 := moverprotocol.ResolveS3(&loc.Spec.S3)
+	if s3.ServiceAccount != "" {
+		// A token of the ServiceAccount would have to be requested for the
+		// manager: it holds no right to, and takes none.
+		return nil, &locationError{fmt.Errorf("the location authenticates as ServiceAccount %s (storage.s3.identity), "+
+			"and the live API lists only locations whose credentials are in a Secret: its backups and restores work, its listing does not",
+			s3.ServiceAccount)}
+	}
 	creds := &corev1.Secret{}
 	if err := l.api.Get(ctx, client.ObjectKey{Namespace: loc.Namespace, Name: s3.CredentialsSecret}, creds); err != nil {
 		return nil, &locationError{fmt.Errorf("reading the credentials Secret %s: %w", s3.CredentialsSecret, err)}

@@ -68,20 +68,20 @@ func TestListingNeedsOptedInSecrets(t *testing.T) {
 
 	cases := []struct {
 		name      string
-		creds     echov1alpha1.S3CredentialsSecretRef
+		creds     *echov1alpha1.S3CredentialsSecretRef
 		ca        *echov1alpha1.SecretKeyRef
 		wantError string // empty: listed
 	}{
-		{"credentials without the label", echov1alpha1.S3CredentialsSecretRef{Name: "db-credentials", AccessKeyIDKey: "password", SecretAccessKeyKey: "password"}, nil,
+		{"credentials without the label", &echov1alpha1.S3CredentialsSecretRef{Name: "db-credentials", AccessKeyIDKey: "password", SecretAccessKeyKey: "password"}, nil,
 			`the Secret "db-credentials" has no label echo.dev/storage-credentials=true`},
-		{"a CA bundle without the label", echov1alpha1.S3CredentialsSecretRef{Name: "s3-credentials", AccessKeyIDKey: "AWS_ACCESS_KEY_ID", SecretAccessKeyKey: "AWS_SECRET_ACCESS_KEY"},
+		{"a CA bundle without the label", &echov1alpha1.S3CredentialsSecretRef{Name: "s3-credentials", AccessKeyIDKey: "AWS_ACCESS_KEY_ID", SecretAccessKeyKey: "AWS_SECRET_ACCESS_KEY"},
 			&echov1alpha1.SecretKeyRef{Name: "tls", Key: "ca.crt"}, `the Secret "tls" has no label echo.dev/storage-credentials=true`},
-		{"credentials that do not exist", echov1alpha1.S3CredentialsSecretRef{Name: "nothing", AccessKeyIDKey: "id", SecretAccessKeyKey: "key"}, nil,
+		{"credentials that do not exist", &echov1alpha1.S3CredentialsSecretRef{Name: "nothing", AccessKeyIDKey: "id", SecretAccessKeyKey: "key"}, nil,
 			"reading the credentials Secret nothing"},
-		{"opted-in credentials", echov1alpha1.S3CredentialsSecretRef{Name: "s3-credentials", AccessKeyIDKey: "AWS_ACCESS_KEY_ID", SecretAccessKeyKey: "AWS_SECRET_ACCESS_KEY"}, nil, ""},
+		{"opted-in credentials", &echov1alpha1.S3CredentialsSecretRef{Name: "s3-credentials", AccessKeyIDKey: "AWS_ACCESS_KEY_ID", SecretAccessKeyKey: "AWS_SECRET_ACCESS_KEY"}, nil, ""},
 		// As a mover Job reads them: the API server defaults the key names,
 		// a location built otherwise is read alike.
-		{"opted-in credentials under the default key names", echov1alpha1.S3CredentialsSecretRef{Name: "s3-credentials"}, nil, ""},
+		{"opted-in credentials under the default key names", &echov1alpha1.S3CredentialsSecretRef{Name: "s3-credentials"}, nil, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -132,7 +132,7 @@ func TestListingNeedsOptedInSecrets(t *testing.T) {
 		api := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(dbPassword).Build()
 		loc := &echov1alpha1.EchoBackupLocation{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "offsite"},
 			Spec: echov1alpha1.EchoBackupLocationSpec{S3: echov1alpha1.S3Storage{Endpoint: "https://s3.example.test", Bucket: "backups",
-				CredentialsSecretRef: echov1alpha1.S3CredentialsSecretRef{Name: "db-credentials"}}}}
+				CredentialsSecretRef: &echov1alpha1.S3CredentialsSecretRef{Name: "db-credentials"}}}}
 		err := newLocationListings(api, allowLoopback(), defaultListingLimits).requireOptedIn(context.Background(), loc)
 		want := "kubectl label secret -n team db-credentials echo.dev/storage-credentials=true"
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -161,11 +161,29 @@ func TestListingNeedsTheCABundleKey(t *testing.T) {
 	).Build()
 	loc := &echov1alpha1.EchoBackupLocation{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "offsite", ResourceVersion: "1"},
 		Spec: echov1alpha1.EchoBackupLocationSpec{S3: echov1alpha1.S3Storage{Endpoint: server.URL, Bucket: "backups", ForcePathStyle: true,
-			CredentialsSecretRef: echov1alpha1.S3CredentialsSecretRef{Name: "s3-credentials", AccessKeyIDKey: "AWS_ACCESS_KEY_ID", SecretAccessKeyKey: "AWS_SECRET_ACCESS_KEY"},
+			CredentialsSecretRef: &echov1alpha1.S3CredentialsSecretRef{Name: "s3-credentials", AccessKeyIDKey: "AWS_ACCESS_KEY_ID", SecretAccessKeyKey: "AWS_SECRET_ACCESS_KEY"},
 			CABundle:             &echov1alpha1.SecretKeyRef{Name: "s3-ca", Key: "ca.crt"}}}}
 	_, err := newLocationListings(api, allowLoopback(), defaultListingLimits).list(context.Background(), loc)
 	if want := "the CA bundle Secret s3-ca has no ca.crt"; err == nil || !apierrors.IsServiceUnavailable(err) || !strings.Contains(err.Error(), want) {
 		t.Fatalf("listing: %v, want a 503 saying %q", err, want)
+	}
+	if auths := server.requests(); len(auths) > 0 {
+		t.Errorf("%d requests reached the endpoint", len(auths))
+	}
+}
+
+// A location with an identity is not listed, and its endpoint not asked:
+// the manager would need a token of the ServiceAccount.
+func TestListingRefusesAnIdentity(t *testing.T) {
+	server := newEndpoint(t)
+	api := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).Build()
+	loc := &echov1alpha1.EchoBackupLocation{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "offsite"},
+		Spec: echov1alpha1.EchoBackupLocationSpec{S3: echov1alpha1.S3Storage{Endpoint: server.URL, Bucket: "backups", ForcePathStyle: true,
+			Identity: &echov1alpha1.S3Identity{ServiceAccountName: "echo-backup"}}}}
+	_, err := newLocationListings(api, allowLoopback(), defaultListingLimits).list(context.Background(), loc)
+	want := "the location authenticates as ServiceAccount echo-backup (storage.s3.identity)"
+	if err == nil || !apierrors.IsServiceUnavailable(err) || !strings.Contains(err.Error(), want) {
+		t.Errorf("listing: %v, want a 503 saying %q", err, want)
 	}
 	if auths := server.requests(); len(auths) > 0 {
 		t.Errorf("%d requests reached the endpoint", len(auths))

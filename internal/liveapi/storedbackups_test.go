@@ -69,7 +69,7 @@ func fakeLocation(srv *fakes3.Server, namespace, name, bucket string) []client.O
 			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, UID: types.UID(namespace + "-" + name)},
 			Spec: echov1alpha1.EchoBackupLocationSpec{S3: echov1alpha1.S3Storage{
 				Endpoint: srv.Endpoint, Bucket: bucket, Prefix: "p", ForcePathStyle: true,
-				CredentialsSecretRef: echov1alpha1.S3CredentialsSecretRef{Name: "creds-" + name, AccessKeyIDKey: "id", SecretAccessKeyKey: "secret"},
+				CredentialsSecretRef: &echov1alpha1.S3CredentialsSecretRef{Name: "creds-" + name, AccessKeyIDKey: "id", SecretAccessKeyKey: "secret"},
 			}},
 		},
 		&corev1.Secret{

@@ -82,6 +82,9 @@ const (
 	FlagS3Prefix    = "s3-prefix"
 	FlagS3PathStyle = "s3-path-style"
 	FlagS3CAFile    = "s3-ca-file"
+	// FlagS3STSEndpoint is where a web identity token is exchanged for
+	// credentials (EnvWebIdentityTokenFile); the S3 endpoint when absent.
+	FlagS3STSEndpoint = "s3-sts-endpoint"
 	// The server-side encryption of what the mover writes, and of what it
 	// reads with SSE-C: FlagS3SSE is SSE-S3, SSE-KMS (FlagS3SSEKMSKeyID
 	// names the key) or SSE-C (FlagS3SSECustomerKeyFile is the file holding
@@ -97,11 +100,15 @@ func Arg(flag, value string) string { return "--" + flag + "=" + value }
 // Switch is the argument turning a boolean flag on.
 func Switch(flag string) string { return "--" + flag }
 
-// The environment through which the S3 credentials reach the mover.
+// The environment through which the S3 credentials reach the mover: keys
+// (and a session token), or the file of a web identity token with the
+// role to assume, as the AWS SDKs read them.
 const (
-	EnvAccessKeyID     = "AWS_ACCESS_KEY_ID"
-	EnvSecretAccessKey = "AWS_SECRET_ACCESS_KEY"
-	EnvSessionToken    = "AWS_SESSION_TOKEN"
+	EnvAccessKeyID          = "AWS_ACCESS_KEY_ID"
+	EnvSecretAccessKey      = "AWS_SECRET_ACCESS_KEY"
+	EnvSessionToken         = "AWS_SESSION_TOKEN"
+	EnvWebIdentityTokenFile = "AWS_WEB_IDENTITY_TOKEN_FILE"
+	EnvRoleARN              = "AWS_ROLE_ARN"
 )
 
 // DefaultS3Region is the region used when none is given.

@@ -11,8 +11,12 @@ import (
 // S3 is the API's S3 storage resolved into what the data mover reaches it
 // with, every default applied: the one translation the controllers' mover
 // Jobs (flags, environment, CA volume) and the live API's S3 clients share.
-// The Secret CredentialsSecret holds the credentials under AccessKeyIDKey and
-// SecretAccessKeyKey; CASecret, unless empty, the CA bundle under CAKey.
+// The Secret CredentialsSecret, unless empty, holds the credentials under
+// AccessKeyIDKey and SecretAccessKeyKey, and a session token under
+// SessionTokenKey unless empty; otherwise the mover runs as the
+// ServiceAccount, exchanging a token of Audience at STSEndpoint (the
+// storage's endpoint when empty) for credentials of RoleARN. CASecret,
+// unless empty, holds the CA bundle under CAKey.
 // Encryption, unless empty, is the server-side encryption of what the
 // mover writes: KMSKeyID is SSE-KMS's key; CustomerKeySecret and
 // CustomerKeyKey are the Secret and key of SSE-C's.
@@ -20,7 +24,9 @@ type S3 struct {
 	Endpoint, Region, Bucket, Prefix string
 	PathStyle                        bool
 
-	CredentialsSecret, AccessKeyIDKey, SecretAccessKeyKey, CASecret, CAKey string
+	CredentialsSecret, AccessKeyIDKey, SecretAccessKeyKey, SessionTokenKey, CASecret, CAKey string
+
+	ServiceAccount, Audience, RoleARN, STSEndpoint string
 
 	Encryption                                  echov1alpha1.S3EncryptionType
 	KMSKeyID, CustomerKeySecret, CustomerKeyKey string
@@ -34,13 +40,22 @@ const (
 )
 
 // ResolveS3 resolves s with the CRD's defaults, for an object the API
-// server did not default: DefaultS3Region, and the credentials under the
-// names of the mover's environment (EnvAccessKeyID, EnvSecretAccessKey).
+// server did not default: DefaultS3Region, the credentials under the names
+// of the mover's environment (EnvAccessKeyID, EnvSecretAccessKey) and an
+// identity's audience DefaultIdentityAudience.
 func ResolveS3(s *echov1alpha1.S3Storage) S3 {
-	ref, ca := s.CredentialsSecretRef, ptr.Deref(s.CABundle, echov1alpha1.SecretKeyRef{})
+	ca := ptr.Deref(s.CABundle, echov1alpha1.SecretKeyRef{})
 	resolved := S3{Endpoint: s.Endpoint, Region: cmp.Or(s.Region, DefaultS3Region), Bucket: s.Bucket, Prefix: s.Prefix, PathStyle: s.ForcePathStyle,
-		CredentialsSecret: ref.Name, AccessKeyIDKey: cmp.Or(ref.AccessKeyIDKey, EnvAccessKeyID),
-		SecretAccessKeyKey: cmp.Or(ref.SecretAccessKeyKey, EnvSecretAccessKey), CASecret: ca.Name, CAKey: ca.Key}
+		CASecret: ca.Name, CAKey: ca.Key}
+	if ref := s.CredentialsSecretRef; ref != nil {
+		resolved.CredentialsSecret, resolved.SessionTokenKey = ref.Name, ref.SessionTokenKey
+		resolved.AccessKeyIDKey = cmp.Or(ref.AccessKeyIDKey, EnvAccessKeyID)
+		resolved.SecretAccessKeyKey = cmp.Or(ref.SecretAccessKeyKey, EnvSecretAccessKey)
+	}
+	if id := s.Identity; id != nil {
+		resolved.ServiceAccount, resolved.RoleARN, resolved.STSEndpoint = id.ServiceAccountName, id.RoleARN, id.STSEndpoint
+		resolved.Audience = cmp.Or(id.Audience, echov1alpha1.DefaultIdentityAudience)
+	}
 	if e := s.Encryption; e != nil {
 		resolved.Encryption = e.Type
 		switch e.Type {
@@ -67,6 +82,9 @@ func (s S3) Args(caFile, customerKeyFile string) []string {
 	}
 	if s.CASecret != "" {
 		args = append(args, Arg(FlagS3CAFile, caFile))
+	}
+	if s.ServiceAccount != "" && s.STSEndpoint != "" {
+		args = append(args, Arg(FlagS3STSEndpoint, s.STSEndpoint))
 	}
 	if s.Encryption != "" {
 		args = append(args, Arg(FlagS3SSE, string(s.Encryption)))

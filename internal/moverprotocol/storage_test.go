@@ -14,8 +14,8 @@ import (
 )
 
 func TestResolveS3(t *testing.T) {
-	creds := func(name, id, secret string) echov1alpha1.S3CredentialsSecretRef {
-		return echov1alpha1.S3CredentialsSecretRef{Name: name, AccessKeyIDKey: id, SecretAccessKeyKey: secret}
+	creds := func(name, id, secret string) *echov1alpha1.S3CredentialsSecretRef {
+		return &echov1alpha1.S3CredentialsSecretRef{Name: name, AccessKeyIDKey: id, SecretAccessKeyKey: secret}
 	}
 	cases := []struct {
 		name     string
@@ -67,6 +67,22 @@ func TestResolveS3(t *testing.T) {
 				"--s3-sse=SSE-C", "--s3-sse-customer-key-file=/sse/key"},
 		},
 		{
+			name: "an identity, a session token unused",
+			storage: echov1alpha1.S3Storage{Endpoint: "https://s3.example.test", Bucket: "backups",
+				Identity: &echov1alpha1.S3Identity{ServiceAccountName: "backup", RoleARN: "arn:aws:iam::1:role/b", STSEndpoint: "https://sts.example.test"}},
+			want: S3{Endpoint: "https://s3.example.test", Region: "us-east-1", Bucket: "backups",
+				ServiceAccount: "backup", Audience: "sts.amazonaws.com", RoleARN: "arn:aws:iam::1:role/b", STSEndpoint: "https://sts.example.test"},
+			wantArgs: []string{"--s3-endpoint=https://s3.example.test", "--s3-region=us-east-1", "--s3-bucket=backups", "--s3-sts-endpoint=https://sts.example.test"},
+		},
+		{
+			name: "temporary credentials",
+			storage: echov1alpha1.S3Storage{Endpoint: "https://s3.example.test", Bucket: "backups",
+				CredentialsSecretRef: &echov1alpha1.S3CredentialsSecretRef{Name: "s3", SessionTokenKey: "token"}},
+			want: S3{Endpoint: "https://s3.example.test", Region: "us-east-1", Bucket: "backups",
+				CredentialsSecret: "s3", AccessKeyIDKey: "AWS_ACCESS_KEY_ID", SecretAccessKeyKey: "AWS_SECRET_ACCESS_KEY", SessionTokenKey: "token"},
+			wantArgs: []string{"--s3-endpoint=https://s3.example.test", "--s3-region=us-east-1", "--s3-bucket=backups"},
+		},
+		{
 			name:    "one credentials key named, the other left to its default",
 			storage: echov1alpha1.S3Storage{Endpoint: "https://s3.example.test", Region: "us-east-1", Bucket: "backups", CredentialsSecretRef: creds("s3", "", "secret")},
 			want: S3{Endpoint: "https://s3.example.test", Region: "us-east-1", Bucket: "backups",
@@ -95,10 +111,10 @@ func TestResolveS3DefaultsAreTheCRDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resolved := ResolveS3(&echov1alpha1.S3Storage{})
+	resolved := ResolveS3(&echov1alpha1.S3Storage{CredentialsSecretRef: &echov1alpha1.S3CredentialsSecretRef{}, Identity: &echov1alpha1.S3Identity{}})
 	want := map[string]string{
 		"region": resolved.Region, "credentialsSecretRef.accessKeyIDKey": resolved.AccessKeyIDKey,
-		"credentialsSecretRef.secretAccessKeyKey": resolved.SecretAccessKeyKey,
+		"credentialsSecretRef.secretAccessKeyKey": resolved.SecretAccessKeyKey, "identity.audience": resolved.Audience,
 	}
 	found := 0
 	for _, f := range files {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -78,7 +79,7 @@ func (r *Runner) Run(ctx context.Context, namespace string, spec *corev1.PodSpec
 	if err != nil {
 		return Result{}, err
 	}
-	env, err := r.containerEnv(ctx, namespace, container)
+	env, err := r.containerEnv(ctx, namespace, container, mounts)
 	if err != nil {
 		return Result{}, err
 	}
@@ -127,7 +128,7 @@ func (r *Runner) mountVolumes(ctx context.Context, namespace string, spec *corev
 		if !ok {
 			return nil, fmt.Errorf("mount %s names no volume", m.Name)
 		}
-		dir, err := r.volumeDir(ctx, namespace, v, filepath.Join(work, "volumes", v.Name))
+		dir, err := r.volumeDir(ctx, namespace, spec, v, filepath.Join(work, "volumes", v.Name))
 		if err != nil {
 			return nil, fmt.Errorf("volume %s: %w", v.Name, err)
 		}
@@ -136,10 +137,10 @@ func (r *Runner) mountVolumes(ctx context.Context, namespace string, spec *corev
 	return mounts, nil
 }
 
-// volumeDir is the local directory standing for a volume: the claim's
-// directory, or scratch filled with a ConfigMap's or Secret's keys, or an
-// empty scratch directory.
-func (r *Runner) volumeDir(ctx context.Context, namespace string, v corev1.Volume, scratch string) (string, error) {
+// volumeDir is the local directory standing for a volume of the pod spec:
+// the claim's directory, or scratch filled with a ConfigMap's or Secret's
+// keys or the pod's ServiceAccount tokens, or an empty scratch directory.
+func (r *Runner) volumeDir(ctx context.Context, namespace string, spec *corev1.PodSpec, v corev1.Volume, scratch string) (string, error) {
 	switch {
 	case v.PersistentVolumeClaim != nil:
 		dir := r.ClaimDir(namespace, v.PersistentVolumeClaim.ClaimName)
@@ -162,8 +163,40 @@ func (r *Runner) volumeDir(ctx context.Context, namespace string, v corev1.Volum
 		return scratch, writeKeys(scratch, s.Data, v.Secret.Items)
 	case v.EmptyDir != nil:
 		return scratch, os.MkdirAll(scratch, 0o700)
+	case v.Projected != nil:
+		return scratch, r.writeTokens(ctx, namespace, spec.ServiceAccountName, v.Projected.Sources, scratch)
 	}
 	return "", errors.New("unsupported volume source")
+}
+
+// writeTokens writes the ServiceAccount tokens of a projected volume into
+// dir, each requested from kube-apiserver (TokenRequest) for its audience
+// and lifetime, as the kubelet does for the pod's ServiceAccount.
+func (r *Runner) writeTokens(ctx context.Context, namespace, serviceAccount string, sources []corev1.VolumeProjection, dir string) error {
+	if serviceAccount == "" {
+		serviceAccount = "default"
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	for _, src := range sources {
+		t := src.ServiceAccountToken
+		if t == nil {
+			return errors.New("unsupported projection: only ServiceAccount tokens")
+		}
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: serviceAccount}}
+		req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: t.ExpirationSeconds}}
+		if t.Audience != "" {
+			req.Spec.Audiences = []string{t.Audience}
+		}
+		if err := r.Client.SubResource("token").Create(ctx, sa, req); err != nil {
+			return fmt.Errorf("requesting a token of ServiceAccount %s: %w", serviceAccount, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, t.Path), []byte(req.Status.Token), 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // writeKeys writes a ConfigMap's or Secret's keys into dir, as files named
@@ -199,34 +232,40 @@ func writeKeys(dir string, data map[string][]byte, items []corev1.KeyToPath) err
 }
 
 // mapArgs replaces, in flags of the form --name=value, a value inside a
-// mount path by the same path inside the mount's local directory. The
-// longest mount path matching wins.
+// mount path by the same path inside the mount's local directory.
 func mapArgs(args []string, mounts map[string]string) []string {
-	paths := make([]string, 0, len(mounts))
-	for p := range mounts {
-		paths = append(paths, p)
-	}
-	sort.Slice(paths, func(i, j int) bool { return len(paths[i]) > len(paths[j]) })
 	out := make([]string, 0, len(args))
 	for _, a := range args {
-		name, value, ok := strings.Cut(a, "=")
-		if ok && strings.HasPrefix(name, "-") {
-			for _, p := range paths {
-				if value == p || strings.HasPrefix(value, p+"/") {
-					a = name + "=" + mounts[p] + strings.TrimPrefix(value, p)
-					break
-				}
-			}
+		if name, value, ok := strings.Cut(a, "="); ok && strings.HasPrefix(name, "-") {
+			a = name + "=" + mapPath(value, mounts)
 		}
 		out = append(out, a)
 	}
 	return out
 }
 
+// mapPath is value, or, when it is a path inside a mount path, the same
+// path inside the mount's local directory. The longest mount path matching
+// wins.
+func mapPath(value string, mounts map[string]string) string {
+	paths := make([]string, 0, len(mounts))
+	for p := range mounts {
+		paths = append(paths, p)
+	}
+	sort.Slice(paths, func(i, j int) bool { return len(paths[i]) > len(paths[j]) })
+	for _, p := range paths {
+		if value == p || strings.HasPrefix(value, p+"/") {
+			return mounts[p] + strings.TrimPrefix(value, p)
+		}
+	}
+	return value
+}
+
 // containerEnv is this process's environment, without any S3 credentials
 // of its own, and the container's, with references to Secrets and
-// ConfigMaps resolved as the kubelet resolves them.
-func (r *Runner) containerEnv(ctx context.Context, namespace string, c *corev1.Container) ([]string, error) {
+// ConfigMaps resolved as the kubelet resolves them, and paths inside
+// mounts (the file of a web identity token) made local.
+func (r *Runner) containerEnv(ctx context.Context, namespace string, c *corev1.Container, mounts map[string]string) ([]string, error) {
 	var env []string
 	for _, e := range os.Environ() {
 		if !strings.HasPrefix(e, "AWS_") {
@@ -238,7 +277,7 @@ func (r *Runner) containerEnv(ctx context.Context, namespace string, c *corev1.C
 		if err != nil {
 			return nil, fmt.Errorf("environment variable %s: %w", e.Name, err)
 		}
-		env = append(env, e.Name+"="+value)
+		env = append(env, e.Name+"="+mapPath(value, mounts))
 	}
 	return env, nil
 }

@@ -31,7 +31,7 @@ func (s *Server) CredentialsSecret(namespace string) *corev1.Secret {
 func (s *Server) Storage(bucket, prefix string) echov1alpha1.BackupStorage {
 	storage := echov1alpha1.BackupStorage{S3: &echov1alpha1.S3Storage{
 		Endpoint: s.Endpoint, Bucket: bucket, Prefix: prefix, ForcePathStyle: true,
-		CredentialsSecretRef: echov1alpha1.S3CredentialsSecretRef{Name: CredentialsSecretName},
+		CredentialsSecretRef: &echov1alpha1.S3CredentialsSecretRef{Name: CredentialsSecretName},
 	}}
 	if s.CAFile != "" {
 		storage.S3.CABundle = &echov1alpha1.SecretKeyRef{Name: CASecretName, Key: caKey}

@@ -70,31 +70,62 @@ type Server struct {
 // the test when MINIO is unset and stops the server when the test ends.
 func Start(tb testing.TB, buckets ...string) *Server {
 	tb.Helper()
-	return startServer(tb, "127.0.0.1", false, buckets)
+	return startServer(tb, options{host: "127.0.0.1"}, buckets)
 }
 
 // StartAt is Start on another loopback address than 127.0.0.1, for a test
 // whose clients may connect to that one address only.
 func StartAt(tb testing.TB, host string, buckets ...string) *Server {
 	tb.Helper()
-	return startServer(tb, host, false, buckets)
+	return startServer(tb, options{host: host}, buckets)
 }
 
 // StartTLS is Start on HTTPS, with a certificate for 127.0.0.1 issued by a
 // throwaway CA whose PEM file is CAFile.
 func StartTLS(tb testing.TB, buckets ...string) *Server {
 	tb.Helper()
-	return startServer(tb, "127.0.0.1", true, buckets)
+	return startServer(tb, options{host: "127.0.0.1", tls: true}, buckets)
 }
 
 // StartTLSAt is StartTLS on another loopback address, which the server's
 // certificate is for.
 func StartTLSAt(tb testing.TB, host string, buckets ...string) *Server {
 	tb.Helper()
-	return startServer(tb, host, true, buckets)
+	return startServer(tb, options{host: host, tls: true}, buckets)
 }
 
-func startServer(tb testing.TB, host string, useTLS bool, buckets []string) *Server {
+// OpenID is the OpenID Connect provider whose tokens the server's STS
+// exchanges for credentials (AssumeRoleWithWebIdentity): kube-apiserver's
+// ServiceAccount issuer, say.
+type OpenID struct {
+	// ConfigURL is the provider's discovery document,
+	// <issuer>/.well-known/openid-configuration.
+	ConfigURL string
+	// CA is the PEM bundle the server trusts the provider's certificate
+	// with.
+	CA []byte
+	// ClientID is the audience the server requires of a token.
+	ClientID string
+	// ClaimName is the claim whose value names the policy of the
+	// credentials: a token whose claim names no policy is refused.
+	ClaimName string
+}
+
+// StartWithOpenID is StartAt, with an STS that exchanges the tokens of
+// provider for credentials.
+func StartWithOpenID(tb testing.TB, host string, provider OpenID, buckets ...string) *Server {
+	tb.Helper()
+	return startServer(tb, options{host: host, openID: &provider}, buckets)
+}
+
+// options are how a server is started.
+type options struct {
+	host   string
+	tls    bool
+	openID *OpenID
+}
+
+func startServer(tb testing.TB, o options, buckets []string) *Server {
 	tb.Helper()
 	bin := toolbin.Path(tb, EnvBinary, "MinIO")
 	var s *Server
@@ -102,7 +133,7 @@ func startServer(tb testing.TB, host string, useTLS bool, buckets []string) *Ser
 	// A free port can be taken between finding it and the server binding
 	// it; another pair of ports then does.
 	for attempt := 0; attempt < 3; attempt++ {
-		if s, err = start(tb, bin, host, useTLS); err == nil {
+		if s, err = start(tb, bin, o); err == nil {
 			break
 		}
 	}
@@ -122,7 +153,8 @@ func startServer(tb testing.TB, host string, useTLS bool, buckets []string) *Ser
 	return s
 }
 
-func start(tb testing.TB, bin, host string, useTLS bool) (*Server, error) {
+func start(tb testing.TB, bin string, o options) (*Server, error) {
+	host := o.host
 	dir := tb.TempDir()
 	s := &Server{
 		AccessKey: "test-" + randomHex(6),
@@ -137,14 +169,26 @@ func start(tb testing.TB, bin, host string, useTLS bool) (*Server, error) {
 	s.args = []string{"server", "--quiet",
 		"--address", address,
 		"--console-address", net.JoinHostPort(host, strconv.Itoa(consolePort))}
-	if useTLS {
-		certs := filepath.Join(dir, "certs")
+	certs := filepath.Join(dir, "certs")
+	if o.tls {
 		caFile, err := writeCerts(certs, host)
 		if err != nil {
 			tb.Fatalf("writing the S3 server's certificates: %v", err)
 		}
 		s.CAFile = caFile
 		s.Endpoint = "https://" + address
+	}
+	if o.openID != nil {
+		// MinIO trusts the CAs of <certs-dir>/CAs besides the system's.
+		cas := filepath.Join(certs, "CAs")
+		if err := os.MkdirAll(cas, 0o700); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(cas, "openid-ca.crt"), o.openID.CA, 0o600); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if o.tls || o.openID != nil {
 		s.args = append(s.args, "--certs-dir", certs)
 	}
 	s.args = append(s.args, s.DataDir)
@@ -156,6 +200,10 @@ func start(tb testing.TB, bin, host string, useTLS bool) (*Server, error) {
 		"MINIO_UPDATE=off",
 		"HOME="+dir,
 	)
+	if id := o.openID; id != nil {
+		s.env = append(s.env, "MINIO_IDENTITY_OPENID_CONFIG_URL="+id.ConfigURL, "MINIO_IDENTITY_OPENID_CLIENT_ID="+id.ClientID,
+			"MINIO_IDENTITY_OPENID_CLAIM_NAME="+id.ClaimName)
+	}
 	s.launch(tb)
 	tb.Cleanup(func() { s.stop(tb) })
 	return s, s.waitReady()
@@ -263,8 +311,29 @@ func (s *Server) Client(tb testing.TB) *minio.Client {
 // clientAs is a client that signs with the given keys.
 func (s *Server) clientAs(tb testing.TB, accessKey, secretKey string) *minio.Client {
 	tb.Helper()
-	secure := strings.HasPrefix(s.Endpoint, "https://")
-	transport, err := minio.DefaultTransport(secure)
+	c, err := minio.New(strings.TrimPrefix(strings.TrimPrefix(s.Endpoint, "http://"), "https://"), &minio.Options{
+		Creds:        credentials.NewStaticV4(accessKey, secretKey, ""),
+		Region:       Region,
+		BucketLookup: minio.BucketLookupPath,
+		Secure:       strings.HasPrefix(s.Endpoint, "https://"),
+		Transport:    s.transport(tb),
+	})
+	if err != nil {
+		tb.Fatalf("S3 client: %v", err)
+	}
+	return c
+}
+
+// httpClient is a client of the server's endpoint.
+func (s *Server) httpClient(tb testing.TB) *http.Client {
+	tb.Helper()
+	return &http.Client{Transport: s.transport(tb)}
+}
+
+// transport trusts the server's CA, on HTTPS.
+func (s *Server) transport(tb testing.TB) *http.Transport {
+	tb.Helper()
+	transport, err := minio.DefaultTransport(strings.HasPrefix(s.Endpoint, "https://"))
 	if err != nil {
 		tb.Fatalf("S3 transport: %v", err)
 	}
@@ -276,17 +345,7 @@ func (s *Server) clientAs(tb testing.TB, accessKey, secretKey string) *minio.Cli
 		}
 		transport.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
-	c, err := minio.New(strings.TrimPrefix(strings.TrimPrefix(s.Endpoint, "http://"), "https://"), &minio.Options{
-		Creds:        credentials.NewStaticV4(accessKey, secretKey, ""),
-		Region:       Region,
-		BucketLookup: minio.BucketLookupPath,
-		Secure:       secure,
-		Transport:    transport,
-	})
-	if err != nil {
-		tb.Fatalf("S3 client: %v", err)
-	}
-	return c
+	return transport
 }
 
 // LogTail returns the end of the server's log.

@@ -456,6 +456,11 @@ func (c *Cluster) startControlPlane() error {
 	if advertise := cmp.Or(c.opts.AdvertiseAddress, c.opts.ServeAddress); advertise != "" {
 		api.Configure().Set("advertise-address", advertise)
 	}
+	// The ServiceAccount issuer's discovery document names its keys where
+	// kube-apiserver serves them, not at the advertised address: an OpenID
+	// relying party on this machine (an S3 server's STS) fetches them.
+	api.Configure().Set("service-account-jwks-uri",
+		(&url.URL{Scheme: "https", Host: net.JoinHostPort(serveAddress, strconv.Itoa(apiPort)), Path: "/openid/v1/jwks"}).String())
 	if err := writeServingCert(api, serveAddress); err != nil {
 		return fmt.Errorf("kube-apiserver's serving certificate: %w", err)
 	}

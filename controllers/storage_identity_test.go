@@ -1,0 +1,118 @@
+package controllers_test
+
+import (
+	"context"
+	"path"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/internal/moverprotocol"
+)
+
+// A backup may authenticate as a ServiceAccount of its namespace only when
+// the ServiceAccount opted in (echo.dev/storage-identity=true) and allows
+// the audience of the token its Job asks for: a Job's pod may run as any
+// ServiceAccount and get a token for any audience.
+func TestBackupNeedsOptedInIdentity(t *testing.T) {
+	RegisterTestingT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	echoKey := types.NamespacedName{Namespace: ns, Name: "journal"}
+	createEcho(t, newEcho(ns, echoKey.Name, persistentEcho))
+	rollOut(t, echoKey)
+	optedIn := map[string]string{echov1alpha1.StorageIdentityLabel: "true"}
+	for name, meta := range map[string]metav1.ObjectMeta{
+		"deployer":    {},
+		"echo-backup": {Labels: optedIn},
+		"minio-backup": {Labels: optedIn,
+			Annotations: map[string]string{echov1alpha1.StorageIdentityAudiencesAnnotation: "minio, sts.example.test"}},
+	} {
+		meta.Namespace, meta.Name = ns, name
+		Expect(k8sClient.Create(ctx, &corev1.ServiceAccount{ObjectMeta: meta})).To(Succeed())
+	}
+	backupAs := func(name, serviceAccount, audience string) *echov1alpha1.EchoBackup {
+		b := newBackup(ns, name, echoKey.Name)
+		b.Spec.Storage.S3.CredentialsSecretRef = nil
+		b.Spec.Storage.S3.Identity = &echov1alpha1.S3Identity{ServiceAccountName: serviceAccount, Audience: audience,
+			RoleARN: "arn:aws:iam::111122223333:role/echo-backup"}
+		Expect(k8sClient.Create(ctx, b)).To(Succeed())
+		return b
+	}
+
+	for _, tc := range []struct {
+		name, backup, serviceAccount, audience, says string
+	}{
+		{"a ServiceAccount that does not exist", "missing", "nobody", "", `ServiceAccount "nobody" of storage.s3.identity does not exist in namespace ` + ns},
+		{"a ServiceAccount without the label", "unlabelled", "deployer", "",
+			"if it is the storage's identity, label it (kubectl label serviceaccount -n " + ns + " deployer echo.dev/storage-identity=true)"},
+		{"an audience the ServiceAccount does not allow", "api-audience", "echo-backup", "https://kubernetes.default.svc",
+			`ServiceAccount "echo-backup" does not allow tokens for the audience "https://kubernetes.default.svc"`},
+		{"an audience beside those the ServiceAccount lists", "unlisted-audience", "minio-backup", "sts.amazonaws.com",
+			`ServiceAccount "minio-backup" does not allow tokens for the audience "sts.amazonaws.com"`},
+	} {
+		t.Run(tc.name+" fails the backup, and no Job starts", func(t *testing.T) {
+			RegisterTestingT(t)
+			b := backupAs(tc.backup, tc.serviceAccount, tc.audience)
+			c := waitBackupFailed(t, client.ObjectKeyFromObject(b))
+			Expect(c.Reason).To(Equal(echov1alpha1.ReasonIdentityNotOptedIn))
+			Expect(c.Message).To(ContainSubstring(tc.says))
+			Expect(c.Message).To(HaveSuffix("then back up again: this EchoBackup has failed for good"))
+			Eventually(func(g Gomega) {
+				var found bool
+				for _, ev := range objectEvents(g, ns, b.Name) {
+					if ev.Reason == echov1alpha1.EventReasonIdentityNotOptedIn {
+						found = true
+						g.Expect(ev).To(operatorEvent(b, corev1.EventTypeWarning, echov1alpha1.EventReasonIdentityNotOptedIn))
+						g.Expect(ev.Action).To(Equal(echov1alpha1.EventActionCheckingStorageSecrets))
+					}
+				}
+				g.Expect(found).To(BeTrue(), "no Event %s", echov1alpha1.EventReasonIdentityNotOptedIn)
+			}, timeout, interval).Should(Succeed())
+			expectNoJob(t, ns, b.Name+"-backup")
+		})
+	}
+
+	for _, tc := range []struct {
+		name, backup, serviceAccount, audience, wantAudience string
+	}{
+		{"the default audience", "default-audience", "echo-backup", "", echov1alpha1.DefaultIdentityAudience},
+		{"an audience the ServiceAccount lists", "listed-audience", "minio-backup", "minio", "minio"},
+	} {
+		t.Run(tc.name+" runs the Job as the ServiceAccount, with a token and no keys", func(t *testing.T) {
+			RegisterTestingT(t)
+			b := backupAs(tc.backup, tc.serviceAccount, tc.audience)
+			job := &batchv1.Job{}
+			Eventually(func() error {
+				return k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: b.Name + "-backup"}, job)
+			}, timeout, interval).Should(Succeed())
+			pod := job.Spec.Template.Spec
+			Expect(pod.ServiceAccountName).To(Equal(tc.serviceAccount))
+			Expect(*pod.AutomountServiceAccountToken).To(BeFalse())
+			var tokens []corev1.ServiceAccountTokenProjection
+			for _, v := range pod.Volumes {
+				if v.Projected != nil {
+					for _, src := range v.Projected.Sources {
+						tokens = append(tokens, *src.ServiceAccountToken)
+					}
+				}
+			}
+			Expect(tokens).To(HaveLen(1))
+			Expect(tokens[0].Audience).To(Equal(tc.wantAudience))
+			env := map[string]string{}
+			for _, e := range pod.Containers[0].Env {
+				env[e.Name] = e.Value
+			}
+			Expect(env).To(HaveKeyWithValue(moverprotocol.EnvRoleARN, "arn:aws:iam::111122223333:role/echo-backup"))
+			Expect(env).To(HaveKey(moverprotocol.EnvWebIdentityTokenFile))
+			Expect(env).NotTo(HaveKey(moverprotocol.EnvAccessKeyID))
+			Expect(pod.Containers[0].VolumeMounts).To(ContainElement(HaveField("MountPath", path.Dir(env[moverprotocol.EnvWebIdentityTokenFile]))))
+		})
+	}
+}
