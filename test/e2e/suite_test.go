@@ -56,7 +56,7 @@ func runSuite(m *testing.M) int {
 		// TestMoverJobPodFailures, TestKubectlRunsTheDocumentedCommands,
 		// TestEncryptedBackups... end the Job pods of these namespaces
 		// themselves.
-		HeldJobPodNamespaces: []string{heldJobPodNamespace, kubectlDocsNamespace, alertsNamespace, forgedReportNamespace, encryptionNamespace},
+		HeldJobPodNamespaces: []string{heldJobPodNamespace, kubectlDocsNamespace, alertsNamespace, forgedReportNamespace, encryptionNamespace, identityNamespace},
 	})
 	if err != nil {
 		return fail(err)

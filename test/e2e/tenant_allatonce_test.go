@@ -59,7 +59,7 @@ func TestHostileTenantAllAtOnce(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Namespace: tn.ns, Name: name},
 			Spec: echov1alpha1.EchoBackupLocationSpec{S3: echov1alpha1.S3Storage{
 				Endpoint: endpoint, Bucket: bucket, Prefix: "backups", ForcePathStyle: true,
-				CredentialsSecretRef: echov1alpha1.S3CredentialsSecretRef{Name: secret},
+				CredentialsSecretRef: &echov1alpha1.S3CredentialsSecretRef{Name: secret},
 			}},
 		})).To(Succeed(), name)
 	}
@@ -78,7 +78,7 @@ func TestHostileTenantAllAtOnce(t *testing.T) {
 	Expect(tn.c.Create(ctx, &echov1alpha1.EchoBackup{ObjectMeta: metav1.ObjectMeta{Namespace: tn.ns, Name: "borrowed"},
 		Spec: echov1alpha1.EchoBackupSpec{EchoName: webKey.Name, Storage: echov1alpha1.BackupStorage{S3: &echov1alpha1.S3Storage{
 			Endpoint: storage.Endpoint, Bucket: "loot", ForcePathStyle: true,
-			CredentialsSecretRef: echov1alpha1.S3CredentialsSecretRef{Name: "db-credentials", AccessKeyIDKey: "password", SecretAccessKeyKey: "password"},
+			CredentialsSecretRef: &echov1alpha1.S3CredentialsSecretRef{Name: "db-credentials", AccessKeyIDKey: "password", SecretAccessKeyKey: "password"},
 		}}}})).To(Succeed())
 
 	// Lists across namespaces, which wait for the storage that does not

@@ -130,7 +130,7 @@ func TestEchoEditorCannotUseASecretAsStorageCredentials(t *testing.T) {
 	endpoint := newRecordingEndpoint(t)
 	loot := echov1alpha1.S3Storage{
 		Endpoint: endpoint.URL, Bucket: "loot", Region: "us-east-1", ForcePathStyle: true,
-		CredentialsSecretRef: echov1alpha1.S3CredentialsSecretRef{Name: "db-credentials", AccessKeyIDKey: "password", SecretAccessKeyKey: "password"},
+		CredentialsSecretRef: &echov1alpha1.S3CredentialsSecretRef{Name: "db-credentials", AccessKeyIDKey: "password", SecretAccessKeyKey: "password"},
 	}
 	fix := "kubectl label secret -n " + ns + " db-credentials echo.dev/storage-credentials=true"
 	webKey := types.NamespacedName{Namespace: ns, Name: "web"}
@@ -210,7 +210,7 @@ func TestEchoEditorCannotUseASecretAsStorageCredentials(t *testing.T) {
 		StringData: map[string]string{"AWS_ACCESS_KEY_ID": "opted-in-key", "AWS_SECRET_ACCESS_KEY": "opted-in-secret"},
 	})).To(Succeed())
 	optedIn := loot.DeepCopy()
-	optedIn.CredentialsSecretRef = echov1alpha1.S3CredentialsSecretRef{Name: "s3-credentials", AccessKeyIDKey: "AWS_ACCESS_KEY_ID", SecretAccessKeyKey: "AWS_SECRET_ACCESS_KEY"}
+	optedIn.CredentialsSecretRef = &echov1alpha1.S3CredentialsSecretRef{Name: "s3-credentials", AccessKeyIDKey: "AWS_ACCESS_KEY_ID", SecretAccessKeyKey: "AWS_SECRET_ACCESS_KEY"}
 	Expect(k8sClient.Create(ctx, &echov1alpha1.EchoBackupLocation{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "opted-in"},
 		Spec:       echov1alpha1.EchoBackupLocationSpec{S3: *optedIn},

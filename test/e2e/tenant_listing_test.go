@@ -70,7 +70,7 @@ func TestHostileTenantStorageListings(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Namespace: tn.ns, Name: bucket},
 			Spec: echov1alpha1.EchoBackupLocationSpec{S3: echov1alpha1.S3Storage{
 				Endpoint: storage.Endpoint, Bucket: bucket, Prefix: "backups", ForcePathStyle: true,
-				CredentialsSecretRef: echov1alpha1.S3CredentialsSecretRef{Name: "own-storage"},
+				CredentialsSecretRef: &echov1alpha1.S3CredentialsSecretRef{Name: "own-storage"},
 			}},
 		})).To(Succeed(), bucket)
 	}
