@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"os"
@@ -20,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
-	"github.com/echo-operator/echo-operator/test/harness/moverrunner"
 	"github.com/echo-operator/echo-operator/test/harness/s3server"
 )
 
@@ -61,14 +59,7 @@ func TestEncryptedBackups(t *testing.T) {
 	Expect(k8sClient.Create(ctx, &echov1alpha1.EchoBackupLocation{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vault"},
 		Spec: echov1alpha1.EchoBackupLocationSpec{S3: *vault.S3}})).To(Succeed())
 	data, journal := journaledEcho(t, types.NamespacedName{Namespace: ns, Name: "journal"}, "")
-	restored := t.TempDir()
-	mover := &heldMover{runner: &moverrunner.Runner{Binary: op.binary, Client: k8sClient, WorkDir: t.TempDir(),
-		ClaimDir: func(_, claim string) string {
-			if claim == "journal-copy-data" {
-				return restored
-			}
-			return data
-		}}}
+	mover := newCopyMover(t, data)
 
 	backup := &echov1alpha1.EchoBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "journal-1"},
 		Spec: echov1alpha1.EchoBackupSpec{EchoName: "journal",
@@ -105,14 +96,7 @@ func TestEncryptedBackups(t *testing.T) {
 
 	t.Run("a restore with the key gives the journal back", func(t *testing.T) {
 		RegisterTestingT(t)
-		Expect(k8sClient.Create(ctx, &echov1alpha1.EchoRestore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "copy"},
-			Spec: echov1alpha1.EchoRestoreSpec{Source: echov1alpha1.RestoreSource{BackupName: backup.Name}, EchoName: "journal-copy"}})).To(Succeed())
-		mover.end(t, waitJobNamed(t, ns, "copy-inspect"))
-		mover.end(t, waitJobNamed(t, ns, "copy-restore"))
-		got, err := os.ReadFile(filepath.Join(restored, "journal", "journal-0.jsonl"))
-		Expect(err).NotTo(HaveOccurred())
-		Expect(bytes.Equal(got, journal)).To(BeTrue(), "the restored journal differs")
-		waitReady(t, types.NamespacedName{Namespace: ns, Name: "journal-copy"}, 1)
+		mover.restoreCopy(t, ns, backup.Name, journal)
 	})
 
 	t.Run("a restore with another key fails and creates nothing", func(t *testing.T) {

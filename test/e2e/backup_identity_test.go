@@ -1,11 +1,8 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -21,7 +18,6 @@ import (
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	"github.com/echo-operator/echo-operator/internal/moverprotocol"
-	"github.com/echo-operator/echo-operator/test/harness/moverrunner"
 	"github.com/echo-operator/echo-operator/test/harness/s3server"
 )
 
@@ -62,14 +58,7 @@ func TestBackupWithWorkloadIdentity(t *testing.T) {
 	}
 
 	data, journal := journaledEcho(t, types.NamespacedName{Namespace: ns, Name: "journal"}, "")
-	restored := t.TempDir()
-	mover := &heldMover{runner: &moverrunner.Runner{Binary: op.binary, Client: k8sClient, WorkDir: t.TempDir(),
-		ClaimDir: func(_, claim string) string {
-			if claim == "journal-copy-data" {
-				return restored
-			}
-			return data
-		}}}
+	mover := newCopyMover(t, data)
 	backup := &echov1alpha1.EchoBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "journal-1"},
 		Spec: echov1alpha1.EchoBackupSpec{EchoName: "journal", Storage: as("echo-backup")}}
 	Expect(k8sClient.Create(ctx, backup)).To(Succeed())
@@ -81,14 +70,7 @@ func TestBackupWithWorkloadIdentity(t *testing.T) {
 
 	t.Run("a restore as the ServiceAccount gives the journal back", func(t *testing.T) {
 		RegisterTestingT(t)
-		Expect(k8sClient.Create(ctx, &echov1alpha1.EchoRestore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "copy"},
-			Spec: echov1alpha1.EchoRestoreSpec{Source: echov1alpha1.RestoreSource{BackupName: backup.Name}, EchoName: "journal-copy"}})).To(Succeed())
-		mover.end(t, waitJobNamed(t, ns, "copy-inspect"))
-		mover.end(t, waitJobNamed(t, ns, "copy-restore"))
-		got, err := os.ReadFile(filepath.Join(restored, "journal", "journal-0.jsonl"))
-		Expect(err).NotTo(HaveOccurred())
-		Expect(bytes.Equal(got, journal)).To(BeTrue(), "the restored journal differs")
-		waitReady(t, types.NamespacedName{Namespace: ns, Name: "journal-copy"}, 1)
+		mover.restoreCopy(t, ns, backup.Name, journal)
 	})
 
 	t.Run("another ServiceAccount's token is refused", func(t *testing.T) {

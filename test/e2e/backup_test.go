@@ -128,6 +128,41 @@ func expectRestored(t *testing.T, s3 *s3server.Server, ns, restore, echo string,
 	waitReady(t, types.NamespacedName{Namespace: ns, Name: echo}, 1)
 }
 
+// copyMover runs the data mover for held Job pods: the Echo's claims at
+// data, but the claim of the Echo journal-copy at restored.
+type copyMover struct {
+	*heldMover
+	restored string
+}
+
+func newCopyMover(t *testing.T, data string) copyMover {
+	t.Helper()
+	restored := t.TempDir()
+	return copyMover{restored: restored, heldMover: &heldMover{runner: &moverrunner.Runner{Binary: op.binary, Client: k8sClient, WorkDir: t.TempDir(),
+		ClaimDir: func(_, claim string) string {
+			if claim == "journal-copy-data" {
+				return restored
+			}
+			return data
+		}}}}
+}
+
+// restoreCopy restores the EchoBackup backup of namespace ns into a new
+// Echo journal-copy, ending the held pods of its inspect and restore Jobs
+// with the real data mover, and checks that the restored journal equals
+// journal byte for byte and that the Echo serves.
+func (m copyMover) restoreCopy(t *testing.T, ns, backup string, journal []byte) {
+	t.Helper()
+	Expect(k8sClient.Create(context.Background(), &echov1alpha1.EchoRestore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "copy"},
+		Spec: echov1alpha1.EchoRestoreSpec{Source: echov1alpha1.RestoreSource{BackupName: backup}, EchoName: "journal-copy"}})).To(Succeed())
+	m.end(t, waitJobNamed(t, ns, "copy-inspect"))
+	m.end(t, waitJobNamed(t, ns, "copy-restore"))
+	got, err := os.ReadFile(filepath.Join(m.restored, "journal", "journal-0.jsonl"))
+	Expect(err).NotTo(HaveOccurred())
+	Expect(bytes.Equal(got, journal)).To(BeTrue(), "the restored journal differs")
+	waitReady(t, types.NamespacedName{Namespace: ns, Name: "journal-copy"}, 1)
+}
+
 // writeJournal runs a real echo server on dataDir and has it journal n requests.
 func writeJournal(t *testing.T, dataDir string, n int) {
 	t.Helper()
