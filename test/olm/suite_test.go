@@ -401,10 +401,13 @@ type processGroup struct {
 }
 
 // start runs binary with args and env (added to the test's environment)
-// from the repository root, logging to <workDir>/<name>.log. The process
-// dies with the test binary.
+// from the repository root, logging to <workDir>/<name>-<n>.log, n
+// counting the processes started: each keeps a log of its own, whose end
+// a failure shows. The process dies with the test binary.
 func (g *processGroup) start(name, binary string, env []string, args ...string) (*process, error) {
-	logPath := filepath.Join(workDir, name+".log")
+	g.mu.Lock()
+	logPath := filepath.Join(workDir, fmt.Sprintf("%s-%d.log", name, len(g.procs)+1))
+	g.mu.Unlock()
 	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		return nil, err
@@ -477,11 +480,23 @@ func (g *processGroup) dumpLogs() {
 	}
 }
 
+// dumpLog prints the errors, leader election and live API registration
+// lines of a log, which its start may hold, then its end.
 func dumpLog(path string) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return
 	}
+	var notable []string
+	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.Contains(line, `"level":"error"`) || strings.Contains(line, "leader") || strings.Contains(line, `"logger":"servingcert"`) {
+			notable = append(notable, line)
+		}
+	}
+	if len(notable) > 40 {
+		notable = notable[len(notable)-40:]
+	}
+	fmt.Fprintf(os.Stderr, "---- errors, leadership and live API registration in %s ----\n%s\n", path, strings.Join(notable, "\n"))
 	const tail = 12000
 	if len(raw) > tail {
 		raw = raw[len(raw)-tail:]
