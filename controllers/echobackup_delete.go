@@ -117,7 +117,7 @@ func (r *EchoBackupReconciler) reconcileDelete(ctx context.Context, b *echov1alp
 func (r *EchoBackupReconciler) startDeleteJob(ctx context.Context, b *echov1alpha1.EchoBackup) (ctrl.Result, error) {
 	storage, _, err := resolveStorage(ctx, r.Client, r.APIReader, b.Namespace, b.Spec.Storage)
 	if err == nil {
-		err = storageSecretsOptedIn(ctx, r.APIReader, b.Namespace, storage)
+		err = storageOptedIn(ctx, r.APIReader, b.Namespace, storage)
 	}
 	if err != nil {
 		return r.deleteRefused(b, err)

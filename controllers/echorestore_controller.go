@@ -265,7 +265,7 @@ func (r *EchoRestoreReconciler) restoreData(ctx context.Context, rs *echov1alpha
 // when they are not, and the restore failed.
 func (r *EchoRestoreReconciler) ensureJob(ctx context.Context, rs *echov1alpha1.EchoRestore, want *batchv1.Job,
 	storage echov1alpha1.BackupStorage) (*batchv1.Job, error) {
-	job, created, err := ensureOwnedJob(ctx, r.Client, r.Scheme, rs, want, storageSecretsCheck(r.APIReader, rs.Namespace, storage))
+	job, created, err := ensureOwnedJob(ctx, r.Client, r.Scheme, rs, want, storageOptInCheck(r.APIReader, rs.Namespace, storage))
 	if refused, ok := asOptInRefusal(err); ok {
 		r.failWith(rs, refused.reason(), refused.reason(), refused.message("restore again: this EchoRestore has failed for good", ""))
 		return nil, nil

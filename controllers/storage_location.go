@@ -82,6 +82,6 @@ func newArtifactCheck(api client.Reader, namespace string, loc *echov1alpha1.Ech
 		if loc != nil && !loc.DeletionTimestamp.IsZero() {
 			return &locationUnavailable{namespace: namespace, name: loc.Name, deleting: true}
 		}
-		return storageSecretsOptedIn(ctx, api, namespace, resolved)
+		return storageOptedIn(ctx, api, namespace, resolved)
 	}
 }

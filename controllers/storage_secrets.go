@@ -95,17 +95,17 @@ func asSecretsNotOptedIn(err error) (*secretsNotOptedIn, bool) {
 	return refused, errors.As(err, &refused)
 }
 
-// storageSecretsOptedIn checks that every Secret storage names in namespace
-// carries StorageSecretLabel: it fails with a *secretsNotOptedIn naming
-// those that do not. It reads only the Secrets' metadata, from the API
+// storageOptedIn checks that what storage names in namespace opted in.
+// Every Secret carries StorageSecretLabel: it fails with a
+// *secretsNotOptedIn naming those that do not. It reads only the Secrets' metadata, from the API
 // server (api): the operator neither caches Secrets nor reads their data
 // for this. A Secret that does not exist passes, as before the label
 // existed: the Job's pod cannot start without it, and the Job fails at its
 // deadline.
 //
-// Then, when the storage authenticates with an identity, it checks its
-// ServiceAccount (identityOptedIn).
-func storageSecretsOptedIn(ctx context.Context, api client.Reader, namespace string, storage echov1alpha1.BackupStorage) error {
+// Then, when the storage authenticates with an identity, its
+// ServiceAccount opted in (identityOptedIn).
+func storageOptedIn(ctx context.Context, api client.Reader, namespace string, storage echov1alpha1.BackupStorage) error {
 	refused, err := storagesecrets.NotOptedIn(ctx, api, namespace, storage.SecretNames())
 	if err != nil {
 		return err
@@ -116,11 +116,11 @@ func storageSecretsOptedIn(ctx context.Context, api client.Reader, namespace str
 	return identityOptedIn(ctx, api, namespace, storage.S3)
 }
 
-// storageSecretsCheck is storageSecretsOptedIn as ensureOwnedJob's check
+// storageOptInCheck is storageOptedIn as ensureOwnedJob's check
 // before it creates a Job.
-func storageSecretsCheck(api client.Reader, namespace string, storage echov1alpha1.BackupStorage) func(context.Context) error {
+func storageOptInCheck(api client.Reader, namespace string, storage echov1alpha1.BackupStorage) func(context.Context) error {
 	return func(ctx context.Context) error {
-		return storageSecretsOptedIn(ctx, api, namespace, storage)
+		return storageOptedIn(ctx, api, namespace, storage)
 	}
 }
 

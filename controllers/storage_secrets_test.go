@@ -60,7 +60,7 @@ func TestStorageSecretsOptedIn(t *testing.T) {
 					reads = append(reads, obj)
 					return c.Get(ctx, key, obj, opts...)
 				}}).Build()
-			err := storageSecretsOptedIn(context.Background(), api, "team", tc.storage)
+			err := storageOptedIn(context.Background(), api, "team", tc.storage)
 			refused, ok := asSecretsNotOptedIn(err)
 			switch {
 			case tc.refused == nil && err != nil:
@@ -88,7 +88,7 @@ func TestStorageSecretsOptedInReportsAPIErrors(t *testing.T) {
 			return apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "creds", errors.New("no"))
 		}}).Build()
 	storage := echov1alpha1.BackupStorage{S3: &echov1alpha1.S3Storage{CredentialsSecretRef: &echov1alpha1.S3CredentialsSecretRef{Name: "creds"}}}
-	err := storageSecretsOptedIn(context.Background(), api, "team", storage)
+	err := storageOptedIn(context.Background(), api, "team", storage)
 	if _, refused := asSecretsNotOptedIn(err); refused || !apierrors.IsForbidden(err) {
 		t.Fatalf("err = %v, want the API server's Forbidden, retried rather than a refusal", err)
 	}
