@@ -51,12 +51,12 @@ func TestInstallFromCatalog(t *testing.T) {
 	createOperatorGroup(t, installNS, "echo-operator", targetNS)
 	// The live API is off unless the Subscription turns it on; on, the
 	// operator registers its APIService itself.
-	sub := subscription{namespace: installNS, name: packageName, channel: tc.defaultChannel, source: "echo-operator",
-		env: map[string]string{"LIVE_API_BIND_ADDRESS": fmt.Sprintf(":%d", liveAPIPort)}}.create(t)
+	liveAPIOn := map[string]string{"LIVE_API_BIND_ADDRESS": fmt.Sprintf(":%d", liveAPIPort)}
+	sub := subscription{namespace: installNS, name: packageName, channel: tc.defaultChannel, source: "echo-operator", env: liveAPIOn}.create(t)
 
 	// The manager runs as the Deployment's pod would, from the moment OLM
 	// creates it.
-	op := startOperatorAsDeployment(t, waitDeploymentOf(t, installNS, tc.current), nil)
+	op := startOperatorAsDeployment(t, waitDeploymentOf(t, installNS, tc.current, liveAPIOn), nil)
 
 	var csv *unstructured.Unstructured
 	if !t.Run("OLM installs the CSV", func(t *testing.T) {

@@ -176,25 +176,48 @@ func podIPs(t *testing.T, dep *appsv1.Deployment) []string {
 	return ips
 }
 
-// runningPodOf returns a Running pod of the Deployment (KWOK runs none of
-// its containers, but the pod carries what the kubelet would be given).
+// runningPodOf returns a Running pod of the Deployment's current revision
+// (KWOK runs none of its containers, but the pod carries what the kubelet
+// would be given): a pod of an earlier template is on its way out, as a
+// rollout replaces it.
 func runningPodOf(t *testing.T, dep *appsv1.Deployment) *corev1.Pod {
 	t.Helper()
-	selector, err := metav1.LabelSelectorAsSelector(dep.Spec.Selector)
-	Expect(err).NotTo(HaveOccurred())
 	var pod *corev1.Pod
 	Eventually(func(g Gomega) {
+		hash, err := currentTemplateHash(dep)
+		g.Expect(err).NotTo(HaveOccurred())
 		pods := &corev1.PodList{}
 		g.Expect(k8sClient.List(context.Background(), pods, client.InNamespace(dep.Namespace),
-			client.MatchingLabelsSelector{Selector: selector})).To(Succeed())
+			client.MatchingLabels{appsv1.DefaultDeploymentUniqueLabelKey: hash})).To(Succeed())
 		for i := range pods.Items {
 			if p := &pods.Items[i]; p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
 				pod = p
 			}
 		}
-		g.Expect(pod).NotTo(BeNil(), "a Running pod of Deployment %s", dep.Name)
+		g.Expect(pod).NotTo(BeNil(), "a Running pod of Deployment %s's revision %s", dep.Name, hash)
 	}, timeout, interval).Should(Succeed())
 	return pod
+}
+
+// currentTemplateHash is the pod-template-hash of the ReplicaSet of the
+// Deployment's current revision.
+func currentTemplateHash(dep *appsv1.Deployment) (string, error) {
+	ctx := context.Background()
+	current := &appsv1.Deployment{}
+	if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(dep), current); err != nil {
+		return "", err
+	}
+	revision := current.Annotations["deployment.kubernetes.io/revision"]
+	sets := &appsv1.ReplicaSetList{}
+	if err := k8sClient.List(ctx, sets, client.InNamespace(dep.Namespace)); err != nil {
+		return "", err
+	}
+	for _, rs := range sets.Items {
+		if metav1.IsControlledBy(&rs, current) && revision != "" && rs.Annotations["deployment.kubernetes.io/revision"] == revision {
+			return rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey], nil
+		}
+	}
+	return "", fmt.Errorf("no ReplicaSet of Deployment %s at revision %q yet", dep.Name, revision)
 }
 
 // containerEnv resolves the container's environment as the kubelet would,
@@ -366,8 +389,12 @@ func writeJournal(t *testing.T, dataDir string, n int) {
 }
 
 // waitDeploymentOf waits for the Deployment OLM creates for the CSV named
-// csv in namespace, and for a Running pod of it.
-func waitDeploymentOf(t *testing.T, namespace, csv string) *appsv1.Deployment {
+// csv in namespace, with env (the Subscription's config.env) set on its
+// pods, and for a Running pod of it. OLM finds a Subscription's config by
+// the CSV it installed, which it may learn only after it created the
+// Deployment: it then updates the Deployment, and the rollout replaces the
+// first pod, which never had the config.
+func waitDeploymentOf(t *testing.T, namespace, csv string, env map[string]string) *appsv1.Deployment {
 	t.Helper()
 	var dep *appsv1.Deployment
 	Eventually(func(g Gomega) {
@@ -375,6 +402,10 @@ func waitDeploymentOf(t *testing.T, namespace, csv string) *appsv1.Deployment {
 		g.Expect(k8sClient.List(context.Background(), deps, client.InNamespace(namespace), client.MatchingLabels{ownerLabel: csv})).To(Succeed())
 		g.Expect(deps.Items).To(HaveLen(1), "the Deployment of CSV %s", csv)
 		dep = &deps.Items[0]
+		for name, value := range env {
+			g.Expect(dep.Spec.Template.Spec.Containers).To(ContainElement(HaveField("Env", ContainElement(corev1.EnvVar{Name: name, Value: value}))),
+				"OLM sets the Subscription's config.env on Deployment %s", dep.Name)
+		}
 	}, timeout, interval).Should(Succeed())
 	runningPodOf(t, dep)
 	return dep

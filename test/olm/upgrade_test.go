@@ -41,7 +41,7 @@ func TestUpgrade(t *testing.T) {
 	// that nothing but OLM could write the Echo this test watches.
 	unwatched := map[string]string{"WATCH_NAMESPACE": "upgrade-unwatched"}
 	approveInstallPlan(t, sub, tc.previous)
-	prevOp := startOperatorAsDeployment(t, waitDeploymentOf(t, globalNamespace, tc.previous), unwatched)
+	prevOp := startOperatorAsDeployment(t, waitDeploymentOf(t, globalNamespace, tc.previous, nil), unwatched)
 	prev := waitCSVSucceeded(t, globalNamespace, tc.previous)
 	// For all namespaces, OLM lifts the CSV's namespaced permissions to a
 	// ClusterRole bound cluster-wide: the operator serves every namespace.
@@ -56,7 +56,7 @@ func TestUpgrade(t *testing.T) {
 	before := echo.DeepCopy()
 
 	approveInstallPlan(t, sub, tc.current)
-	newDep := waitDeploymentOf(t, globalNamespace, tc.current)
+	newDep := waitDeploymentOf(t, globalNamespace, tc.current, nil)
 	// The old version's pod goes as OLM rolls the Deployment; whether it
 	// stopped gracefully or had to be killed is not what this test is
 	// about (the install test checks a graceful stop).
