@@ -244,25 +244,36 @@ TOOLS_JOBS ?= 2
 test-tools: ## Build every tool make test needs, TOOLS_JOBS at a time (first run only).
 	@$(MAKE) --no-print-directory -j$(TOOLS_JOBS) $(TEST_TOOLS)
 
+# The manager binary that every test package running it shares
+# (ECHO_MANAGER_BINARY, see test/harness/managerbin). It is built with go
+# test's settings, so that the packages compiled for it serve the tests too;
+# without it, each package builds its own, two at a time.
+TEST_MANAGER = $(LOCALBIN)/test/manager
+TEST_MANAGER_ENV = ECHO_MANAGER_BINARY=$(TEST_MANAGER)
+
+.PHONY: test-manager
+test-manager: ## Build the manager binary the test packages share.
+	go build -o $(TEST_MANAGER) ./cmd/manager
+
 .PHONY: test
-test: test-tools verify-generated verify-bundle verify-catalog scorecard-static docker-lint imagecheck-test lint ## Run every test: unit, integration (envtest), end to end and OLM (simulated cluster), the real node's and the images'.
-	$(CONTROL_PLANE_ENV) $(OLM_ENV) $(NODE_ENV) $(IMAGE_TOOLS_ENV) go test ./... -timeout $(GO_TEST_TIMEOUT) -count=1 $(TEST_FLAGS)
+test: test-tools verify-generated verify-bundle verify-catalog scorecard-static docker-lint imagecheck-test lint test-manager ## Run every test: unit, integration (envtest), end to end and OLM (simulated cluster), the real node's and the images'.
+	$(TEST_MANAGER_ENV) $(CONTROL_PLANE_ENV) $(OLM_ENV) $(NODE_ENV) $(IMAGE_TOOLS_ENV) go test ./... -timeout $(GO_TEST_TIMEOUT) -count=1 $(TEST_FLAGS)
 
 .PHONY: test-unit
 test-unit: ## Run the tests that need no control plane.
 	go test ./... -short -count=1 $(TEST_FLAGS)
 
 .PHONY: test-e2e
-test-e2e: control-plane minio ## Run only the end-to-end tests against the simulated cluster.
-	$(CONTROL_PLANE_ENV) go test ./test/e2e/... -timeout $(GO_TEST_TIMEOUT) -count=1 -v $(TEST_FLAGS)
+test-e2e: control-plane minio test-manager ## Run only the end-to-end tests against the simulated cluster.
+	$(TEST_MANAGER_ENV) $(CONTROL_PLANE_ENV) go test ./test/e2e/... -timeout $(GO_TEST_TIMEOUT) -count=1 -v $(TEST_FLAGS)
 
 # The full fault-injection run: every kill point of every operation, 30
 # random kills, control-plane restarts during a 300-Echo rollout and leader
 # failover. `make test` runs a subset of the kills and the failover. CHAOS_SEED=<n> replays the
 # random kills of a logged seed.
 .PHONY: test-chaos
-test-chaos: control-plane minio ## Run the full fault-injection suites (test/chaos, test/failover; see docs/reliability.md).
-	CHAOS_FULL=1 $(CONTROL_PLANE_ENV) go test ./test/chaos/... ./test/failover/... -timeout 150m -count=1 -v $(TEST_FLAGS)
+test-chaos: control-plane minio test-manager ## Run the full fault-injection suites (test/chaos, test/failover; see docs/reliability.md).
+	CHAOS_FULL=1 $(TEST_MANAGER_ENV) $(CONTROL_PLANE_ENV) go test ./test/chaos/... ./test/failover/... -timeout 150m -count=1 -v $(TEST_FLAGS)
 
 .PHONY: bench
 bench: bench-datamover bench-failover bench-live bench-scale ## Run the benchmarks: the data mover's, the leader takeover, the live API's listings and the scale comparison (not part of make test; see docs/benchmarks.md).
@@ -525,8 +536,8 @@ verify-catalog: opm ## Fail when catalog/ or catalog.Dockerfile is stale against
 	{ echo "catalog/ or catalog.Dockerfile is stale: run 'make catalog' and commit the result."; exit 1; }
 
 .PHONY: test-olm
-test-olm: control-plane minio olm ## Install, run and upgrade the operator through OLM on the simulated cluster (part of test).
-	$(CONTROL_PLANE_ENV) $(OLM_ENV) go test ./test/olm/... -timeout $(GO_TEST_TIMEOUT) -count=1 -v $(TEST_FLAGS)
+test-olm: control-plane minio olm test-manager ## Install, run and upgrade the operator through OLM on the simulated cluster (part of test).
+	$(TEST_MANAGER_ENV) $(CONTROL_PLANE_ENV) $(OLM_ENV) go test ./test/olm/... -timeout $(GO_TEST_TIMEOUT) -count=1 -v $(TEST_FLAGS)
 
 .PHONY: test-olm-node
 test-olm-node: control-plane node image-tools olm olmv1 operator-sdk helm ## Install, upgrade and remove the operator through OLM (as pods), every install mode, operator-sdk run bundle, and OLM v1's ClusterExtension, on a real node (root on Linux; part of test).

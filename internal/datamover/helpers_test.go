@@ -12,7 +12,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -23,6 +22,7 @@ import (
 	"github.com/klauspost/pgzip"
 	"golang.org/x/sys/unix"
 
+	"github.com/echo-operator/echo-operator/test/harness/managerbin"
 	"github.com/echo-operator/echo-operator/test/harness/s3server"
 )
 
@@ -42,13 +42,8 @@ func runTests(m *testing.M) int {
 			return 1
 		}
 		defer func() { _ = os.RemoveAll(dir) }()
-		managerBin = filepath.Join(dir, "manager")
-		// Built as the operator's image builds it (see the Dockerfile).
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", managerBin, "github.com/echo-operator/echo-operator/cmd/manager")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		if err := cmd.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "building the manager:", err)
+		if managerBin, err = managerbin.Build(context.Background(), "../..", dir); err != nil {
+			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
 	}
