@@ -6,7 +6,9 @@
 // config/rbac/role.yaml grants, and nothing it does not; and every kubectl
 // command that README.md or a page under docs/ shows must be run by a test
 // of test/e2e, which declares it with documented(...), or be excluded with
-// its reason (kubectl_test.go).
+// its reason (kubectl_test.go). The ClusterRole docs/install.md gives OLM
+// v1's installer must cover every rule the bundle grants (its CSV's
+// permissions and clusterPermissions, and its ClusterRoles).
 // Tests only: nothing imports it; it reads the repository's files.
 //
 // It also checks the Grafana dashboard, config/grafana/echo-operator.json:
