@@ -20,9 +20,11 @@ import (
 
 // Bounds of the time between two checks of the Rotator.
 const (
-	// recheckInterval repairs, within minutes, a caBundle someone else
-	// changed; a change of the Secret is seen at once.
-	recheckInterval = 10 * time.Minute
+	// recheckInterval repairs, within a minute, a caBundle someone else
+	// changed and an APIService the Rotator registers that was deleted
+	// (two reads when nothing changed); a change of the Secret is seen at
+	// once.
+	recheckInterval = time.Minute
 	// The wait after a failed check grows from minRetry to maxRetry.
 	minRetry = time.Second
 	maxRetry = time.Minute
