@@ -380,7 +380,7 @@ undeploy: kustomize kubectl ## Remove the operator from the cluster of $KUBECONF
 IMAGECHECK = cd hack/imagecheck && go run .
 
 .PHONY: docker-lint
-docker-lint: ## Check Dockerfile and bundle.Dockerfile: BuildKit's checks and the image rules.
+docker-lint: ## Check Dockerfile and bundle.Dockerfile (BuildKit's checks and the image rules) and hack/images/node.Dockerfile (BuildKit's checks).
 	$(IMAGECHECK) lint -root $(CURDIR)
 
 # The images' tag in the local registry: that of IMG and ECHO_IMG.

@@ -131,6 +131,30 @@ func TestRepositoryBundleDockerfile(t *testing.T) {
 	t.Log(strings.TrimSpace(out.String()))
 }
 
+// TestNodeImagesDockerfile: the node images' Dockerfile passes BuildKit's
+// checks, and a stage those checks flag is reported.
+func TestNodeImagesDockerfile(t *testing.T) {
+	var out bytes.Buffer
+	found, err := lintNodeImages(context.Background(), repoRoot, filepath.Join(repoRoot, nodeDockerfile), amd64, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found) > 0 || !strings.Contains(out.String(), "node.Dockerfile: ok") {
+		t.Fatalf("the repository's %s: %v, output %q", nodeDockerfile, found, out.String())
+	}
+	bad := filepath.Join(t.TempDir(), "node.Dockerfile")
+	if err := os.WriteFile(bad, []byte("FROM scratch as pause\nCOPY pause/pause /pause\nENTRYPOINT /pause\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	found, err = lintNodeImages(context.Background(), repoRoot, bad, amd64, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rules := rules(found); !slices.Contains(rules, "buildkit/FromAsCasing") || !slices.Contains(rules, "buildkit/JSONArgsRecommended") {
+		t.Errorf("findings %v, want buildkit/FromAsCasing and buildkit/JSONArgsRecommended", rules)
+	}
+}
+
 func TestLintCatches(t *testing.T) {
 	const operatorUser = "USER 65532:65532\nENTRYPOINT [\"/manager\"]"
 	tests := []struct {

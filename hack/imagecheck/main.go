@@ -214,6 +214,11 @@ func lintCommand(argv []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	all = append(all, found...)
+	found, err = lintNodeImages(ctx, rf.root, filepath.Join(rf.root, nodeDockerfile), platform, stdout)
+	if err != nil {
+		return err
+	}
+	all = append(all, found...)
 	for _, f := range all {
 		_, _ = fmt.Fprintln(stdout, f)
 	}
@@ -250,6 +255,32 @@ func lintOperator(ctx context.Context, root, path string, spec operatorSpec, pla
 	found = append(found, rules...)
 	if len(found) == 0 {
 		_, _ = fmt.Fprintf(out, "%s: ok (%d stages; BuildKit checks, operator image rules)%s\n", name, len(df.stages), skipNote(data))
+	}
+	return found, nil
+}
+
+// nodeDockerfile builds the images a local cluster's node runs itself,
+// relative to the repository's root.
+const nodeDockerfile = "hack/images/node.Dockerfile"
+
+// lintNodeImages runs BuildKit's checks on the node images' Dockerfile:
+// stages on scratch with binaries built from source, no image rules apply.
+func lintNodeImages(ctx context.Context, root, path string, platform ocispecs.Platform, out io.Writer) ([]finding, error) {
+	name := displayName(root, path)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		_, _ = fmt.Fprintf(out, "%s: not present, skipped\n", name)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	found, err := buildkitLint(ctx, name, data, platform)
+	if err != nil {
+		return nil, err
+	}
+	if len(found) == 0 {
+		_, _ = fmt.Fprintf(out, "%s: ok (BuildKit checks)\n", name)
 	}
 	return found, nil
 }

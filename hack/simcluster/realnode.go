@@ -67,6 +67,7 @@ func startRealNode(ctx context.Context, opts simcluster.Options, imagesEnv strin
 		Node: realnode.Options{Binaries: nodeBins, Root: filepath.Join(opts.WorkDir, "node"),
 			HTTPRegistries: []string{c.builder.Registry.Host}, ClusterServices: true},
 		Cluster: opts,
+		Builder: c.builder,
 	})
 	return c, err
 }

@@ -74,6 +74,7 @@ func setUp() (err error) {
 		Node: realnode.Options{Binaries: bins.Node, Root: filepath.Join(workDir, "node"),
 			HTTPRegistries: []string{builder.Registry.Host}, ClusterServices: true},
 		Cluster: simcluster.Options{Binaries: bins.Cluster, WorkDir: filepath.Join(workDir, "cluster")},
+		Builder: builder,
 	})
 	if err != nil {
 		return err

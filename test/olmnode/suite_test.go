@@ -78,6 +78,7 @@ func setUp() (err error) {
 			HTTPRegistries: []string{builder.Registry.Host}, Mirror: builder.Registry.Host,
 			TLSRegistries: map[string]string{front.Host: front.CAFile}},
 		Cluster: simcluster.Options{Binaries: bins.Cluster, WorkDir: filepath.Join(workDir, "cluster")},
+		Builder: builder,
 	})
 	if err != nil {
 		return err

@@ -144,7 +144,8 @@ func (e *Env) LogDir() string { return filepath.Join(e.opts.WorkDir, "logs") }
 // Ref is the reference of repo:tag in the registry.
 func (e *Env) Ref(repo, tag string) string { return e.Registry.Host + "/" + repo + ":" + tag }
 
-// Build builds b and pushes it, and returns the image's digest.
+// Build builds b and pushes it (or writes its Archive), and returns the
+// image's digest.
 func (e *Env) Build(ctx context.Context, b Build) (string, error) {
 	start := time.Now()
 	digest, err := e.bk.build(ctx, b)

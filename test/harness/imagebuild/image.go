@@ -4,6 +4,8 @@ import (
 	"archive/tar"
 	"compress/gzip"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,6 +38,8 @@ type File struct {
 	Size     int64
 	// Linkname is a link's target.
 	Linkname string
+	// SHA256 is a regular file's content digest, in hex.
+	SHA256 string
 }
 
 const (
@@ -157,6 +161,15 @@ func (c registryClient) readLayer(ctx context.Context, layer ocispec.Descriptor,
 	default:
 		return fmt.Errorf("layer %s: media type %s is not read here", layer.Digest, layer.MediaType)
 	}
+	if err := applyLayer(r, files); err != nil {
+		return fmt.Errorf("layer %s: %w", layer.Digest, err)
+	}
+	return nil
+}
+
+// applyLayer applies the entries of a layer's tar stream, and its
+// whiteouts, to files.
+func applyLayer(r io.Reader, files map[string]File) error {
 	tr := tar.NewReader(r)
 	for {
 		h, err := tr.Next()
@@ -164,7 +177,7 @@ func (c registryClient) readLayer(ctx context.Context, layer ocispec.Descriptor,
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("layer %s: %w", layer.Digest, err)
+			return err
 		}
 		name := path.Clean("/" + h.Name)
 		dir, base := path.Split(name)
@@ -183,7 +196,15 @@ func (c registryClient) readLayer(ctx context.Context, layer ocispec.Descriptor,
 				}
 			}
 		default:
-			files[name] = File{Mode: h.FileInfo().Mode(), UID: h.Uid, GID: h.Gid, Size: h.Size, Linkname: h.Linkname}
+			f := File{Mode: h.FileInfo().Mode(), UID: h.Uid, GID: h.Gid, Size: h.Size, Linkname: h.Linkname}
+			if h.Typeflag == tar.TypeReg {
+				sum := sha256.New()
+				if _, err := io.Copy(sum, tr); err != nil {
+					return fmt.Errorf("%s: %w", name, err)
+				}
+				f.SHA256 = hex.EncodeToString(sum.Sum(nil))
+			}
+			files[name] = f
 		}
 	}
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/echo-operator/echo-operator/test/harness/imagebuild"
 	"github.com/echo-operator/echo-operator/test/harness/realnode"
+	"github.com/echo-operator/echo-operator/test/harness/reporoot"
 	"github.com/echo-operator/echo-operator/test/harness/simcluster"
 )
 
@@ -16,6 +18,10 @@ type Options struct {
 	// Cluster configures the control plane; its address and node options
 	// are filled in.
 	Cluster simcluster.Options
+	// Builder, when set, builds the node's own images (pause, CoreDNS,
+	// local-path-provisioner, busybox) from their Dockerfile; without it
+	// the node writes the same images from the same binaries.
+	Builder *imagebuild.Env
 }
 
 // Cluster is a running control plane with one real node.
@@ -34,6 +40,15 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	// simulated cluster's wide pod range, for fake nodes, is not routed
 	// away from the host, which may have addresses there (its resolver).
 	o.Node.PodNetwork, o.Node.ServiceNetwork = realnode.PodCIDR, simcluster.ServiceNetwork
+	if o.Builder != nil {
+		root, err := reporoot.Find()
+		if err != nil {
+			return nil, err
+		}
+		if o.Node.ImageArchives, err = o.Builder.BuildNodeImages(ctx, root, o.Node.NodeImages()); err != nil {
+			return nil, fmt.Errorf("building the node's images: %w", err)
+		}
+	}
 	node, err := realnode.Prepare(o.Node)
 	if err != nil {
 		return nil, fmt.Errorf("preparing the real node: %w", err)

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
-// PauseImage is the sandbox image, built from the pause binary at Start.
+// PauseImage is the sandbox image, of the pause binary (NodeImages).
 const PauseImage = "localhost/echo-realnode/pause:latest"
 
 // containerdConfig is containerd's configuration: state under the node's
@@ -87,22 +87,20 @@ func (n *Node) startContainerd(ctx context.Context) error {
 	return nil
 }
 
-// importImages imports the pause image, the images of the cluster's
-// services when it runs them, and Options.Images into the CRI plugin's
+// importImages imports the NodeImages, from Options.ImageArchives or
+// written from their binaries, and Options.Images into the CRI plugin's
 // namespace.
 func (n *Node) importImages(ctx context.Context) error {
-	pause := n.path("containerd", "pause.tar")
-	if err := WriteImage(pause, PauseImage, ImageConfig{Entrypoint: []string{"/pause"}, User: "65535:65535"},
-		map[string]string{"/pause": n.opts.Pause}); err != nil {
-		return fmt.Errorf("building the pause image: %w", err)
-	}
-	archives := []string{pause}
-	if n.opts.ClusterServices {
-		services, err := n.serviceImages()
-		if err != nil {
-			return err
+	var archives []string
+	for _, im := range n.opts.NodeImages() {
+		archive, ok := n.opts.ImageArchives[im.Ref]
+		if !ok {
+			archive = n.path("containerd", im.Target+".tar")
+			if err := WriteImageWithLinks(archive, im.Ref, im.Config, im.Files, im.Links); err != nil {
+				return fmt.Errorf("writing the image %s: %w", im.Ref, err)
+			}
 		}
-		archives = append(archives, services...)
+		archives = append(archives, archive)
 	}
 	for _, archive := range append(archives, n.opts.Images...) {
 		if err := n.ctr(ctx, "images", "import", archive); err != nil {

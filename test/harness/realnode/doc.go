@@ -53,9 +53,11 @@
 //     remove those directories as root through a hostPath volume, run in
 //     StorageNamespace too, which enforces the privileged level for them.
 //
-// Their images are written at Start from the binaries (CoreDNS and the
+// Their images and the pause image (NodeImages: CoreDNS and the
 // provisioner as non-root static binaries, the helper's from Debian's
-// static busybox) and imported with the pause image.
+// static busybox) are the stages of hack/images/node.Dockerfile, imported
+// before the kubelet starts: BuildKit's archives of them when
+// Options.ImageArchives has them, else written from the same binaries.
 //
 // # What a stop undoes
 //

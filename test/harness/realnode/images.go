@@ -22,10 +22,62 @@ type ImageConfig struct {
 	Labels     map[string]string `json:"Labels,omitempty"`
 }
 
+// NodeImage is an image the node runs besides the workloads': the pod
+// sandbox (pause) and the cluster's services. hack/images/node.Dockerfile
+// builds each from the same binaries, as the stage Target, with the build
+// context holding Files under a directory named after the stage; the node
+// imports BuildKit's archive of it when Options.ImageArchives has one, and
+// otherwise writes the same image itself (WriteImageWithLinks), for a node
+// with no builder beside it. test/harness/imagebuild's tests check that
+// both hold the same files and configuration.
+type NodeImage struct {
+	// Ref is the reference the node's manifests run it by.
+	Ref string
+	// Target is its stage in hack/images/node.Dockerfile.
+	Target string
+	Config ImageConfig
+	// Files are its files: the path in the image of each, from a file on
+	// this machine.
+	Files map[string]string
+	// Links are its symbolic links: the path of each, to its target.
+	Links map[string]string
+}
+
+// dockerfilePath is the environment of an image a Dockerfile builds when it
+// sets none: the PATH its frontend gives every Linux image.
+var dockerfilePath = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+
+// NodeImageDockerfile is the Dockerfile of the NodeImages, relative to
+// the repository's root.
+const NodeImageDockerfile = "hack/images/node.Dockerfile"
+
+// NodeImages are the images a node with these options runs: pause, and
+// the cluster services' with ClusterServices.
+func (o *Options) NodeImages() []NodeImage {
+	images := []NodeImage{{Ref: PauseImage, Target: "pause",
+		Config: ImageConfig{Entrypoint: []string{"/pause"}, User: "65535:65535", Env: dockerfilePath},
+		Files:  map[string]string{"/pause": o.Pause}}}
+	if !o.ClusterServices {
+		return images
+	}
+	return append(images,
+		NodeImage{Ref: CoreDNSImage, Target: "coredns",
+			Config: ImageConfig{Entrypoint: []string{"/coredns"}, User: nonRoot, Env: dockerfilePath},
+			Files:  map[string]string{"/coredns": o.CoreDNS}},
+		NodeImage{Ref: ProvisionerImage, Target: "local-path-provisioner",
+			Config: ImageConfig{Entrypoint: []string{"/local-path-provisioner"}, User: nonRoot, Env: dockerfilePath},
+			Files:  map[string]string{"/local-path-provisioner": o.LocalPathProvisioner}},
+		NodeImage{Ref: HelperImage, Target: "busybox",
+			Config: ImageConfig{Entrypoint: []string{"/bin/sh"}, Env: []string{"PATH=/bin"}},
+			Files:  map[string]string{"/bin/busybox": o.Busybox},
+			Links:  map[string]string{"/bin/sh": "busybox", "/bin/mkdir": "busybox", "/bin/rm": "busybox"}},
+	)
+}
+
 // WriteImage writes an image archive (docker-archive: manifest.json, the
 // config and one layer) to dest, tagged ref, holding files (the image's
-// path of each, from a file on this machine) and config. It is how the
-// node gets images no registry serves: the pause image, for one.
+// path of each, from a file on this machine) and config. It is how a node
+// with no builder beside it gets its NodeImages.
 func WriteImage(dest, ref string, config ImageConfig, files map[string]string) error {
 	return WriteImageWithLinks(dest, ref, config, files, nil)
 }

@@ -48,6 +48,10 @@ type Options struct {
 	// Images are image archives (docker-archive or OCI tar) imported into
 	// the node's image store before the kubelet starts, as if pulled.
 	Images []string
+	// ImageArchives are archives of NodeImages by reference, built from
+	// their Dockerfile (imagebuild's BuildNodeImages); the node writes
+	// those it lacks from their binaries.
+	ImageArchives map[string]string
 	// ClusterServices makes the node a working cluster node: kube-proxy
 	// (nftables) serves ClusterIP Services to pods, CoreDNS answers
 	// cluster.local at the kube-dns Service, and local-path-provisioner

@@ -22,8 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// The cluster's services (Options.ClusterServices) and their images,
-// written at Start from the binaries and imported as the pause image is.
+// The cluster's services (Options.ClusterServices) and their images
+// (NodeImages), imported as the pause image is.
 const (
 	// ClusterDomain is the cluster's DNS domain, the kubelet's clusterDomain.
 	ClusterDomain = "cluster.local"
@@ -54,34 +54,6 @@ var servicesManifest string
 // VolumeDir is where local-path-provisioner keeps the node's volumes,
 // under Root: a stop removes them with the rest.
 func (n *Node) VolumeDir() string { return n.path("local-path") }
-
-// serviceImages writes the images of the cluster's services, to import.
-func (n *Node) serviceImages() ([]string, error) {
-	images := []struct {
-		file, ref string
-		config    ImageConfig
-		files     map[string]string
-		links     map[string]string
-	}{
-		{"coredns.tar", CoreDNSImage, ImageConfig{Entrypoint: []string{"/coredns"}, User: nonRoot},
-			map[string]string{"/coredns": n.opts.CoreDNS}, nil},
-		{"local-path-provisioner.tar", ProvisionerImage,
-			ImageConfig{Entrypoint: []string{"/local-path-provisioner"}, User: nonRoot},
-			map[string]string{"/local-path-provisioner": n.opts.LocalPathProvisioner}, nil},
-		{"busybox.tar", HelperImage, ImageConfig{Entrypoint: []string{"/bin/sh"}, Env: []string{"PATH=/bin"}},
-			map[string]string{"/bin/busybox": n.opts.Busybox},
-			map[string]string{"/bin/sh": "busybox", "/bin/mkdir": "busybox", "/bin/rm": "busybox"}},
-	}
-	var out []string
-	for _, im := range images {
-		file := n.path("containerd", im.file)
-		if err := WriteImageWithLinks(file, im.ref, im.config, im.files, im.links); err != nil {
-			return nil, fmt.Errorf("building the image %s: %w", im.ref, err)
-		}
-		out = append(out, file)
-	}
-	return out, nil
-}
 
 // checkClusterServices says why the options cannot run the services.
 func (o *Options) checkClusterServices() error {
