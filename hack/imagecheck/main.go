@@ -266,17 +266,8 @@ const nodeDockerfile = "hack/images/node.Dockerfile"
 // lintNodeImages runs BuildKit's checks on the node images' Dockerfile:
 // stages on scratch with binaries built from source, no image rules apply.
 func lintNodeImages(ctx context.Context, root, path string, platform ocispecs.Platform, out io.Writer) ([]finding, error) {
-	name := displayName(root, path)
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		_, _ = fmt.Fprintf(out, "%s: not present, skipped\n", name)
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	found, err := buildkitLint(ctx, name, data, platform)
-	if err != nil {
+	name, data, found, err := lintIfPresent(ctx, root, path, "", platform, out)
+	if err != nil || data == nil {
 		return nil, err
 	}
 	if len(found) == 0 {
@@ -285,20 +276,28 @@ func lintNodeImages(ctx context.Context, root, path string, platform ocispecs.Pl
 	return found, nil
 }
 
-// lintBundle runs BuildKit's checks and the bundle rules on the bundle's
-// Dockerfile, when there is one.
-func lintBundle(ctx context.Context, root, path string, platform ocispecs.Platform, out io.Writer) ([]finding, error) {
+// lintIfPresent reads the Dockerfile at path and runs BuildKit's checks on
+// it. An absent one is skipped, as out says, with why appended: its data
+// is then nil.
+func lintIfPresent(ctx context.Context, root, path, why string, platform ocispecs.Platform, out io.Writer) (string, []byte, []finding, error) {
 	name := displayName(root, path)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		_, _ = fmt.Fprintf(out, "%s: not present, skipped (make bundle generates it)\n", name)
-		return nil, nil
+		_, _ = fmt.Fprintf(out, "%s: not present, skipped%s\n", name, why)
+		return name, nil, nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return name, nil, nil, err
 	}
 	found, err := buildkitLint(ctx, name, data, platform)
-	if err != nil {
+	return name, data, found, err
+}
+
+// lintBundle runs BuildKit's checks and the bundle rules on the bundle's
+// Dockerfile, when there is one.
+func lintBundle(ctx context.Context, root, path string, platform ocispecs.Platform, out io.Writer) ([]finding, error) {
+	name, data, found, err := lintIfPresent(ctx, root, path, " (make bundle generates it)", platform, out)
+	if err != nil || data == nil {
 		return nil, err
 	}
 	df, err := parseDockerfile(name, data)
