@@ -3,6 +3,9 @@ package localcluster
 import (
 	"fmt"
 	"os"
+	"os/signal"
+	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/echo-operator/echo-operator/test/harness/realnode"
@@ -14,17 +17,47 @@ import (
 // skips the suite with a line that says why when skip is not "", else
 // runs setUp, the tests, and tearDown, which learns whether anything
 // failed. name names the suite in its messages. It returns the exit code.
+// Interrupted (SIGINT, SIGTERM), it tears down what it started and exits
+// with 130, rather than leave the cluster's processes running.
 func RunSuite(m *testing.M, name, skip string, setUp func() error, tearDown func(failed bool)) (code int) {
 	if skip != "" {
 		fmt.Printf("skipping the %s: %s\n", name, skip)
 		return 0
 	}
-	defer func() { tearDown(code != 0) }()
+	var once sync.Once
+	release := whenInterrupted(func() {
+		fmt.Fprintf(os.Stderr, "the %s was interrupted: stopping its cluster\n", name)
+		once.Do(func() { tearDown(true) })
+	}, os.Exit)
+	defer func() {
+		release()
+		once.Do(func() { tearDown(code != 0) })
+	}()
 	if err := setUp(); err != nil {
 		fmt.Fprintf(os.Stderr, "setting up the %s: %v\n", name, err)
 		return 1
 	}
 	return m.Run()
+}
+
+// whenInterrupted runs cleanup, then exit(130), when the process receives
+// SIGINT or SIGTERM before release is called.
+func whenInterrupted(cleanup func(), exit func(int)) (release func()) {
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-signals:
+			cleanup()
+			exit(130)
+		case <-done:
+		}
+	}()
+	return func() {
+		signal.Stop(signals)
+		close(done)
+	}
 }
 
 // KeepLogsOnFailure removes a suite's work directory, or, after a failure,
