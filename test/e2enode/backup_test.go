@@ -15,8 +15,10 @@ import (
 // mount the Echo's claim, one writing to MinIO, running as a pod behind
 // the Service the samples name, the other to a claim. A restore into a new
 // Echo brings back the journal the echo server wrote before the backup,
-// byte for byte, read through its HTTP API. Deleting the Echo with a final
-// backup configured takes that backup before anything goes.
+// byte for byte, read through its HTTP API; so does one from a backup
+// that MinIO's KMS encrypted as the Job wrote it (SSE-KMS). Deleting the
+// Echo with a final backup configured takes that backup before anything
+// goes.
 func TestBackupAndRestoreInContainers(t *testing.T) {
 	s3 := runMinIO(t)
 	ns := restrictedNamespace(t, "journal")
@@ -55,6 +57,24 @@ func TestBackupAndRestoreInContainers(t *testing.T) {
 		got := getThroughPortForward(t, ns, "svc/restored", journalPath)
 		if got != journal {
 			t.Fatalf("the restored journal differs from the one backed up:\nbacked up:\n%s\nrestored:\n%s", journal, got)
+		}
+	})
+	t.Run("encrypted at rest by the store's KMS", func(t *testing.T) {
+		kubectlApply(t, ns, encryptedBackupYAML)
+		kubectl(t, "wait", "-n", ns, "--for=condition=Complete", "echobackup/encrypted", "--timeout=300s")
+		location := strings.TrimSpace(kubectl(t, "get", "-n", ns, "echobackup/encrypted", "-o", "jsonpath={.status.location}"))
+		stat, err := s3.StatObject(context.Background(), backupBucket, location, minio.StatObjectOptions{})
+		if err != nil {
+			t.Fatalf("the backup's archive %s: %v", location, err)
+		}
+		if sse, key := stat.Metadata.Get("X-Amz-Server-Side-Encryption"), stat.Metadata.Get("X-Amz-Server-Side-Encryption-Aws-Kms-Key-Id"); sse != "aws:kms" || !strings.HasSuffix(key, minioKMSKey) {
+			t.Fatalf("the archive %s is stored with encryption %q, key %q; want aws:kms with %s", location, sse, key, minioKMSKey)
+		}
+		kubectlApply(t, ns, encryptedRestoreYAML)
+		kubectl(t, "wait", "-n", ns, "--for=condition=Complete", "echorestore/from-encrypted", "--timeout=300s")
+		kubectl(t, "wait", "-n", ns, "--for=condition=Ready", "echo/restored-encrypted", "--timeout=180s")
+		if got := getThroughPortForward(t, ns, "svc/restored-encrypted", journalPath); got != journal {
+			t.Fatalf("the journal restored from the encrypted backup differs:\nbacked up:\n%s\nrestored:\n%s", journal, got)
 		}
 	})
 	t.Run("final backup before delete", func(t *testing.T) {
@@ -142,6 +162,37 @@ spec:
   source:
     backupName: echo-sample-persistent-backup
   echoName: restored
+`
+
+// encryptedBackupYAML is the S3 sample's backup with the store's KMS
+// encrypting it (docs/backup-restore.md, Encryption at rest).
+const encryptedBackupYAML = `apiVersion: echo.dev/v1alpha1
+kind: EchoBackup
+metadata:
+  name: encrypted
+spec:
+  echoName: echo-sample-persistent
+  storage:
+    s3:
+      endpoint: http://minio.minio.svc:9000
+      bucket: echo-backups
+      prefix: encrypted
+      forcePathStyle: true
+      credentialsSecretRef:
+        name: s3-credentials
+      encryption:
+        type: SSE-KMS
+        kmsKeyID: ` + minioKMSKey + `
+`
+
+const encryptedRestoreYAML = `apiVersion: echo.dev/v1alpha1
+kind: EchoRestore
+metadata:
+  name: from-encrypted
+spec:
+  source:
+    backupName: encrypted
+  echoName: restored-encrypted
 `
 
 const finalBackupPatch = `{"spec":{"backup":{"beforeDelete":{"enabled":true,"storage":{"s3":{

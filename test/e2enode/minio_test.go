@@ -22,6 +22,10 @@ const (
 	minioUser      = "echo-backup"
 	minioPassword  = "e2enode-secret-key"
 	backupBucket   = "echo-backups"
+	// minioKMSKey is the key of MinIO's built-in KMS, for SSE-KMS backups;
+	// minioKMSSecret its 32 bytes in base64 (a test's, not a secret).
+	minioKMSKey    = "echo-e2enode-key"
+	minioKMSSecret = "ZWNoby1lMmVub2RlLWttcy1rZXktMzItYnl0ZXMhISE="
 )
 
 // runMinIO runs MinIO as a restricted pod behind the Service the samples
@@ -33,7 +37,8 @@ func runMinIO(t *testing.T) *minio.Client {
 	ns := restrictedNamespace(t, minioNamespace)
 	labels := map[string]string{"app": "minio"}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "minio-root", Namespace: ns},
-		StringData: map[string]string{"MINIO_ROOT_USER": minioUser, "MINIO_ROOT_PASSWORD": minioPassword}}
+		StringData: map[string]string{"MINIO_ROOT_USER": minioUser, "MINIO_ROOT_PASSWORD": minioPassword,
+			"MINIO_KMS_SECRET_KEY": minioKMSKey + ":" + minioKMSSecret}}
 	deploy := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "minio", Namespace: ns},
 		Spec: appsv1.DeploymentSpec{
@@ -68,7 +73,9 @@ func runMinIO(t *testing.T) *minio.Client {
 }
 
 // minioPod runs MinIO as the restricted Pod Security Standard allows: a
-// non-root user, a read-only root, its data and home on emptyDirs.
+// non-root user, a read-only root, its data and home on emptyDirs. Its
+// root credentials and the key of its built-in KMS (for encrypted
+// backups) come from secret.
 func minioPod(secret string) corev1.PodSpec {
 	return corev1.PodSpec{
 		SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65532),
