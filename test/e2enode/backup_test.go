@@ -63,13 +63,7 @@ func TestBackupAndRestoreInContainers(t *testing.T) {
 		kubectlApply(t, ns, encryptedBackupYAML)
 		kubectl(t, "wait", "-n", ns, "--for=condition=Complete", "echobackup/encrypted", "--timeout=300s")
 		location := strings.TrimSpace(kubectl(t, "get", "-n", ns, "echobackup/encrypted", "-o", "jsonpath={.status.location}"))
-		stat, err := s3.StatObject(context.Background(), backupBucket, location, minio.StatObjectOptions{})
-		if err != nil {
-			t.Fatalf("the backup's archive %s: %v", location, err)
-		}
-		if sse, key := stat.Metadata.Get("X-Amz-Server-Side-Encryption"), stat.Metadata.Get("X-Amz-Server-Side-Encryption-Aws-Kms-Key-Id"); sse != "aws:kms" || !strings.HasSuffix(key, minioKMSKey) {
-			t.Fatalf("the archive %s is stored with encryption %q, key %q; want aws:kms with %s", location, sse, key, minioKMSKey)
-		}
+		expectEncryptedWithKMS(t, s3, strings.TrimPrefix(location, "s3://"+backupBucket+"/"))
 		kubectlApply(t, ns, encryptedRestoreYAML)
 		kubectl(t, "wait", "-n", ns, "--for=condition=Complete", "echorestore/from-encrypted", "--timeout=300s")
 		kubectl(t, "wait", "-n", ns, "--for=condition=Ready", "echo/restored-encrypted", "--timeout=180s")
@@ -117,6 +111,31 @@ func writeJournal(t *testing.T, ns, echo string, paths ...string) (instance, jou
 		}
 	}
 	return instance, journal
+}
+
+// expectEncryptedWithKMS checks that the objects under prefix, a backup's
+// archive and manifest, are stored encrypted by MinIO's KMS with its key.
+func expectEncryptedWithKMS(t *testing.T, s3 *minio.Client, prefix string) {
+	t.Helper()
+	ctx := context.Background()
+	n := 0
+	for obj := range s3.ListObjects(ctx, backupBucket, minio.ListObjectsOptions{Prefix: prefix + "/", Recursive: true}) {
+		if obj.Err != nil {
+			t.Fatalf("listing %s: %v", prefix, obj.Err)
+		}
+		stat, err := s3.StatObject(ctx, backupBucket, obj.Key, minio.StatObjectOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", obj.Key, err)
+		}
+		sse, key := stat.Metadata.Get("X-Amz-Server-Side-Encryption"), stat.Metadata.Get("X-Amz-Server-Side-Encryption-Aws-Kms-Key-Id")
+		if sse != "aws:kms" || !strings.HasSuffix(key, minioKMSKey) {
+			t.Errorf("%s is stored with encryption %q, key %q; want aws:kms with %s", obj.Key, sse, key, minioKMSKey)
+		}
+		n++
+	}
+	if n < 2 {
+		t.Fatalf("%d objects under %s, want the backup's archive and manifest", n, prefix)
+	}
 }
 
 // countObjects counts the objects in the backup bucket.
