@@ -71,7 +71,11 @@ func installerRoleOf(t *testing.T, path string) *rbacv1.ClusterRole {
 		if !bytes.Contains(m[1], []byte("name: "+installerRole)) {
 			continue // a block of other objects, or a patch
 		}
-		for _, role := range decodeAll[rbacv1.ClusterRole](t, path, m[1]) {
+		roles, err := decodeAll[rbacv1.ClusterRole](m[1])
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		for _, role := range roles {
 			if role.Kind == "ClusterRole" && role.Name == installerRole {
 				return &role
 			}
@@ -115,7 +119,11 @@ func bundleRules(t *testing.T, dir string) []rbacv1.PolicyRule {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, role := range decodeAll[rbacv1.ClusterRole](t, path, raw) {
+		decoded, err := decodeAll[rbacv1.ClusterRole](raw)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		for _, role := range decoded {
 			rules = append(rules, role.Rules...)
 		}
 	}
@@ -123,18 +131,17 @@ func bundleRules(t *testing.T, dir string) []rbacv1.PolicyRule {
 }
 
 // decodeAll decodes every document of a YAML stream into a T.
-func decodeAll[T any](t *testing.T, path string, raw []byte) []T {
-	t.Helper()
+func decodeAll[T any](raw []byte) ([]T, error) {
 	var out []T
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
 	for {
 		var v T
 		err := dec.Decode(&v)
 		if errors.Is(err, io.EOF) {
-			return out
+			return out, nil
 		}
 		if err != nil {
-			t.Fatalf("%s: %v", path, err)
+			return nil, err
 		}
 		out = append(out, v)
 	}

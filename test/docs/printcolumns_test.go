@@ -1,10 +1,7 @@
 package docs_test
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"regexp"
@@ -14,7 +11,6 @@ import (
 	"testing/fstest"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/echo-operator/echo-operator/test/harness/reporoot"
 )
@@ -167,14 +163,11 @@ func readCRDs(fsys fs.FS) ([]apiextensionsv1.CustomResourceDefinition, error) {
 		if err != nil {
 			return nil, err
 		}
-		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
-		for {
-			var crd apiextensionsv1.CustomResourceDefinition
-			if err := dec.Decode(&crd); errors.Is(err, io.EOF) {
-				break
-			} else if err != nil {
-				return nil, fmt.Errorf("%s/%s: %w", crdDir, e.Name(), err)
-			}
+		decoded, err := decodeAll[apiextensionsv1.CustomResourceDefinition](raw)
+		if err != nil {
+			return nil, fmt.Errorf("%s/%s: %w", crdDir, e.Name(), err)
+		}
+		for _, crd := range decoded {
 			if crd.Kind == "CustomResourceDefinition" {
 				crds = append(crds, crd)
 			}
