@@ -135,3 +135,11 @@ func dataClaimOwned(ctx context.Context, api client.Reader, echo *echov1alpha1.E
 	}
 	return nil
 }
+
+// dataClaimCheck is dataClaimOwned as ensureOwnedJob's check before it
+// creates a Job that mounts the Echo's data.
+func dataClaimCheck(api client.Reader, echo *echov1alpha1.Echo) func(context.Context) error {
+	return func(ctx context.Context) error {
+		return dataClaimOwned(ctx, api, echo)
+	}
+}

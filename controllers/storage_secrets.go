@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -114,6 +115,13 @@ func (e *secretsNotFound) message(then string) string {
 	return msg
 }
 
+// startsWaitingForSecrets reports whether work with these conditions
+// does not wait for a storage Secret yet: its Event is due.
+func startsWaitingForSecrets(conditions []metav1.Condition) bool {
+	c := meta.FindStatusCondition(conditions, echov1alpha1.BackupConditionComplete)
+	return c == nil || c.Reason != echov1alpha1.ReasonSecretNotFound
+}
+
 // asSecretsNotFound finds the wait in err.
 func asSecretsNotFound(err error) (*secretsNotFound, bool) {
 	var missing *secretsNotFound
@@ -169,6 +177,19 @@ func customerKeyAllowed(found storagesecrets.Found, s *echov1alpha1.S3Storage) e
 	}
 	return &endpointNotAllowed{storagesecrets.EndpointNotAllowedError{Kind: "secret", Namespace: secret.Namespace, Name: secret.Name,
 		Endpoint: s.Endpoint, Allowed: storagesecrets.AllowedEndpoints(secret.Annotations)}}
+}
+
+// allChecks runs checks in order, up to the first that fails: one check
+// for ensureOwnedJob.
+func allChecks(checks ...func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		for _, check := range checks {
+			if err := check(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }
 
 // storageOptInCheck is storageOptedIn as ensureOwnedJob's check

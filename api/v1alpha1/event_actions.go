@@ -22,9 +22,10 @@ const (
 	// EventActionDeletingLocation is the action of holding back the
 	// deletion of an EchoBackupLocation in use.
 	EventActionDeletingLocation = "DeletingLocation"
-	// EventActionCheckingStorageSecrets is the action of refusing a
-	// Secret a backup, an artifact deletion or a restore would hand to
-	// its data mover.
+	// EventActionCheckingStorageSecrets is the action of refusing, or
+	// waiting for, what a backup, an artifact deletion or a restore would
+	// hand to its data mover: a Secret, a ServiceAccount, a claim, an
+	// endpoint a token or key would go to.
 	EventActionCheckingStorageSecrets = "CheckingStorageSecrets"
 	// EventActionReconciling is the action of the reasons this package
 	// does not define: those the Helm library records itself, such as
@@ -75,6 +76,10 @@ var eventActions = map[string]string{
 
 	EventReasonSecretNotOptedIn:   EventActionCheckingStorageSecrets,
 	EventReasonIdentityNotOptedIn: EventActionCheckingStorageSecrets,
+	EventReasonSecretNotFound:     EventActionCheckingStorageSecrets,
+	EventReasonClaimNotOptedIn:    EventActionCheckingStorageSecrets,
+	EventReasonDataClaimNotOwned:  EventActionCheckingStorageSecrets,
+	EventReasonEndpointNotAllowed: EventActionCheckingStorageSecrets,
 }
 
 // EventAction returns the action of the Events of a reason:

@@ -50,6 +50,11 @@ const EventReasonIdentityNotOptedIn = ReasonIdentityNotOptedIn
 // the work back.
 const ReasonSecretNotFound = "SecretNotFound"
 
+// EventReasonSecretNotFound (Warning) is recorded on the backup or
+// restore when it starts to wait for a Secret, and on each attempt to
+// delete an artifact whose storage Secret is missing.
+const EventReasonSecretNotFound = ReasonSecretNotFound
+
 // BackupStorageClaimLabel opts a PersistentVolumeClaim in as backup
 // storage: a backup, schedule or restore may name (in
 // storage.persistentVolumeClaim) only a claim of its namespace that
