@@ -157,13 +157,6 @@ func TestBackupNeedsOptedInStorageSecrets(t *testing.T) {
 		Expect(meta.FindStatusCondition(getBackup(Default, client.ObjectKeyFromObject(b)).Status.Conditions, echov1alpha1.BackupConditionFailed)).To(BeNil())
 	})
 
-	t.Run("a Secret that does not exist is left to the Job, as before", func(t *testing.T) {
-		RegisterTestingT(t)
-		b := newBackup(ns, "missing", echoKey.Name)
-		withCredentials(&b.Spec.Storage, "not-created-yet", "AWS_ACCESS_KEY_ID", "")
-		Expect(k8sClient.Create(ctx, b)).To(Succeed())
-		waitJob(t, ns, "missing-backup")
-	})
 }
 
 func TestArtifactDeletionNeedsOptedInStorageSecrets(t *testing.T) {
