@@ -47,11 +47,13 @@ func TestEncryptedBackups(t *testing.T) {
 	_, _ = rand.Read(key)
 	keyFile := filepath.Join(t.TempDir(), "backup.key")
 	Expect(os.WriteFile(keyFile, key, 0o600)).To(Succeed())
-	d := &docsKubectl{ns: ns, values: map[string]string{"KEYSECRET": "backup-key", "KEYFILE": keyFile}}
+	d := &docsKubectl{ns: ns, values: map[string]string{"KEYSECRET": "backup-key", "KEYFILE": keyFile, "ENDPOINTS": s3.Endpoint}}
 	Expect(d.run(Default, documented("create", "secret", "generic", "KEYSECRET", "--from-file=key=KEYFILE"))).
 		To(ContainSubstring("secret/backup-key created"))
 	Expect(d.run(Default, documented("label", "secret", "KEYSECRET", "echo.dev/storage-credentials=true"))).
 		To(ContainSubstring("secret/backup-key labeled"))
+	Expect(d.run(Default, documented("annotate", "secret", "KEYSECRET", "echo.dev/storage-endpoints=ENDPOINTS"))).
+		To(ContainSubstring("secret/backup-key annotated"))
 
 	vault := s3.Storage("echo-backups", "vault")
 	vault.S3.Encryption = &echov1alpha1.S3Encryption{Type: echov1alpha1.EncryptionSSEC,
