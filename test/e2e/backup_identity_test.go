@@ -94,14 +94,20 @@ func TestBackupWithWorkloadIdentity(t *testing.T) {
 
 	t.Run("a token for an endpoint the ServiceAccount did not allow gets no Job", func(t *testing.T) {
 		RegisterTestingT(t)
-		elsewhere := as("echo-backup")
-		elsewhere.S3.Identity.STSEndpoint = "https://sts.attacker.example.test"
+		// A ServiceAccount allowed, as backup-restore.md shows for AWS, to
+		// send its token to AWS's STS and S3 only.
+		Expect(k8sClient.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "aws-backup",
+			Labels:      map[string]string{echov1alpha1.StorageIdentityLabel: "true"},
+			Annotations: map[string]string{echov1alpha1.StorageIdentityAudiencesAnnotation: minioAudience}}})).To(Succeed())
+		aws := &docsKubectl{ns: ns, values: map[string]string{"SERVICEACCOUNT": "aws-backup"}}
+		Expect(aws.run(Default, documented("annotate", "serviceaccount", "SERVICEACCOUNT",
+			"echo.dev/storage-endpoints=https://s3.eu-west-3.amazonaws.com,https://sts.eu-west-3.amazonaws.com"))).To(ContainSubstring("annotated"))
 		b := &echov1alpha1.EchoBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "journal-elsewhere"},
-			Spec: echov1alpha1.EchoBackupSpec{EchoName: "journal", Storage: elsewhere}}
+			Spec: echov1alpha1.EchoBackupSpec{EchoName: "journal", Storage: as("aws-backup")}}
 		Expect(k8sClient.Create(ctx, b)).To(Succeed())
 		failed := waitBackupFailed(t, client.ObjectKeyFromObject(b))
 		Expect(failed.Reason).To(Equal(echov1alpha1.ReasonEndpointNotAllowed), failed.Message)
-		Expect(failed.Message).To(ContainSubstring("to be sent to https://sts.attacker.example.test"))
+		Expect(failed.Message).To(ContainSubstring(`the ServiceAccount "aws-backup" does not allow its token to be sent to ` + s3.Endpoint))
 		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "journal-elsewhere-backup"}, &batchv1.Job{})).NotTo(Succeed())
 	})
 
