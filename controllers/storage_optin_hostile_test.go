@@ -93,7 +93,7 @@ func TestBackupWaitsForAMissingStorageSecret(t *testing.T) {
 	key := client.ObjectKeyFromObject(b)
 	msg := waitPendingOn(t, backupConditions(key), echov1alpha1.ReasonSecretNotFound)
 	Expect(msg).To(ContainSubstring(`Secret "later" does not exist in namespace ` + ns))
-	Expect(msg).To(ContainSubstring("echo.dev/storage-credentials=true"))
+	Expect(msg).To(ContainSubstring("kubectl label secret -n " + ns + " later echo.dev/storage-credentials=true"))
 	expectWarning(t, b, echov1alpha1.EventReasonSecretNotFound, `Secret "later" does not exist`)
 	expectNoJob(t, ns, "early-backup")
 

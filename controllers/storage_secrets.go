@@ -103,12 +103,12 @@ func (e *secretsNotFound) message(then string) string {
 	for i, s := range e.secrets {
 		quoted[i] = fmt.Sprintf("%q", s)
 	}
-	subject := "Secret " + quoted[0] + " does"
+	subject, it := "Secret "+quoted[0]+" does", "it"
 	if len(e.secrets) > 1 {
-		subject = "Secrets " + strings.Join(quoted, ", ") + " do"
+		subject, it = "Secrets "+strings.Join(quoted, ", ")+" do", "them"
 	}
-	msg := fmt.Sprintf("%s not exist in namespace %s: create it with the label %s=true (kubectl label secret -n %s <name> %s=true), "+
-		"or correct the storage's Secret names", subject, e.namespace, echov1alpha1.StorageSecretLabel, e.namespace, echov1alpha1.StorageSecretLabel)
+	msg := fmt.Sprintf("%s not exist in namespace %s: create %s, labelled as storage credentials (kubectl label secret -n %s %s %s=true), "+
+		"or correct the storage's Secret names", subject, e.namespace, it, e.namespace, strings.Join(e.secrets, " "), echov1alpha1.StorageSecretLabel)
 	if then != "" {
 		msg += "; " + then
 	}

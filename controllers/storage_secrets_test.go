@@ -103,7 +103,7 @@ func TestStorageSecretsMissingWait(t *testing.T) {
 	if _, refused := asOptInRefusal(err); refused {
 		t.Errorf("a missing Secret is taken for a refusal: the work would fail for good")
 	}
-	if want := `Secret "not-yet" does not exist in namespace team: create it with the label echo.dev/storage-credentials=true`; !strings.Contains(err.Error(), want) {
+	if want := `Secret "not-yet" does not exist in namespace team: create it, labelled as storage credentials (kubectl label secret -n team not-yet echo.dev/storage-credentials=true)`; !strings.Contains(err.Error(), want) {
 		t.Errorf("%q does not say %q", err, want)
 	}
 }
