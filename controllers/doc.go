@@ -24,5 +24,10 @@
 // and failure policy), jobs.go (creating, reading and removing Jobs: one
 // way to read a Job's outcome), echo_data.go (an Echo's data claim),
 // finalizers.go, conditions.go (conditions and status patches), names.go
-// (child names) and clock.go.
+// (child names) and clock.go. What a storage may reach, checked before a
+// Job: storage_secrets.go (opted-in Secrets and ServiceAccounts, a missing
+// Secret's wait), storage_endpoints.go (where a token or SSE-C key may
+// go), storage_claims.go (opted-in claims, the release's data claim),
+// storage_secretwatch.go (the work a Secret's arrival brings back) and
+// storage_location.go (storage.locationRef).
 package controllers
