@@ -97,8 +97,8 @@ func (e *dataClaimNotOwned) reason() string { return echov1alpha1.ReasonDataClai
 func (e *dataClaimNotOwned) message(then, _ string) string {
 	msg := fmt.Sprintf("PersistentVolumeClaim %q is not the data claim of Echo %s: the Echo's release did not create it "+
 		"(its annotations %s and %s do not name release %s of namespace %s, or its controller is not this Echo), so it may hold another workload's data; "+
-		"rename or remove that claim so that the release creates the Echo's own (kubectl get pvc -n %s %s -o yaml shows who made it)",
-		e.claim, e.echo, chart.ReleaseNameAnnotation, chart.ReleaseNamespaceAnnotation, chart.ReleaseName(e.echo), e.namespace, e.namespace, e.claim)
+		"rename or remove that claim so that the release creates the Echo's own (its annotations and owner references show who made it)",
+		e.claim, e.echo, chart.ReleaseNameAnnotation, chart.ReleaseNamespaceAnnotation, chart.ReleaseName(e.echo), e.namespace)
 	if e.missing {
 		msg = fmt.Sprintf("PersistentVolumeClaim %q, the data claim of Echo %s, does not exist: its release creates it; wait until the Echo is Ready",
 			e.claim, e.echo)
