@@ -25,13 +25,16 @@ import (
 // operator watches the metadata of opted-in Secrets only, in a cache of
 // its own (the manager's holds only Helm's release Secrets, and one kind
 // takes one label selector per cache); a Secret's event brings back the
-// backups and restores of its namespace that wait for a Secret, found
-// through a cache index. A Secret that appears without the label brings
-// nothing back: the work stays Pending until it is labelled.
+// unfinished backups and restores of its namespace, found through a cache
+// index. All of them, not only those whose status says they wait: the
+// event may come before the cache shows the status that says so, and
+// reconciling the others changes nothing. A Secret that appears without
+// the label brings nothing back: the work stays Pending until it is
+// labelled.
 
-// secretWaitField indexes EchoBackups and EchoRestores whose Complete
-// condition waits for a storage Secret ("true").
-const secretWaitField = ".status.waitingForSecret"
+// secretWaitField indexes EchoBackups and EchoRestores that are not
+// finished ("true"): those that may wait for a storage Secret.
+const secretWaitField = ".status.unfinished"
 
 // NewStorageSecretCache is the cache of the metadata of opted-in storage
 // Secrets, in namespaces (all when empty), that the backup and restore
@@ -57,14 +60,15 @@ func NewStorageSecretCache(cfg *rest.Config, scheme *runtime.Scheme, mapper meta
 }
 
 // indexSecretWaiters registers secretWaitField on obj's kind, whose
-// conditions conditions reads.
+// conditions conditions reads: Complete and Failed, alike for backups and
+// restores.
 func indexSecretWaiters(ctx context.Context, indexer client.FieldIndexer, obj client.Object, conditions func(client.Object) []metav1.Condition) error {
 	err := indexer.IndexField(ctx, obj, secretWaitField, func(o client.Object) []string {
-		c := meta.FindStatusCondition(conditions(o), echov1alpha1.BackupConditionComplete)
-		if c != nil && c.Status == metav1.ConditionFalse && c.Reason == echov1alpha1.ReasonSecretNotFound {
-			return []string{"true"}
+		conds := conditions(o)
+		if meta.IsStatusConditionTrue(conds, echov1alpha1.BackupConditionComplete) || meta.IsStatusConditionTrue(conds, echov1alpha1.BackupConditionFailed) {
+			return nil
 		}
-		return nil
+		return []string{"true"}
 	})
 	if err != nil {
 		return fmt.Errorf("indexing %T by the Secret it waits for: %w", obj, err)
@@ -73,8 +77,7 @@ func indexSecretWaiters(ctx context.Context, indexer client.FieldIndexer, obj cl
 }
 
 // storageSecretSource is the events of opted-in Secrets in secrets,
-// mapped to the objects of their namespace (listed as newList) that wait
-// for a Secret.
+// mapped to the unfinished objects of their namespace (listed as newList).
 func storageSecretSource(secrets cache.Cache, c client.Reader, newList func() client.ObjectList) source.Source {
 	secret := &metav1.PartialObjectMetadata{}
 	secret.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
@@ -84,11 +87,10 @@ func storageSecretSource(secrets cache.Cache, c client.Reader, newList func() cl
 		}))
 }
 
-// secretWaiters lists, into list, the objects of namespace that wait for
-// a storage Secret.
+// secretWaiters lists, into list, the unfinished objects of namespace.
 func secretWaiters(ctx context.Context, c client.Reader, list client.ObjectList, namespace string) []reconcile.Request {
 	if err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{secretWaitField: "true"}); err != nil {
-		log.FromContext(ctx).Error(err, "Listing what waits for a storage Secret", "namespace", namespace)
+		log.FromContext(ctx).Error(err, "Listing what may wait for a storage Secret", "namespace", namespace)
 		return nil
 	}
 	var reqs []reconcile.Request
