@@ -213,6 +213,8 @@ func TestBackupReadsOnlyTheReleasesDataClaim(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
 	createClaim(t, ns, "db-data", map[string]string{"app": "postgres"})
+	original := &corev1.PersistentVolumeClaim{}
+	Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "db-data"}, original)).To(Succeed())
 	createEcho(t, newEcho(ns, "db", persistentEcho))
 
 	b := newBackup(ns, "db-1", "db")
@@ -222,4 +224,16 @@ func TestBackupReadsOnlyTheReleasesDataClaim(t *testing.T) {
 	Expect(c.Message).To(ContainSubstring(`PersistentVolumeClaim "db-data" is not the data claim of Echo db`))
 	expectWarning(t, b, echov1alpha1.EventReasonDataClaimNotOwned, "db-data")
 	expectNoJob(t, ns, "db-1-backup")
+
+	// The other workload's claim stays its own: the Echo's release, whose
+	// install fails on it and is undone, neither took it over nor deleted
+	// it (the API server keeps a deleted claim until its protection
+	// finalizer goes: the deletion would show).
+	Consistently(func(g Gomega) {
+		claim := &corev1.PersistentVolumeClaim{}
+		g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "db-data"}, claim)).To(Succeed())
+		g.Expect(claim.UID).To(Equal(original.UID))
+		g.Expect(claim.DeletionTimestamp).To(BeNil(), "the failed install of Echo db deleted another workload's claim")
+		g.Expect(metav1.GetControllerOf(claim)).To(BeNil())
+	}, "5s", interval).Should(Succeed())
 }
