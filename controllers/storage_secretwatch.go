@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/internal/cachetrim"
 )
 
 // Work waiting for a storage Secret to exist (ReasonSecretNotFound) goes
@@ -44,7 +45,9 @@ func NewStorageSecretCache(cfg *rest.Config, scheme *runtime.Scheme, mapper meta
 	opts := cache.Options{
 		Scheme: scheme, Mapper: mapper,
 		DefaultLabelSelector: labels.SelectorFromSet(labels.Set{echov1alpha1.StorageSecretLabel: "true"}),
-		DefaultTransform:     cache.TransformStripManagedFields(),
+		// Anyone who may write Secrets can label any number of them: each
+		// is kept as a stub of about 1 KiB, whatever its metadata holds.
+		DefaultTransform: cachetrim.MetadataOnly(),
 	}
 	if len(namespaces) > 0 {
 		opts.DefaultNamespaces = map[string]cache.Config{}
