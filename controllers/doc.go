@@ -8,7 +8,8 @@
 //     echo_controller.go reports readiness ("echo-status"), computed in
 //     echo_readiness.go, and checks the release records in
 //     echo_releaserecords.go; echo_finalbackup.go runs the last backup
-//     before delete ("echo-finalbackup").
+//     before delete ("echo-finalbackup"), on the rule internal/finalbackup
+//     shares with the release's uninstall gate.
 //   - EchoBackup: echobackup_controller.go runs a backup, echobackup_job.go
 //     builds its Jobs and ConfigMap, echobackup_config.go captures the
 //     configuration, echobackup_status.go writes the outcome,
@@ -23,6 +24,6 @@
 // What the kinds share: datamover_job.go (the data mover's pod, storage
 // and failure policy), jobs.go (creating, reading and removing Jobs: one
 // way to read a Job's outcome), echo_data.go (an Echo's data claim),
-// finalizers.go, conditions.go (conditions and status patches), names.go
-// (child names) and clock.go.
+// finalizers.go, conditions.go (conditions and status patches) and clock.go;
+// child names come from internal/names.
 package controllers

@@ -80,8 +80,10 @@ const (
 	EventReasonFinalBackupFailed       = "FinalBackupFailed"
 )
 
-// FinalBackupFinalizer holds an Echo being deleted until its final backup
-// has completed. The Helm release is not uninstalled while it is present.
+// FinalBackupFinalizer is the finalizer earlier versions of the operator
+// held an Echo with until its final backup had completed. The operator no
+// longer adds it and removes it where it finds it: the uninstall gate reads
+// the Echo's spec and its final backup instead (see internal/finalbackup).
 const FinalBackupFinalizer = "echo.dev/final-backup"
 
 // RestoreAnnotation names the EchoRestore writing an Echo's data. While it
