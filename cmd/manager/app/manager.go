@@ -365,6 +365,7 @@ func addServingCertRotator(mgr ctrl.Manager, cfg *rest.Config, o Options) (*serv
 		SecretName: o.LiveAPICertSecret,
 		APIService: livev1alpha1.APIServiceName,
 		Service:    o.LiveAPIService,
+		Owner:      servingcert.OwnerClusterRole,
 		Lifetimes:  servingcert.DefaultLifetimes,
 		Changes:    provider.Changes(),
 		Log:        log,
