@@ -40,7 +40,7 @@ type Keeper struct {
 	// LiveAPISources are the control plane's addresses, the only sources
 	// of the live API's port; none: any source.
 	LiveAPISources []netip.Prefix
-	Log                   logr.Logger
+	Log            logr.Logger
 }
 
 // NeedLeaderElection is true: one replica writes.
