@@ -63,14 +63,15 @@ func withOwner(refs []metav1.OwnerReference, owner metav1.OwnerReference) ([]met
 }
 
 // ensureOwner gives apiService the owner reference owner, unless it has
-// it, by a patch that fails if the APIService changed since it was read.
+// it. The patch carries no resourceVersion: kube-apiserver writes the
+// APIService's status all the time, and the owner references written are
+// those read, with the owner's in place of an earlier one of its name.
 func ensureOwner(ctx context.Context, c client.Client, apiService *unstructured.Unstructured, owner metav1.OwnerReference) (bool, error) {
 	refs, changed := withOwner(apiService.GetOwnerReferences(), owner)
 	if !changed {
 		return false, nil
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"ownerReferences": refs, "resourceVersion": apiService.GetResourceVersion()}})
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"ownerReferences": refs}})
 	if err != nil {
 		return false, err
 	}
