@@ -6,8 +6,10 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"io"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -141,30 +143,38 @@ func TestLiveAPIBoundsEachUsersRequests(t *testing.T) {
 	asTenant.Impersonate = rest.ImpersonationConfig{UserName: "tenant-of-" + tn.ns, Groups: []string{"system:authenticated"}}
 	tenantHTTP, err := rest.HTTPClientFor(asTenant)
 	Expect(err).NotTo(HaveOccurred())
-	get := func(path string) *http.Response {
-		resp, err := tenantHTTP.Get(cfg.Host + path)
+	// get returns the status code, the Retry-After and the body of a GET
+	// of path as the tenant, without client-go's retries of a 429.
+	get := func(path string) (int, string, string) {
+		resp, err := tenantHTTP.Get(strings.TrimSuffix(cfg.Host, "/") + path)
 		Expect(err).NotTo(HaveOccurred())
-		_ = resp.Body.Close()
-		return resp
+		defer func() { _ = resp.Body.Close() }()
+		body, err := io.ReadAll(resp.Body)
+		Expect(err).NotTo(HaveOccurred())
+		return resp.StatusCode, resp.Header.Get("Retry-After"), string(body)
 	}
 	slowPath := "/apis/live.echo.dev/v1alpha1/namespaces/" + tn.ns + "/storedbackups?labelSelector=live.echo.dev%2Flocation%3Dslow"
 	revisionsPath := "/apis/live.echo.dev/v1alpha1/namespaces/" + tn.ns + "/echorevisions"
-	Eventually(func() int { return get(revisionsPath).StatusCode }, timeout, interval).Should(Equal(http.StatusOK))
+	served := func(g Gomega) {
+		code, _, body := get(revisionsPath)
+		g.Expect(code).To(Equal(http.StatusOK), body)
+	}
+	Eventually(served, timeout, interval).Should(Succeed())
 
 	var slow sync.WaitGroup
 	for range liveapi.DefaultUserInFlight {
 		slow.Go(func() { get(slowPath) })
 	}
 	Eventually(func(g Gomega) {
-		resp := get(revisionsPath)
-		g.Expect(resp.StatusCode).To(Equal(http.StatusTooManyRequests))
-		g.Expect(resp.Header.Get("Retry-After")).To(Equal("1"))
+		code, retryAfter, body := get(revisionsPath)
+		g.Expect(code).To(Equal(http.StatusTooManyRequests), body)
+		g.Expect(retryAfter).To(Equal("1"))
+		g.Expect(body).To(ContainSubstring("the live API serves at most 4 requests of one user at once"))
 	}, 15*time.Second, interval).Should(Succeed(), "the tenant's request past its bound is refused while its listings wait")
 	start := time.Now()
 	Expect(liveClient().List(ctx, &livev1alpha1.EchoRevisionList{}, client.InNamespace(tn.ns))).To(Succeed())
 	Expect(time.Since(start)).To(BeNumerically("<", 5*time.Second), "another user is served at once")
 
 	slow.Wait()
-	Eventually(func() int { return get(revisionsPath).StatusCode }, timeout, interval).Should(Equal(http.StatusOK),
-		"the tenant is served again once its listings have ended")
+	Eventually(served, timeout, interval).Should(Succeed(), "the tenant is served again once its listings have ended")
 }

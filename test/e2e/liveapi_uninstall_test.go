@@ -6,12 +6,12 @@ import (
 	"context"
 	"testing"
 
+	"github.com/go-logr/logr/testr"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/echo-operator/echo-operator/internal/servingcert"
@@ -34,7 +34,7 @@ func TestUninstallRemovesTheLiveAPIService(t *testing.T) {
 	certs := newRestrictedNamespace(t)
 	r := &servingcert.Rotator{Client: k8sClient, Reader: k8sClient, Namespace: certs, SecretName: "live-api-cert",
 		APIService: name, Service: "uninstalled", Owner: servingcert.OwnerClusterRole,
-		Lifetimes: servingcert.DefaultLifetimes, Log: ctrl.Log.WithName("servingcert")}
+		Lifetimes: servingcert.DefaultLifetimes, Log: testr.New(t)}
 	_, err := r.Ensure(ctx)
 	Expect(err).NotTo(HaveOccurred())
 	apiService := servingcert.EmptyAPIService()
