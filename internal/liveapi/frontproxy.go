@@ -79,7 +79,9 @@ func (f *frontProxy) requestHeaderConfig() *authenticatorfactory.RequestHeaderCo
 // certificate of the cluster's client CA, and no anonymous user: anything
 // else is 401 Unauthorized. So every request has gone through
 // kube-apiserver's authentication, priority and fairness and audit, and a
-// pod that reaches the manager's port directly gets nothing.
+// pod that reaches the manager's port directly gets nothing. (The generic
+// server adds the token of its own loopback client, random, made at start
+// and never out of the process.)
 func frontProxyAuthentication(client kubernetes.Interface, info *genericapiserver.AuthenticationInfo, serving *genericapiserver.SecureServingInfo) error {
 	f, err := newFrontProxy(client)
 	if err != nil {
