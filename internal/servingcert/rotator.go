@@ -224,8 +224,9 @@ func (r *Rotator) readAPIService(ctx context.Context, owner *metav1.OwnerReferen
 }
 
 // register creates the APIService, pointing at the Service, owned by
-// owner when given, with no caBundle yet (kube-apiserver reports it unavailable until the check
-// writes it), and returns it with the Service's DNS names.
+// owner when given, with no caBundle yet (kube-apiserver reports it
+// unavailable until the check writes it), and returns it with the
+// Service's DNS names.
 func (r *Rotator) register(ctx context.Context, owner *metav1.OwnerReference) (*unstructured.Unstructured, []string, error) {
 	apiService, err := NewAPIService(r.APIService, r.Namespace, r.Service)
 	if err != nil {
