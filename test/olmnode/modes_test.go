@@ -111,6 +111,7 @@ func TestInstallModes(t *testing.T) {
 		run(t, "delete", "-n", outside, "echo/"+sample)
 		// What OLM leaves, as docs/install.md says to delete it.
 		run(t, "delete", "clusterrole", "-l", "olm.owner="+csvName(currentVersion))
+		checkNoLiveAPIService(t)
 		run(t, append([]string{"delete", "namespace", "--timeout=180s"}, uniq(namespaces)...)...)
 		// The last test of the catalog.
 		runDocumented(t, documented("delete", "catalogsource", "echo-operator-catalog", "-n", "olm"))
