@@ -26,9 +26,10 @@ import (
 // garbage collector deletes the APIService. The APIService is
 // cluster-scoped, so its owner must be too: a namespaced owner, the
 // manager's Deployment, could not own it.
-//
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,resourceNames=echo-operator-echo-viewer-role,verbs=get
 const OwnerClusterRole = "echo-operator-echo-viewer-role"
+
+// Reading the owner's UID, by name.
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,resourceNames=echo-operator-echo-viewer-role,verbs=get
 
 // ownerReference is a reference to the ClusterRole name as it is now
 // (its UID), read from the API server. It blocks no deletion, which would
