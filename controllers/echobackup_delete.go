@@ -66,7 +66,7 @@ func (r *EchoBackupReconciler) reconcileDelete(ctx context.Context, b *echov1alp
 
 	job, err := getOwnJob(ctx, r.Client, nil, b.Status.Jobs, b.Namespace, deleteJobName(b))
 	if refused, ok := asJobNotOwned(err); ok {
-		return r.deleteJobNotOwned(b, refused)
+		return r.deleteJobNotOwned(ctx, b, refused)
 	}
 	switch {
 	case err != nil:
@@ -121,7 +121,17 @@ func (r *EchoBackupReconciler) finishBeforeDelete(ctx context.Context, b *echov1
 // deleteJobNotOwned reports that the name of the backup's delete Job is
 // taken by a Job the operator did not create for it, and looks again after
 // artifactDeleteBackoff: once that Job is gone, the next attempt starts.
-func (r *EchoBackupReconciler) deleteJobNotOwned(b *echov1alpha1.EchoBackup, refused *jobNotOwned) (ctrl.Result, error) {
+// The API server confirms it first: the cache may show the operator's new
+// delete Job before the status that records it, whose update then brings
+// the next reconcile.
+func (r *EchoBackupReconciler) deleteJobNotOwned(ctx context.Context, b *echov1alpha1.EchoBackup, refused *jobNotOwned) (ctrl.Result, error) {
+	fresh, job := &echov1alpha1.EchoBackup{}, &batchv1.Job{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(b), fresh); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: refused.name}, job); err != nil || ownJob(nil, fresh.Status.Jobs, job) {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
 	r.Recorder.Eventf(b, corev1.EventTypeWarning, echov1alpha1.EventReasonJobNotOwned, "Could not delete the artifact at %s: %s", b.Status.Location,
 		refused.message("EchoBackup "+b.Name, "the next attempt, every minute, then deletes the artifact; "+
 			"or remove the finalizer of the EchoBackup to let it go and keep the artifact"))
@@ -145,7 +155,7 @@ func (r *EchoBackupReconciler) startDeleteJob(ctx context.Context, b *echov1alph
 	orig := b.DeepCopy()
 	created, err := createJob(ctx, r.Client, r.APIReader, nil, &b.Status.Jobs, job)
 	if refused, ok := asJobNotOwned(err); ok {
-		return r.deleteJobNotOwned(b, refused)
+		return r.deleteJobNotOwned(ctx, b, refused)
 	}
 	switch {
 	case err == nil && !created:

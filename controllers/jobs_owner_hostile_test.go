@@ -89,6 +89,18 @@ func expectJobNotOwnedEvent(t *testing.T, obj client.Object, job string) {
 	}, timeout, interval).Should(Succeed())
 }
 
+// eventReasonsOf lists the reasons of the Events recorded for obj itself,
+// not for an earlier object of its name.
+func eventReasonsOf(g Gomega, obj client.Object) []string {
+	var out []string
+	for _, ev := range objectEvents(g, obj.GetNamespace(), obj.GetName()) {
+		if ev.Regarding.UID == obj.GetUID() {
+			out = append(out, ev.Reason)
+		}
+	}
+	return out
+}
+
 func TestBackupRefusesAJobItDidNotCreate(t *testing.T) {
 	for _, labelled := range []bool{true, false} {
 		name := map[bool]string{true: "with the operator's labels", false: "unlabelled, which the cache does not hold"}[labelled]
@@ -112,7 +124,7 @@ func TestBackupRefusesAJobItDidNotCreate(t *testing.T) {
 			Expect(got.Status.Checksum).To(BeEmpty())
 			Expect(got.Status.Jobs).To(BeEmpty(), "the planted Job is not recorded as the backup's")
 			expectJobNotOwnedEvent(t, b, "b1-backup")
-			Expect(eventReasons(Default, ns, b.Name)).NotTo(ContainElement(echov1alpha1.EventReasonBackupCompleted))
+			Expect(eventReasonsOf(Default, b)).NotTo(ContainElement(echov1alpha1.EventReasonBackupCompleted))
 			expectUntouched(t, planted)
 		})
 	}
@@ -148,7 +160,7 @@ func TestArtifactDeletionRefusesAJobItDidNotCreate(t *testing.T) {
 	deleteBackup(t, b)
 	expectJobNotOwnedEvent(t, b, "b1-delete")
 	expectHeld(t, b)
-	Expect(eventReasons(Default, ns, b.Name)).NotTo(ContainElement(echov1alpha1.EventReasonArtifactDeleted))
+	Expect(eventReasonsOf(Default, b)).NotTo(ContainElement(echov1alpha1.EventReasonArtifactDeleted))
 	expectUntouched(t, planted)
 
 	// Once the tenant's Job is gone, the operator deletes the artifact
@@ -258,10 +270,12 @@ func TestFinalBackupRefusesABackupItDidNotStart(t *testing.T) {
 		Should(ContainElement(echov1alpha1.FinalBackupFinalizer), "the Echo is kept")
 	Expect(eventReasons(Default, ns, key.Name)).NotTo(ContainElement(echov1alpha1.EventReasonFinalBackupCompleted))
 
-	// Once it is gone, the final backup runs.
+	// Once it is gone, the final backup runs, under the same name.
 	Expect(k8sClient.Delete(ctx, planted)).To(Succeed())
-	expectGone(t, planted)
+	Eventually(func(g Gomega) types.UID { return finalBackupOf(t, key).UID }, timeout, interval).ShouldNot(Equal(planted.UID))
 	b := finalBackupOf(t, key)
-	Expect(b.UID).NotTo(Equal(planted.UID))
-	waitJob(t, ns, b.Name+"-backup")
+	Expect(b.CreationTimestamp.Before(getEcho(Default, key).DeletionTimestamp)).To(BeFalse())
+	Eventually(func(g Gomega) []echov1alpha1.JobReference {
+		return getBackup(g, client.ObjectKeyFromObject(&b)).Status.Jobs
+	}, timeout, interval).Should(ConsistOf(HaveField("Name", b.Name+"-backup")))
 }
