@@ -230,8 +230,8 @@ type EchoRestoreStatus struct {
 	Error string `json:"error,omitempty"`
 
 	// Jobs are the Jobs the operator created for the restore: the inspect
-	// Job and the restore Job. Another Job of the same name is not the
-	// restore's: it fails the restore (JobNotOwned).
+	// Job and the restore Job. Another Job of one of those names is not
+	// the restore's: it fails the restore (JobNotOwned).
 	// +kubebuilder:validation:MaxItems=2
 	// +listType=map
 	// +listMapKey=name
