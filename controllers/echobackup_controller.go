@@ -241,7 +241,7 @@ func (r *EchoBackupReconciler) removeFinishedJob(ctx context.Context, b *echov1a
 // backupJobNotOwnedMessage says that the backup's Job name is taken by a
 // Job the operator did not create, and what to do.
 func backupJobNotOwnedMessage(b *echov1alpha1.EchoBackup, refused *jobNotOwned) string {
-	return refused.message("EchoBackup "+b.Name, "then back up again, or now under another EchoBackup name: this EchoBackup has failed for good")
+	return refused.message("EchoBackup "+b.Name, "then back up again, or back up now under another EchoBackup name: this EchoBackup has failed for good")
 }
 
 // SetupWithManager registers the controller; backup Jobs map to their

@@ -269,7 +269,7 @@ func (r *EchoRestoreReconciler) ensureJob(ctx context.Context, rs *echov1alpha1.
 	job, created, err := ensureOwnedJob(ctx, r.Client, r.APIReader, r.Scheme, rs, &rs.Status.Jobs, want, storageOptInCheck(r.APIReader, rs.Namespace, storage))
 	if refused, ok := asJobNotOwned(err); ok {
 		r.failWith(rs, echov1alpha1.ReasonJobNotOwned, echov1alpha1.EventReasonJobNotOwned,
-			refused.message("EchoRestore "+rs.Name, "then restore again, or now under another EchoRestore name: this EchoRestore has failed for good"))
+			refused.message("EchoRestore "+rs.Name, "then restore again, or restore now under another EchoRestore name: this EchoRestore has failed for good"))
 		return nil, nil
 	}
 	if refused, ok := asOptInRefusal(err); ok {

@@ -166,7 +166,7 @@ func (e *jobNotOwned) message(of, then string) string {
 	if of == "" {
 		of = "a backup or restore"
 	}
-	msg := fmt.Sprintf("Job %s in namespace %s has the name of the Job of %s, but echo-operator did not create it for that: "+
+	msg := fmt.Sprintf("Job %s in namespace %s has the name of %s's Job but was not created by echo-operator for it: "+
 		"its outcome is not trusted, and it is left in place; find out who created it and delete it (kubectl delete job -n %s %s)",
 		e.name, e.namespace, of, e.namespace, e.name)
 	if then != "" {
