@@ -6,6 +6,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -250,8 +251,6 @@ func TestFinalBackupRefusesABackupItDidNotStart(t *testing.T) {
 	key := types.NamespacedName{Namespace: ns, Name: "precious"}
 	echo := createEcho(t, newEcho(ns, key.Name, withFinalBackup))
 	rollOut(t, key)
-	Eventually(func(g Gomega) []string { return getEcho(g, key).Finalizers }, timeout, interval).
-		Should(ContainElement(echov1alpha1.FinalBackupFinalizer))
 
 	// Made before the deletion, under the final backup's name and label:
 	// a backup of that time, not of the Echo's last state.
@@ -266,8 +265,10 @@ func TestFinalBackupRefusesABackupItDidNotStart(t *testing.T) {
 		return eventMessages(g, ns, key.Name, echov1alpha1.EventReasonFinalBackupFailed)
 	}, timeout, interval).Should(ContainElement(And(ContainSubstring("EchoBackup "+planted.Name),
 		ContainSubstring("before the Echo's deletion began"), ContainSubstring("Delete that EchoBackup"))))
-	Consistently(func(g Gomega) []string { return getEcho(g, key).Finalizers }, "1s", interval).
-		Should(ContainElement(echov1alpha1.FinalBackupFinalizer), "the Echo is kept")
+	Consistently(func(g Gomega) {
+		g.Expect(getEcho(g, key).DeletionTimestamp).NotTo(BeNil())
+		g.Expect(k8sClient.Get(ctx, key, &appsv1.Deployment{})).To(Succeed(), "nothing of the Echo goes: the uninstall gate agrees")
+	}, "1s", interval).Should(Succeed())
 	Expect(eventReasons(Default, ns, key.Name)).NotTo(ContainElement(echov1alpha1.EventReasonFinalBackupCompleted))
 
 	// Once it is gone, the final backup runs, under the same name.
@@ -275,6 +276,7 @@ func TestFinalBackupRefusesABackupItDidNotStart(t *testing.T) {
 	Eventually(func(g Gomega) types.UID { return finalBackupOf(t, key).UID }, timeout, interval).ShouldNot(Equal(planted.UID))
 	b := finalBackupOf(t, key)
 	Expect(b.CreationTimestamp.Before(getEcho(Default, key).DeletionTimestamp)).To(BeFalse())
+	expectFinalBackupHolds(t, key)
 	Eventually(func(g Gomega) []echov1alpha1.JobReference {
 		return getBackup(g, client.ObjectKeyFromObject(&b)).Status.Jobs
 	}, timeout, interval).Should(ConsistOf(HaveField("Name", b.Name+"-backup")))
