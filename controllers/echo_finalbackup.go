@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -41,9 +42,9 @@ func (r *EchoFinalBackupReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !echo.DeletionTimestamp.IsZero() && finalbackup.Wanted(echo) {
-		done, err := r.reconcileDelete(ctx, echo)
+		result, done, err := r.reconcileDelete(ctx, echo)
 		if err != nil || !done {
-			return ctrl.Result{}, err
+			return result, err
 		}
 	}
 	return ctrl.Result{}, ensureFinalizer(ctx, r.Client, echo, echov1alpha1.FinalBackupFinalizer, false)
@@ -51,27 +52,46 @@ func (r *EchoFinalBackupReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 
 // reconcileDelete starts the final backup and says whether it has
 // completed. A failed backup keeps the Echo: deleting it would lose the
-// data the backup was asked to keep.
-func (r *EchoFinalBackupReconciler) reconcileDelete(ctx context.Context, echo *echov1alpha1.Echo) (bool, error) {
+// data the backup was asked to keep; so does an EchoBackup of the final
+// backup's name that is not the Echo's final backup (finalbackup.Foreign),
+// looked at again every foreignFinalBackupRetry: without the label, its
+// deletion does not come here.
+func (r *EchoFinalBackupReconciler) reconcileDelete(ctx context.Context, echo *echov1alpha1.Echo) (ctrl.Result, bool, error) {
 	b, err := r.ensureFinalBackup(ctx, echo)
-	if err != nil {
-		return false, err
+	switch {
+	case err != nil:
+		return ctrl.Result{}, false, err
+	case b == nil:
+		// One of its name exists that the cache does not show yet.
+		return ctrl.Result{RequeueAfter: time.Second}, false, nil
+	}
+	if why := finalbackup.Foreign(b, echo); why != "" {
+		r.Recorder.Eventf(echo, corev1.EventTypeWarning, echov1alpha1.EventReasonFinalBackupFailed,
+			"EchoBackup %s has the name of this Echo's final backup but is not one (%s): the Echo is kept. Delete that EchoBackup "+
+				"so that the final backup can run, or set spec.backup.beforeDelete.enabled=false to delete without it", b.Name, why)
+		return ctrl.Result{RequeueAfter: foreignFinalBackupRetry}, false, nil
 	}
 	switch {
 	case finalbackup.Done(b, echo):
 		r.Recorder.Eventf(echo, corev1.EventTypeNormal, echov1alpha1.EventReasonFinalBackupCompleted,
 			"Final backup %s completed; deleting the Echo", b.Name)
-		return true, nil
+		return ctrl.Result{}, true, nil
 	case meta.IsStatusConditionTrue(b.Status.Conditions, echov1alpha1.BackupConditionFailed):
 		r.Recorder.Eventf(echo, corev1.EventTypeWarning, echov1alpha1.EventReasonFinalBackupFailed,
 			"Final backup %s failed (%s): the Echo is kept. Fix the cause and delete the EchoBackup to try again, "+
 				"or set spec.backup.beforeDelete.enabled=false to delete without it", b.Name, b.Status.Error)
 	}
-	return false, nil
+	return ctrl.Result{}, false, nil
 }
 
-// ensureFinalBackup returns the Echo's final backup, creating it first.
-// It is not owned by the Echo, so it outlives it.
+// foreignFinalBackupRetry is how often an Echo whose final backup's name
+// is taken looks again.
+const foreignFinalBackupRetry = time.Minute
+
+// ensureFinalBackup returns the EchoBackup of the final backup's name,
+// creating the Echo's final backup first; nil when one of that name exists
+// that the cache does not show yet. It is not owned by the Echo, so it
+// outlives it.
 func (r *EchoFinalBackupReconciler) ensureFinalBackup(ctx context.Context, echo *echov1alpha1.Echo) (*echov1alpha1.EchoBackup, error) {
 	policy := echo.Spec.Backup.BeforeDelete
 	b := &echov1alpha1.EchoBackup{
@@ -94,7 +114,10 @@ func (r *EchoFinalBackupReconciler) ensureFinalBackup(ctx context.Context, echo 
 	if !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("reading final backup %s: %w", b.Name, err)
 	}
-	if err := r.Create(ctx, b); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := r.Create(ctx, b); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil, nil
+		}
 		return nil, fmt.Errorf("creating final backup %s: %w", b.Name, err)
 	}
 	r.Recorder.Eventf(echo, corev1.EventTypeNormal, echov1alpha1.EventReasonFinalBackupStarted,

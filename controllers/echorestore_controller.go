@@ -262,10 +262,16 @@ func (r *EchoRestoreReconciler) restoreData(ctx context.Context, rs *echov1alpha
 
 // ensureJob returns one of the restore's Jobs, creating it on first sight
 // once the Secrets of storage, which it reads, are found opted in; nil
-// when they are not, and the restore failed.
+// when they are not, or when a Job of its name is not one the operator
+// created for the restore, and the restore failed.
 func (r *EchoRestoreReconciler) ensureJob(ctx context.Context, rs *echov1alpha1.EchoRestore, want *batchv1.Job,
 	storage echov1alpha1.BackupStorage) (*batchv1.Job, error) {
-	job, created, err := ensureOwnedJob(ctx, r.Client, r.Scheme, rs, want, storageOptInCheck(r.APIReader, rs.Namespace, storage))
+	job, created, err := ensureOwnedJob(ctx, r.Client, r.APIReader, r.Scheme, rs, &rs.Status.Jobs, want, storageOptInCheck(r.APIReader, rs.Namespace, storage))
+	if refused, ok := asJobNotOwned(err); ok {
+		r.failWith(rs, echov1alpha1.ReasonJobNotOwned, echov1alpha1.EventReasonJobNotOwned,
+			refused.message("EchoRestore "+rs.Name, "then restore again, or restore now under another EchoRestore name: this EchoRestore has failed for good"))
+		return nil, nil
+	}
 	if refused, ok := asOptInRefusal(err); ok {
 		r.failWith(rs, refused.reason(), refused.reason(), refused.message("restore again: this EchoRestore has failed for good", ""))
 		return nil, nil

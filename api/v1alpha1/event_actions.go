@@ -26,6 +26,10 @@ const (
 	// Secret a backup, an artifact deletion or a restore would hand to
 	// its data mover.
 	EventActionCheckingStorageSecrets = "CheckingStorageSecrets"
+	// EventActionCheckingJobOwner is the action of refusing a Job that
+	// has the name of a backup's or restore's Job but that echo-operator
+	// did not create for it.
+	EventActionCheckingJobOwner = "CheckingJobOwner"
 	// EventActionReconciling is the action of the reasons this package
 	// does not define: those the Helm library records itself, such as
 	// ValueOverridden.
@@ -75,6 +79,8 @@ var eventActions = map[string]string{
 
 	EventReasonSecretNotOptedIn:   EventActionCheckingStorageSecrets,
 	EventReasonIdentityNotOptedIn: EventActionCheckingStorageSecrets,
+
+	EventReasonJobNotOwned: EventActionCheckingJobOwner,
 }
 
 // EventAction returns the action of the Events of a reason:

@@ -1,8 +1,8 @@
 // Package finalbackup is the contract between the controller that takes an
 // Echo's final backup (controllers/echo_finalbackup.go) and the uninstall
 // gate of its release (internal/helmreconciler/uninstallgate.go): whether
-// an Echo being deleted wants one, what it is called, and when the deletion
-// may go on.
+// an Echo being deleted wants one, what it is called, which EchoBackup of
+// that name is it (Foreign), and when the deletion may go on.
 //
 // Both sides read the Echo's spec as it stood when it was deleted, and the
 // backup itself; neither relies on a finalizer added after the spec

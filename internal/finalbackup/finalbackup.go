@@ -3,6 +3,7 @@ package finalbackup
 import (
 	"context"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -32,9 +33,28 @@ func Name(echo *echov1alpha1.Echo) string {
 
 // Done says whether b is the Echo's final backup and has completed.
 func Done(b *echov1alpha1.EchoBackup, echo *echov1alpha1.Echo) bool {
-	return b.Name == Name(echo) && b.Spec.EchoName == echo.Name &&
-		b.Labels[echov1alpha1.FinalBackupOfLabel] == echo.Name &&
+	return b.Name == Name(echo) && Foreign(b, echo) == "" &&
 		meta.IsStatusConditionTrue(b.Status.Conditions, echov1alpha1.BackupConditionComplete)
+}
+
+// Foreign says why b, found under the name of the Echo's final backup, is
+// not the backup started for the Echo's deletion; empty when it is. Anyone
+// who may create EchoBackups may create one of that name (it derives from
+// the Echo's name and UID): one that backs up another Echo, or that was
+// made before the deletion began, would pass off another Echo's data, or
+// the data of that time, as the Echo's last state. What is checked is what
+// the backup does, the Echo it backs up, and what the API server sets, its
+// creation time (in seconds, as the deletion time).
+func Foreign(b *echov1alpha1.EchoBackup, echo *echov1alpha1.Echo) string {
+	switch {
+	case b.Spec.EchoName != echo.Name:
+		return fmt.Sprintf("it backs up Echo %s", b.Spec.EchoName)
+	case b.Labels[echov1alpha1.FinalBackupOfLabel] != echo.Name:
+		return fmt.Sprintf("it lacks the label %s=%s", echov1alpha1.FinalBackupOfLabel, echo.Name)
+	case b.CreationTimestamp.Before(echo.DeletionTimestamp):
+		return fmt.Sprintf("it was created at %s, before the Echo's deletion began", b.CreationTimestamp.UTC().Format(time.RFC3339))
+	}
+	return ""
 }
 
 // Pending says whether the deletion of echo must wait for its final

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -62,6 +63,39 @@ func TestPending(t *testing.T) {
 			got, err := Pending(context.Background(), c, tt.echo)
 			if err != nil || got != tt.want {
 				t.Errorf("Pending = %v, %v; want %v", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestForeign(t *testing.T) {
+	deletion := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	echo := echoWithPolicy(nil)
+	echo.DeletionTimestamp = &deletion
+	backup := func(mutate func(*echov1alpha1.EchoBackup)) *echov1alpha1.EchoBackup {
+		b := finalBackupOf(echo, true)
+		b.CreationTimestamp = deletion
+		mutate(b)
+		return b
+	}
+	for _, tc := range []struct {
+		name   string
+		backup *echov1alpha1.EchoBackup
+		want   string
+	}{
+		{"the final backup", backup(func(*echov1alpha1.EchoBackup) {}), ""},
+		{"created later", backup(func(b *echov1alpha1.EchoBackup) { b.CreationTimestamp = metav1.NewTime(deletion.Add(time.Minute)) }), ""},
+		{"of another Echo", backup(func(b *echov1alpha1.EchoBackup) { b.Spec.EchoName = "other" }), "it backs up Echo other"},
+		{"without the label", backup(func(b *echov1alpha1.EchoBackup) { b.Labels = nil }), "it lacks the label echo.dev/final-backup-of=web"},
+		{"created before the deletion", backup(func(b *echov1alpha1.EchoBackup) { b.CreationTimestamp = metav1.NewTime(deletion.Add(-time.Hour)) }),
+			"it was created at 2026-01-02T02:04:05Z, before the Echo's deletion began"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Foreign(tc.backup, echo); got != tc.want {
+				t.Errorf("Foreign = %q, want %q", got, tc.want)
+			}
+			if got, want := Done(tc.backup, echo), tc.want == ""; got != want {
+				t.Errorf("Done = %v, want %v: a complete backup that is not the Echo's final backup is not done", got, want)
 			}
 		})
 	}
