@@ -170,9 +170,37 @@ func parseFlags() app.Options {
 // the cluster's proxy settings, HTTP_PROXY, HTTPS_PROXY and NO_PROXY, which
 // OLM sets on the operator's Deployment on a cluster with a proxy, each in
 // upper and lower case (operator-lib reads them as every operator does), so
-// that backups and restores reach storage through the same proxy.
+// that backups and restores reach storage through the same proxy. A proxy
+// URL's credentials stay behind: a Job's environment is read by whoever may
+// read Jobs or pods in the tenant's namespace.
 func moverEnv() []corev1.EnvVar {
-	return olmproxy.ReadProxyVarsFromEnv()
+	vars := olmproxy.ReadProxyVarsFromEnv()
+	for i := range vars {
+		vars[i].Value = withoutCredentials(vars[i].Value)
+	}
+	return vars
+}
+
+// withoutCredentials drops the user information of a proxy URL, with or
+// without a scheme (user:password@host:port); anything else is returned
+// as it is.
+func withoutCredentials(proxy string) string {
+	scheme, rest, hasScheme := strings.Cut(proxy, "://")
+	if !hasScheme {
+		scheme, rest = "", proxy
+	}
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	at := strings.LastIndex(rest[:end], "@")
+	if at < 0 {
+		return proxy
+	}
+	if hasScheme {
+		return scheme + "://" + rest[at+1:]
+	}
+	return rest[at+1:]
 }
 
 // goMemoryLimit is the soft memory limit to set from the container's
