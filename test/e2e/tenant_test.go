@@ -520,6 +520,32 @@ spec:
 kind: Echo
 metadata: {name: big}
 spec: {message: ` + strings.Repeat("x", 2000) + `}`, "message"},
+	{"pod annotations near etcd's object limit", `
+kind: Echo
+metadata: {name: annotated}
+spec:
+  podAnnotations: {` + oversizedAnnotations() + `}`, "podAnnotations hold at most 8192 characters"},
+	{"an affinity of many terms", `
+kind: Echo
+metadata: {name: attracted}
+spec:
+  affinity:
+    podAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:` + strings.Repeat(`
+      - {topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {app: web}}}`, 8) + `
+    podAntiAffinity:
+      preferredDuringSchedulingIgnoredDuringExecution:
+      - {weight: 100, podAffinityTerm: {topologyKey: topology.kubernetes.io/zone}}`, "affinity holds at most 8 terms"},
+}
+
+// oversizedAnnotations is 64 annotations of 16 KiB each, a flow mapping's
+// entries: each within what a Pod may carry, 1 MiB in all.
+func oversizedAnnotations() string {
+	entries := make([]string, 0, 64)
+	for i := range 64 {
+		entries = append(entries, fmt.Sprintf("example.test/a%02d: %s", i, strings.Repeat("x", 16<<10)))
+	}
+	return strings.Join(entries, ", ")
 }
 
 // object decodes an attack into an object of the tenant's namespace.
