@@ -8,7 +8,8 @@
 //     echo_controller.go reports readiness ("echo-status"), computed in
 //     echo_readiness.go, and checks the release records in
 //     echo_releaserecords.go; echo_finalbackup.go runs the last backup
-//     before delete ("echo-finalbackup").
+//     before delete ("echo-finalbackup"), on the rule internal/finalbackup
+//     shares with the release's uninstall gate.
 //   - EchoBackup: echobackup_controller.go runs a backup, echobackup_job.go
 //     builds its Jobs and ConfigMap, echobackup_config.go captures the
 //     configuration, echobackup_status.go writes the outcome,
@@ -22,12 +23,14 @@
 //
 // What the kinds share: datamover_job.go (the data mover's pod, storage
 // and failure policy), jobs.go (creating, reading and removing Jobs: one
-// way to read a Job's outcome), echo_data.go (an Echo's data claim),
-// finalizers.go, conditions.go (conditions and status patches), names.go
-// (child names) and clock.go. What a storage may reach, checked before a
-// Job: storage_secrets.go (opted-in Secrets and ServiceAccounts, a missing
-// Secret's wait), storage_endpoints.go (where a token or SSE-C key may
-// go), storage_claims.go (opted-in claims, the release's data claim),
+// way to read a Job's outcome, and only of a Job the operator created for
+// its owner, recorded by UID in the owner's status), echo_data.go (an
+// Echo's data claim), finalizers.go, conditions.go (conditions and status
+// patches) and clock.go; child names come from internal/names. What a
+// storage may reach, checked before a Job: storage_secrets.go (opted-in
+// Secrets and ServiceAccounts, a missing Secret's wait),
+// storage_endpoints.go (where a token or SSE-C key may go),
+// storage_claims.go (opted-in claims, the release's data claim),
 // storage_secretwatch.go (the work a Secret's arrival brings back) and
 // storage_location.go (storage.locationRef).
 package controllers

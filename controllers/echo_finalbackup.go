@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,19 +13,18 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/internal/finalbackup"
 )
 
 // EchoFinalBackupReconciler takes the backup an Echo asks for before it is
-// deleted. Its finalizer keeps the Echo, and through the release's
-// uninstall gate everything the Echo made, until that backup completes.
+// deleted. The release's uninstall gate keeps the Echo, and everything it
+// made, until that backup completes; both follow the Echo's spec as it was
+// when it was deleted (see internal/finalbackup).
 type EchoFinalBackupReconciler struct {
 	client.Client
 	Recorder record.EventRecorder
@@ -33,56 +33,71 @@ type EchoFinalBackupReconciler struct {
 // +kubebuilder:rbac:groups=echo.dev,resources=echoes,verbs=get;list;watch;patch;update
 // +kubebuilder:rbac:groups=echo.dev,resources=echobackups,verbs=get;list;watch;create
 
-// Reconcile keeps the finalizer in line with the Echo's policy and, on
-// deletion, runs the final backup before letting the Echo go.
+// Reconcile runs the final backup of an Echo being deleted whose spec
+// wants one, and removes the finalizer earlier versions of the operator
+// held the Echo with once it is no longer needed.
 func (r *EchoFinalBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	echo := &echov1alpha1.Echo{}
 	if err := r.Get(ctx, req.NamespacedName, echo); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	wanted := finalBackupWanted(echo)
-	if echo.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, ensureFinalizer(ctx, r.Client, echo, echov1alpha1.FinalBackupFinalizer, wanted)
+	if !echo.DeletionTimestamp.IsZero() && finalbackup.Wanted(echo) {
+		result, done, err := r.reconcileDelete(ctx, echo)
+		if err != nil || !done {
+			return result, err
+		}
 	}
-	if !controllerutil.ContainsFinalizer(echo, echov1alpha1.FinalBackupFinalizer) {
-		return ctrl.Result{}, nil
-	}
-	if !wanted {
-		log.FromContext(ctx).Info("Final backup given up: deleting without it")
-		return ctrl.Result{}, ensureFinalizer(ctx, r.Client, echo, echov1alpha1.FinalBackupFinalizer, false)
-	}
-	return ctrl.Result{}, r.reconcileDelete(ctx, echo)
+	return ctrl.Result{}, ensureFinalizer(ctx, r.Client, echo, echov1alpha1.FinalBackupFinalizer, false)
 }
 
-// reconcileDelete starts the final backup and releases the Echo once it
-// has completed. A failed backup keeps the Echo: deleting it would lose
-// the data the backup was asked to keep.
-func (r *EchoFinalBackupReconciler) reconcileDelete(ctx context.Context, echo *echov1alpha1.Echo) error {
+// reconcileDelete starts the final backup and says whether it has
+// completed. A failed backup keeps the Echo: deleting it would lose the
+// data the backup was asked to keep; so does an EchoBackup of the final
+// backup's name that is not the Echo's final backup (finalbackup.Foreign),
+// looked at again every foreignFinalBackupRetry: without the label, its
+// deletion does not come here.
+func (r *EchoFinalBackupReconciler) reconcileDelete(ctx context.Context, echo *echov1alpha1.Echo) (ctrl.Result, bool, error) {
 	b, err := r.ensureFinalBackup(ctx, echo)
-	if err != nil {
-		return err
+	switch {
+	case err != nil:
+		return ctrl.Result{}, false, err
+	case b == nil:
+		// One of its name exists that the cache does not show yet.
+		return ctrl.Result{RequeueAfter: time.Second}, false, nil
+	}
+	if why := finalbackup.Foreign(b, echo); why != "" {
+		r.Recorder.Eventf(echo, corev1.EventTypeWarning, echov1alpha1.EventReasonFinalBackupFailed,
+			"EchoBackup %s has the name of this Echo's final backup but is not one (%s): the Echo is kept. Delete that EchoBackup "+
+				"so that the final backup can run, or set spec.backup.beforeDelete.enabled=false to delete without it", b.Name, why)
+		return ctrl.Result{RequeueAfter: foreignFinalBackupRetry}, false, nil
 	}
 	switch {
-	case meta.IsStatusConditionTrue(b.Status.Conditions, echov1alpha1.BackupConditionComplete):
+	case finalbackup.Done(b, echo):
 		r.Recorder.Eventf(echo, corev1.EventTypeNormal, echov1alpha1.EventReasonFinalBackupCompleted,
 			"Final backup %s completed; deleting the Echo", b.Name)
-		return ensureFinalizer(ctx, r.Client, echo, echov1alpha1.FinalBackupFinalizer, false)
+		return ctrl.Result{}, true, nil
 	case meta.IsStatusConditionTrue(b.Status.Conditions, echov1alpha1.BackupConditionFailed):
 		r.Recorder.Eventf(echo, corev1.EventTypeWarning, echov1alpha1.EventReasonFinalBackupFailed,
 			"Final backup %s failed (%s): the Echo is kept. Fix the cause and delete the EchoBackup to try again, "+
 				"or set spec.backup.beforeDelete.enabled=false to delete without it", b.Name, b.Status.Error)
 	}
-	return nil
+	return ctrl.Result{}, false, nil
 }
 
-// ensureFinalBackup returns the Echo's final backup, creating it first.
-// It is not owned by the Echo, so it outlives it.
+// foreignFinalBackupRetry is how often an Echo whose final backup's name
+// is taken looks again.
+const foreignFinalBackupRetry = time.Minute
+
+// ensureFinalBackup returns the EchoBackup of the final backup's name,
+// creating the Echo's final backup first; nil when one of that name exists
+// that the cache does not show yet. It is not owned by the Echo, so it
+// outlives it.
 func (r *EchoFinalBackupReconciler) ensureFinalBackup(ctx context.Context, echo *echov1alpha1.Echo) (*echov1alpha1.EchoBackup, error) {
 	policy := echo.Spec.Backup.BeforeDelete
 	b := &echov1alpha1.EchoBackup{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: echo.Namespace,
-			Name:      finalBackupName(echo),
+			Name:      finalbackup.Name(echo),
 			Labels:    map[string]string{echov1alpha1.FinalBackupOfLabel: echo.Name},
 		},
 		Spec: echov1alpha1.EchoBackupSpec{
@@ -99,7 +114,10 @@ func (r *EchoFinalBackupReconciler) ensureFinalBackup(ctx context.Context, echo 
 	if !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("reading final backup %s: %w", b.Name, err)
 	}
-	if err := r.Create(ctx, b); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := r.Create(ctx, b); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil, nil
+		}
 		return nil, fmt.Errorf("creating final backup %s: %w", b.Name, err)
 	}
 	r.Recorder.Eventf(echo, corev1.EventTypeNormal, echov1alpha1.EventReasonFinalBackupStarted,
@@ -108,33 +126,15 @@ func (r *EchoFinalBackupReconciler) ensureFinalBackup(ctx context.Context, echo 
 }
 
 // finalBackupRelevant lets through the changes of an Echo this controller
-// acts on: its spec (the policy), its deletion and its finalizer. The
-// status writes and release updates of a rollout, several per Echo, are
-// none of its business.
+// acts on: its spec (the policy) and its deletion. The status writes and
+// release updates of a rollout, several per Echo, are none of its business.
 var finalBackupRelevant = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 	if e.ObjectOld == nil || e.ObjectNew == nil {
 		return true
 	}
 	return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() ||
-		e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero() ||
-		controllerutil.ContainsFinalizer(e.ObjectOld, echov1alpha1.FinalBackupFinalizer) !=
-			controllerutil.ContainsFinalizer(e.ObjectNew, echov1alpha1.FinalBackupFinalizer)
+		e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero()
 }}
-
-func finalBackupWanted(echo *echov1alpha1.Echo) bool {
-	return echo.Spec.Backup != nil && echo.Spec.Backup.BeforeDelete != nil &&
-		echo.Spec.Backup.BeforeDelete.Enabled && echo.Spec.Backup.BeforeDelete.Storage != nil
-}
-
-// finalBackupName is unique to one Echo object: a later Echo of the same
-// name gets its own final backup.
-func finalBackupName(echo *echov1alpha1.Echo) string {
-	uid := string(echo.UID)
-	if len(uid) > 8 {
-		uid = uid[:8]
-	}
-	return childName(echo.Name, "final-"+uid)
-}
 
 // SetupWithManager registers the controller; a final backup's progress
 // reaches its Echo through the final backup label.
@@ -143,12 +143,6 @@ func (r *EchoFinalBackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("echo-finalbackup").
 		WithOptions(controllerOptions(1)).
 		For(&echov1alpha1.Echo{}, builder.WithPredicates(finalBackupRelevant)).
-		Watches(&echov1alpha1.EchoBackup{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			name, ok := o.GetLabels()[echov1alpha1.FinalBackupOfLabel]
-			if !ok {
-				return nil
-			}
-			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
-		})).
+		Watches(&echov1alpha1.EchoBackup{}, handler.EnqueueRequestsFromMapFunc(finalbackup.EchoOf)).
 		Complete(r)
 }

@@ -119,6 +119,10 @@ func (r *EchoBackupReconciler) reconcileBackup(ctx context.Context, b *echov1alp
 		return ctrl.Result{}, err
 	}
 	job, err := r.ensureJob(ctx, b, echo)
+	if refused, ok := asJobNotOwned(err); ok {
+		r.failWith(b, echov1alpha1.ReasonJobNotOwned, echov1alpha1.EventReasonJobNotOwned, backupJobNotOwnedMessage(b, refused))
+		return ctrl.Result{}, nil
+	}
 	if missing, ok := asSecretsNotFound(err); ok {
 		r.waitForSecrets(b, missing)
 		return ctrl.Result{}, nil
@@ -193,13 +197,16 @@ func (r *EchoBackupReconciler) ensureConfigMap(ctx context.Context, b *echov1alp
 
 // ensureJob returns the backup's Job, creating it on first sight once its
 // storage is resolved, its location (if any) is not being deleted, what
-// it names is found opted in, and the Echo's data claim is its release's.
+// it names is found opted in, and the Echo's data claim is its release's;
+// a Job of its name that the operator did not create for the backup is a
+// *jobNotOwned.
 func (r *EchoBackupReconciler) ensureJob(ctx context.Context, b *echov1alpha1.EchoBackup, echo *echov1alpha1.Echo) (*batchv1.Job, error) {
 	storage, loc, err := resolveStorage(ctx, r.Client, r.APIReader, b.Namespace, b.Spec.Storage)
 	if err != nil {
 		return nil, err
 	}
-	job, created, err := ensureOwnedJob(ctx, r.Client, r.Scheme, b, backupJob(b, echo, storage, moverSettings{image: r.MoverImage, env: r.MoverEnv}),
+	job, created, err := ensureOwnedJob(ctx, r.Client, r.APIReader, r.Scheme, b, &b.Status.Jobs,
+		backupJob(b, echo, storage, moverSettings{image: r.MoverImage, env: r.MoverEnv}),
 		allChecks(dataClaimCheck(r.APIReader, echo), newArtifactCheck(r.APIReader, b.Namespace, loc, storage)))
 	if err != nil || !created {
 		return job, err
@@ -239,7 +246,13 @@ func (r *EchoBackupReconciler) observeJob(ctx context.Context, b *echov1alpha1.E
 // being deleted, and the backup outlives its Echo. The outcome is in the
 // backup's status by then.
 func (r *EchoBackupReconciler) removeFinishedJob(ctx context.Context, b *echov1alpha1.EchoBackup) error {
-	return removeJobNamed(ctx, r.Client, b.Namespace, backupJobName(b))
+	return removeOwnJob(ctx, r.Client, b.Namespace, b.Status.Jobs, backupJobName(b))
+}
+
+// backupJobNotOwnedMessage says that the backup's Job name is taken by a
+// Job the operator did not create, and what to do.
+func backupJobNotOwnedMessage(b *echov1alpha1.EchoBackup, refused *jobNotOwned) string {
+	return refused.message("EchoBackup "+b.Name, "then back up again, or back up now under another EchoBackup name: this EchoBackup has failed for good")
 }
 
 // SetupWithManager registers the controller; backup Jobs map to their

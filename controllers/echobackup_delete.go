@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -57,40 +56,27 @@ func (r *EchoBackupReconciler) reconcileDelete(ctx context.Context, b *echov1alp
 		return ctrl.Result{}, r.releaseBackup(ctx, b)
 	}
 	if !backupFinished(b) {
-		job := &batchv1.Job{}
-		err := r.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: backupJobName(b)}, job)
-		if err == nil {
-			// The Job is watched: its end brings the next reconcile.
-			orig := b.DeepCopy()
-			result, err := r.observeJob(ctx, b, job)
-			if patchErr := r.patchStatus(ctx, orig, b); patchErr != nil {
-				return ctrl.Result{}, patchErr
-			}
+		if running, result, err := r.finishBeforeDelete(ctx, b); running || err != nil {
 			return result, err
-		}
-		if !apierrors.IsNotFound(err) {
-			return ctrl.Result{}, fmt.Errorf("reading Job %s: %w", backupJobName(b), err)
 		}
 	}
 	if !artifactStored(b) {
 		return ctrl.Result{}, r.releaseBackup(ctx, b)
 	}
 
-	job := &batchv1.Job{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: deleteJobName(b)}, job)
+	job, err := getOwnJob(ctx, r.Client, nil, b.Status.Jobs, b.Namespace, deleteJobName(b))
+	if refused, ok := asJobNotOwned(err); ok {
+		return r.deleteJobNotOwned(ctx, b, refused)
+	}
 	switch {
-	case apierrors.IsNotFound(err):
-		return r.startDeleteJob(ctx, b)
 	case err != nil:
-		return ctrl.Result{}, fmt.Errorf("reading Job %s: %w", deleteJobName(b), err)
+		return ctrl.Result{}, err
+	case job == nil:
+		return r.startDeleteJob(ctx, b)
 	case !job.DeletionTimestamp.IsZero():
 		// A failed attempt on its way out: its removal brings the next
 		// reconcile, which starts the next attempt.
 		return ctrl.Result{}, nil
-	case job.Annotations[echov1alpha1.BackupUIDAnnotation] != string(b.UID):
-		// Left over from an earlier EchoBackup of the same name: it says
-		// nothing of this one's artifact.
-		return ctrl.Result{}, removeJob(ctx, r.Client, job)
 	}
 	out, err := readMoverJob(ctx, r.Client, r.APIReader, job, r.Clock.Now(), nil)
 	switch {
@@ -109,6 +95,49 @@ func (r *EchoBackupReconciler) reconcileDelete(ctx context.Context, b *echov1alp
 	return ctrl.Result{}, nil
 }
 
+// finishBeforeDelete observes the Job of a backup being deleted before it
+// finished, so that what it stored is known: running says the backup is
+// still under way (its Job's end brings the next reconcile). A backup Job
+// that the operator did not create for the backup fails the backup.
+func (r *EchoBackupReconciler) finishBeforeDelete(ctx context.Context, b *echov1alpha1.EchoBackup) (running bool, _ ctrl.Result, _ error) {
+	orig := b.DeepCopy()
+	job, err := getOwnJob(ctx, r.Client, b, b.Status.Jobs, b.Namespace, backupJobName(b))
+	var result ctrl.Result
+	switch refused, foreign := asJobNotOwned(err); {
+	case foreign:
+		r.failWith(b, echov1alpha1.ReasonJobNotOwned, echov1alpha1.EventReasonJobNotOwned, backupJobNotOwnedMessage(b, refused))
+	case err != nil:
+		return false, ctrl.Result{}, err
+	case job != nil:
+		recordJob(&b.Status.Jobs, job)
+		result, err = r.observeJob(ctx, b, job)
+	}
+	if patchErr := r.patchStatus(ctx, orig, b); patchErr != nil {
+		return false, ctrl.Result{}, patchErr
+	}
+	return job != nil, result, err
+}
+
+// deleteJobNotOwned reports that the name of the backup's delete Job is
+// taken by a Job the operator did not create for it, and looks again after
+// artifactDeleteBackoff: once that Job is gone, the next attempt starts.
+// The API server confirms it first: the cache may show the operator's new
+// delete Job before the status that records it, whose update then brings
+// the next reconcile.
+func (r *EchoBackupReconciler) deleteJobNotOwned(ctx context.Context, b *echov1alpha1.EchoBackup, refused *jobNotOwned) (ctrl.Result, error) {
+	fresh, job := &echov1alpha1.EchoBackup{}, &batchv1.Job{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(b), fresh); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: refused.name}, job); err != nil || ownJob(nil, fresh.Status.Jobs, job) {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	r.Recorder.Eventf(b, corev1.EventTypeWarning, echov1alpha1.EventReasonJobNotOwned, "Could not delete the artifact at %s: %s", b.Status.Location,
+		refused.message("EchoBackup "+b.Name, "the next attempt, every minute, then deletes the artifact; "+
+			"or remove the finalizer of the EchoBackup to let it go and keep the artifact"))
+	return ctrl.Result{RequeueAfter: artifactDeleteBackoff}, nil
+}
+
 // startDeleteJob creates the Job deleting the backup's artifact, once its
 // storage Secrets are found opted in. In a namespace being deleted no Job
 // can start, and the Secret and claim it would need are going too: the
@@ -123,15 +152,19 @@ func (r *EchoBackupReconciler) startDeleteJob(ctx context.Context, b *echov1alph
 		return r.deleteRefused(b, err)
 	}
 	job := deleteJob(b, storage, moverSettings{image: r.MoverImage, env: r.MoverEnv})
-	err = r.Create(ctx, job)
+	orig := b.DeepCopy()
+	created, err := createJob(ctx, r.Client, r.APIReader, nil, &b.Status.Jobs, job)
+	if refused, ok := asJobNotOwned(err); ok {
+		return r.deleteJobNotOwned(ctx, b, refused)
+	}
 	switch {
+	case err == nil && !created:
+		// A stale cache: the Job's event brings the next reconcile.
+		return ctrl.Result{}, nil
 	case err == nil:
 		log.FromContext(ctx).Info("Deleting the backup's artifact", "job", job.Name, "location", b.Status.Location)
 		r.Recorder.Eventf(b, corev1.EventTypeNormal, echov1alpha1.EventReasonDeletingArtifact, "Started Job %s to delete the artifact at %s", job.Name, b.Status.Location)
-		return ctrl.Result{}, nil
-	case apierrors.IsAlreadyExists(err):
-		// A stale cache: the Job's event brings the next reconcile.
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, r.patchStatus(ctx, orig, b)
 	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
 		// The namespace refuses the Event too; the log keeps the location.
 		log.FromContext(ctx).Info("Namespace being deleted: leaving the backup's artifact in place", "location", b.Status.Location)
@@ -139,7 +172,7 @@ func (r *EchoBackupReconciler) startDeleteJob(ctx context.Context, b *echov1alph
 			"Namespace %s is being deleted, so no Job can delete the artifact: it is left at %s", b.Namespace, b.Status.Location)
 		return ctrl.Result{}, r.releaseBackup(ctx, b)
 	}
-	return ctrl.Result{}, fmt.Errorf("creating Job %s: %w", job.Name, err)
+	return ctrl.Result{}, err
 }
 
 // deleteRefused reports a delete Job not created because a storage Secret

@@ -142,8 +142,9 @@ func TestEchoBackupDeleteDeletesTheArtifactFirst(t *testing.T) {
 	t.Run("a delete Job left from an earlier EchoBackup of the same name does not count", func(t *testing.T) {
 		RegisterTestingT(t)
 		// Play the garbage collector for the pods of the first
-		// EchoBackup's Jobs, and leave a finished delete Job as one whose
-		// removal failed.
+		// EchoBackup's Jobs, and leave a delete Job as one whose removal
+		// failed, still running: a finished one whose EchoBackup is gone
+		// is removed before the next EchoBackup of its name comes.
 		removePod(t, job)
 		removePod(t, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "journal-1-backup"}})
 		stale := &batchv1.Job{
@@ -154,11 +155,21 @@ func TestEchoBackupDeleteDeletesTheArtifactFirst(t *testing.T) {
 				RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "mover", Image: testMoverImage}}}}},
 		}
 		Expect(k8sClient.Create(ctx, stale)).To(Succeed())
-		finishMoverJob(t, stale, deleteSucceeded, true)
 
 		b2 := newDeleteBackup(ns, "journal-1", "journal")
 		completeBackup(t, b2)
 		deleteBackup(t, b2)
+		// Its UID is not the one b2 records: the operator cannot tell it
+		// from a Job someone else made, so it names it and leaves it, and
+		// its success says nothing of b2's artifact.
+		expectJobNotOwnedEvent(t, b2, stale.Name)
+		finishMoverJob(t, stale, deleteSucceeded, true)
+		expectHeld(t, b2)
+		Expect(eventReasonsOf(Default, b2)).NotTo(ContainElement(echov1alpha1.EventReasonArtifactDeleted))
+		expectUntouched(t, stale)
+
+		Expect(k8sClient.Delete(ctx, stale, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+		removePod(t, stale)
 		var fresh *batchv1.Job
 		Eventually(func(g Gomega) {
 			fresh = &batchv1.Job{}
@@ -167,7 +178,6 @@ func TestEchoBackupDeleteDeletesTheArtifactFirst(t *testing.T) {
 		}, timeout, interval).Should(Succeed())
 		Expect(fresh.Annotations).To(HaveKeyWithValue(echov1alpha1.BackupUIDAnnotation, string(getBackup(Default, client.ObjectKeyFromObject(b2)).UID)))
 		expectHeld(t, b2)
-		removePod(t, stale)
 		finishMoverJob(t, fresh, deleteSucceeded, true)
 		expectGone(t, b2)
 	})

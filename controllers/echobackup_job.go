@@ -11,6 +11,7 @@ import (
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	"github.com/echo-operator/echo-operator/internal/moverprotocol"
+	"github.com/echo-operator/echo-operator/internal/names"
 )
 
 // The children of an EchoBackup: the backup Job with the ConfigMap it
@@ -23,14 +24,14 @@ const (
 )
 
 // backupJobName is the name of the Job that runs a backup.
-func backupJobName(b *echov1alpha1.EchoBackup) string { return childName(b.Name, "backup") }
+func backupJobName(b *echov1alpha1.EchoBackup) string { return names.Child(b.Name, "backup") }
 
 // deleteJobName is the name of the Job that deletes a backup's artifact.
-func deleteJobName(b *echov1alpha1.EchoBackup) string { return childName(b.Name, "delete") }
+func deleteJobName(b *echov1alpha1.EchoBackup) string { return names.Child(b.Name, "delete") }
 
 // backupConfigName is the name of the ConfigMap that carries the
 // configuration a backup captures.
-func backupConfigName(b *echov1alpha1.EchoBackup) string { return childName(b.Name, "config") }
+func backupConfigName(b *echov1alpha1.EchoBackup) string { return names.Child(b.Name, "config") }
 
 // artifactKey is where in the storage a backup's artifact lives.
 func artifactKey(b *echov1alpha1.EchoBackup) string {

@@ -13,6 +13,7 @@ import (
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	"github.com/echo-operator/echo-operator/internal/chart"
+	"github.com/echo-operator/echo-operator/internal/names"
 )
 
 func TestBackupJob(t *testing.T) {
@@ -161,7 +162,7 @@ func TestDeleteJob(t *testing.T) {
 			if tc.wantName != "" && job.Name != tc.wantName {
 				t.Errorf("name = %s, want %s", job.Name, tc.wantName)
 			}
-			if len(job.Name) > maxObjectNameLen || job.Name != deleteJobName(b) || job.Name == backupJobName(b) {
+			if len(job.Name) > names.MaxLen || job.Name != deleteJobName(b) || job.Name == backupJobName(b) {
 				t.Errorf("name %q: not the backup's delete Job name", job.Name)
 			}
 			checkDeleteArgs(t, job.Spec.Template.Spec.Containers[0], append(tc.wantArgs, "--key=ns/web/"+tc.backupName))

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/internal/names"
 )
 
 // cronParser reads the five-field cron format and the @ descriptors, as
@@ -53,14 +54,14 @@ func lastDueTime(sched cron.Schedule, since, now time.Time) (time.Time, bool) {
 // scheduledBackupName names the backup a schedule starts at a run time;
 // the name being deterministic, a second attempt finds the first.
 func scheduledBackupName(schedule string, at time.Time) string {
-	return childName(schedule, strconv.FormatInt(at.Unix(), 10))
+	return names.Child(schedule, strconv.FormatInt(at.Unix(), 10))
 }
 
 // requestedBackupName names the backup a request for a backup now starts:
 // the same request seen at the same resourceVersion gives the same name.
 func requestedBackupName(schedule, request, resourceVersion string) string {
 	sum := sha256.Sum256([]byte(resourceVersion + "\x00" + request))
-	return childName(schedule, "now-"+hex.EncodeToString(sum[:])[:10])
+	return names.Child(schedule, "now-"+hex.EncodeToString(sum[:])[:10])
 }
 
 // backupsToPrune picks, among a schedule's backups, the finished ones the

@@ -270,10 +270,16 @@ func (r *EchoRestoreReconciler) restoreData(ctx context.Context, rs *echov1alpha
 // ensureJob returns one of the restore's Jobs, creating it on first sight
 // once check finds what it reads and writes opted in (storageOptInCheck,
 // dataClaimCheck); nil when a storage Secret does not exist yet, and the
-// restore waits for it, or when something refused, and the restore failed.
+// restore waits for it, or when something refused or a Job of its name is
+// not one the operator created for the restore, and the restore failed.
 func (r *EchoRestoreReconciler) ensureJob(ctx context.Context, rs *echov1alpha1.EchoRestore, want *batchv1.Job,
 	check func(context.Context) error) (*batchv1.Job, error) {
-	job, created, err := ensureOwnedJob(ctx, r.Client, r.Scheme, rs, want, check)
+	job, created, err := ensureOwnedJob(ctx, r.Client, r.APIReader, r.Scheme, rs, &rs.Status.Jobs, want, check)
+	if refused, ok := asJobNotOwned(err); ok {
+		r.failWith(rs, echov1alpha1.ReasonJobNotOwned, echov1alpha1.EventReasonJobNotOwned,
+			refused.message("EchoRestore "+rs.Name, "then restore again, or restore now under another EchoRestore name: this EchoRestore has failed for good"))
+		return nil, nil
+	}
 	if missing, ok := asSecretsNotFound(err); ok {
 		r.waitForSecrets(rs, missing)
 		return nil, nil

@@ -240,6 +240,9 @@ func TestEchoRestoreInPlace(t *testing.T) {
 	restore := waitJob(t, ns, "back-restore")
 	Expect(restore.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--existing-data=Replace"))
 	finishMoverJob(t, restore, restoredData, true)
+	Eventually(func(g Gomega) []echov1alpha1.JobReference { return getRestore(g, key).Status.Jobs }, timeout, interval).Should(ConsistOf(
+		echov1alpha1.JobReference{Name: "back-inspect", UID: inspect.UID}, echov1alpha1.JobReference{Name: "back-restore", UID: restore.UID}),
+		"the restore records the Jobs it created")
 
 	Eventually(func(g Gomega) string { return holder(g, echoKey) }, timeout, interval).Should(BeEmpty())
 	// Once the data is in place the backup is no longer needed: a schedule

@@ -8,6 +8,7 @@ import (
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	"github.com/echo-operator/echo-operator/internal/moverprotocol"
+	"github.com/echo-operator/echo-operator/internal/names"
 )
 
 // The Jobs of an EchoRestore: inspect, which checks the backup and hands
@@ -30,10 +31,10 @@ type restoreSource struct {
 }
 
 // inspectJobName is the name of the Job that reads a restore's manifest.
-func inspectJobName(rs *echov1alpha1.EchoRestore) string { return childName(rs.Name, "inspect") }
+func inspectJobName(rs *echov1alpha1.EchoRestore) string { return names.Child(rs.Name, "inspect") }
 
 // restoreJobName is the name of the Job that writes a restore's data.
-func restoreJobName(rs *echov1alpha1.EchoRestore) string { return childName(rs.Name, "restore") }
+func restoreJobName(rs *echov1alpha1.EchoRestore) string { return names.Child(rs.Name, "restore") }
 
 func restoreLabels(rs *echov1alpha1.EchoRestore, echoName string) map[string]string {
 	return moverLabels("echo-restore", echoName, echov1alpha1.RestoreLabel, rs.Name)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -106,7 +105,7 @@ func (r *EchoRestoreReconciler) reconcileRelease(ctx context.Context, rs *echov1
 	}
 	if restoreFinished(rs) {
 		for _, name := range []string{inspectJobName(rs), restoreJobName(rs)} {
-			if err := removeJobNamed(ctx, r.Client, rs.Namespace, name); err != nil {
+			if err := removeOwnJob(ctx, r.Client, rs.Namespace, rs.Status.Jobs, name); err != nil {
 				return ctrl.Result{}, err
 			}
 		}
@@ -119,14 +118,16 @@ func (r *EchoRestoreReconciler) reconcileRelease(ctx context.Context, rs *echov1
 // (the Job controller sets Complete or Failed only once its pods are
 // terminal). A Job still running, as when the restore timed out or was
 // deleted mid-way, is deleted with its pods in the foreground: it is gone
-// only once they are, and its deletion brings the restore back here.
+// only once they are, and its deletion brings the restore back here. A
+// Job of its name that the operator did not create for the restore is
+// not its restore Job, and is left alone.
 func (r *EchoRestoreReconciler) stopRestoreJob(ctx context.Context, rs *echov1alpha1.EchoRestore) (bool, error) {
-	job := &batchv1.Job{}
-	if err := r.Get(ctx, client.ObjectKey{Namespace: rs.Namespace, Name: restoreJobName(rs)}, job); err != nil {
-		if apierrors.IsNotFound(err) {
-			return true, nil
-		}
-		return false, fmt.Errorf("reading Job %s: %w", restoreJobName(rs), err)
+	job, err := getOwnJob(ctx, r.Client, rs, rs.Status.Jobs, rs.Namespace, restoreJobName(rs))
+	if _, foreign := asJobNotOwned(err); foreign || (err == nil && job == nil) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
 	}
 	if complete, failed := jobFinished(job); complete || failed {
 		return true, nil

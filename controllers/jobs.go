@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -14,28 +15,41 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	"github.com/echo-operator/echo-operator/internal/moverprotocol"
 )
 
 // The Jobs of every kind that runs the data mover (backups, artifact
-// deletion, restores): creating them once, reading what they came to, and
-// removing them with their pods.
+// deletion, restores): creating them once, taking only those the operator
+// created for their owner (by controller reference and the UID recorded in
+// the owner's status), reading what they came to, and removing them with
+// their pods.
 
 // resultGracePeriod is how long a finished Job may take to show its
 // result: the kubelet reports the termination message with the pod's
 // final status, so past this the result is taken as lost.
 const resultGracePeriod = 2 * time.Minute
 
-// ensureOwnedJob returns the Job named like want, creating want, owned by
-// owner, on first sight, once mayCreate allows it (its error is returned
-// as it is); created says whether this call created it. The deterministic
-// name makes AlreadyExists a lock against a stale cache.
-func ensureOwnedJob(ctx context.Context, c client.Client, scheme *runtime.Scheme, owner client.Object, want *batchv1.Job,
-	mayCreate func(context.Context) error) (job *batchv1.Job, created bool, err error) {
+// ensureOwnedJob returns the owner's Job named like want, creating want,
+// controlled by owner, on first sight once mayCreate allows it (its error is
+// returned as it is); created says whether this call created it. The Job's
+// UID goes into jobs, the record in the owner's status. A Job of that name
+// that is not the owner's (ownJob) is neither read nor touched: the error is
+// then a *jobNotOwned. The deterministic name makes AlreadyExists a lock
+// against a stale cache; the Job is then read from the API server (api),
+// as is one the cache does not hold at all (it lacks the managed-by label).
+func ensureOwnedJob(ctx context.Context, c client.Client, api client.Reader, scheme *runtime.Scheme, owner client.Object,
+	jobs *[]echov1alpha1.JobReference, want *batchv1.Job, mayCreate func(context.Context) error) (job *batchv1.Job, created bool, err error) {
 	job = &batchv1.Job{}
 	err = c.Get(ctx, client.ObjectKeyFromObject(want), job)
 	if err == nil || !apierrors.IsNotFound(err) {
-		return job, false, err
+		if err != nil {
+			return nil, false, fmt.Errorf("reading Job %s: %w", want.Name, err)
+		}
+		if err := acceptJob(owner, jobs, job); err != nil {
+			return nil, false, err
+		}
+		return job, false, nil
 	}
 	if err := mayCreate(ctx); err != nil {
 		return nil, false, err
@@ -43,13 +57,146 @@ func ensureOwnedJob(ctx context.Context, c client.Client, scheme *runtime.Scheme
 	if err := controllerutil.SetControllerReference(owner, want, scheme); err != nil {
 		return nil, false, fmt.Errorf("owning Job %s: %w", want.Name, err)
 	}
-	if err := c.Create(ctx, want); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			return want, false, nil
-		}
-		return nil, false, fmt.Errorf("creating Job %s: %w", want.Name, err)
+	if created, err := createJob(ctx, c, api, owner, jobs, want); err != nil || !created {
+		return nil, false, err
 	}
 	return want, true, nil
+}
+
+// createJob creates want and records it in jobs. When a Job of its name
+// exists already, created is false, and the error says whether that Job is
+// the owner's: a *jobNotOwned when it is not; nil when it is the owner's own,
+// which the cache has yet to show (its event brings the next reconcile).
+func createJob(ctx context.Context, c client.Client, api client.Reader, owner client.Object, jobs *[]echov1alpha1.JobReference,
+	want *batchv1.Job) (created bool, _ error) {
+	err := c.Create(ctx, want)
+	switch {
+	case err == nil:
+		recordJob(jobs, want)
+		return true, nil
+	case !apierrors.IsAlreadyExists(err):
+		return false, fmt.Errorf("creating Job %s: %w", want.Name, err)
+	}
+	existing := &batchv1.Job{}
+	if err := api.Get(ctx, client.ObjectKeyFromObject(want), existing); err != nil {
+		// Gone meanwhile: the next reconcile creates it.
+		return false, client.IgnoreNotFound(fmt.Errorf("reading Job %s: %w", want.Name, err))
+	}
+	return false, acceptJob(owner, jobs, existing)
+}
+
+// ownJob says whether job is one the operator created for the owner whose
+// record of its Jobs is jobs: the Job whose UID is recorded there or, with
+// none recorded under its name (the status write that follows the Job's
+// creation was lost, or the Job predates the record), one that owner
+// controls. A nil owner controls nothing: the Jobs deleting an artifact
+// have no owner, so one whose record was lost is refused too, until it is
+// deleted or its TTL removes it. A Job anyone else created under that
+// name, labels and template alike, is not the owner's.
+func ownJob(owner client.Object, jobs []echov1alpha1.JobReference, job *batchv1.Job) bool {
+	if ref := recordedJob(jobs, job.Name); ref != nil {
+		return ref.UID == job.UID
+	}
+	return owner != nil && metav1.IsControlledBy(job, owner)
+}
+
+// acceptJob records job in jobs if it is the owner's (ownJob), and
+// refuses it with a *jobNotOwned otherwise.
+func acceptJob(owner client.Object, jobs *[]echov1alpha1.JobReference, job *batchv1.Job) error {
+	if !ownJob(owner, *jobs, job) {
+		return &jobNotOwned{namespace: job.Namespace, name: job.Name}
+	}
+	recordJob(jobs, job)
+	return nil
+}
+
+// recordedJob is the record of the Job of that name, nil when there is none.
+func recordedJob(jobs []echov1alpha1.JobReference, name string) *echov1alpha1.JobReference {
+	for i := range jobs {
+		if jobs[i].Name == name {
+			return &jobs[i]
+		}
+	}
+	return nil
+}
+
+// recordJob records job in jobs, in place of any earlier Job of its name.
+func recordJob(jobs *[]echov1alpha1.JobReference, job *batchv1.Job) {
+	if ref := recordedJob(*jobs, job.Name); ref != nil {
+		ref.UID = job.UID
+		return
+	}
+	*jobs = append(*jobs, echov1alpha1.JobReference{Name: job.Name, UID: job.UID})
+}
+
+// getOwnJob returns the owner's Job of that name (ownJob), nil when there is
+// none; a Job of that name that is not the owner's is left alone, and is a
+// *jobNotOwned.
+func getOwnJob(ctx context.Context, c client.Reader, owner client.Object, jobs []echov1alpha1.JobReference,
+	namespace, name string) (*batchv1.Job, error) {
+	job := &batchv1.Job{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, job); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading Job %s: %w", name, err)
+	}
+	if !ownJob(owner, jobs, job) {
+		return nil, &jobNotOwned{namespace: namespace, name: name}
+	}
+	return job, nil
+}
+
+// jobNotOwned refuses a Job that has the name of a backup's or restore's
+// Job but that the operator did not create for it. Anyone who may create
+// Jobs in the namespace may create one of that name first, with the
+// operator's labels and a template that looks like its own; reading its
+// outcome would report work done that nothing did. The operator leaves it
+// alone: it neither reads it, adopts it nor deletes it.
+type jobNotOwned struct {
+	namespace, name string
+}
+
+func (e *jobNotOwned) Error() string { return e.message("", "") }
+
+// message names the Job and the owner it was refused for, described by of
+// (such as "EchoBackup b1"), and says what to do; then, when given, what
+// follows.
+func (e *jobNotOwned) message(of, then string) string {
+	if of == "" {
+		of = "a backup or restore"
+	}
+	msg := fmt.Sprintf("Job %s in namespace %s has the name of %s's Job but was not created by echo-operator for it: "+
+		"its outcome is not trusted, and it is left in place; find out who created it and delete it (kubectl delete job -n %s %s)",
+		e.name, e.namespace, of, e.namespace, e.name)
+	if then != "" {
+		msg += "; " + then
+	}
+	return msg
+}
+
+// asJobNotOwned finds the refusal in err.
+func asJobNotOwned(err error) (*jobNotOwned, bool) {
+	var refused *jobNotOwned
+	return refused, errors.As(err, &refused)
+}
+
+// removeOwnJob removes the owner's Job of that name, if the record has it
+// and it is not already on its way out; a Job of that name that the
+// operator did not create is left alone.
+func removeOwnJob(ctx context.Context, c client.Client, namespace string, jobs []echov1alpha1.JobReference, name string) error {
+	ref := recordedJob(jobs, name)
+	if ref == nil {
+		return nil
+	}
+	job := &batchv1.Job{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, job); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if job.UID != ref.UID || !job.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	return removeJob(ctx, c, job)
 }
 
 // removeJob deletes a Job and, in the background, its pods (by default,
@@ -72,19 +219,6 @@ func removeJobOnce(ctx context.Context, c client.Client, job *batchv1.Job) (bool
 	default:
 		return false, fmt.Errorf("deleting Job %s: %w", job.Name, err)
 	}
-}
-
-// removeJobNamed removes the Job of that name, if any and not already on
-// its way out.
-func removeJobNamed(ctx context.Context, c client.Client, namespace, name string) error {
-	job := &batchv1.Job{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, job); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if !job.DeletionTimestamp.IsZero() {
-		return nil
-	}
-	return removeJob(ctx, c, job)
 }
 
 // jobFinished reads the terminal conditions of a Job.

@@ -238,8 +238,6 @@ func TestFinalBackupNeedsOptedInStorageSecrets(t *testing.T) {
 	createSecret(t, ns, "s3-credentials", nil, "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
 	createEcho(t, newEcho(ns, key.Name, withFinalBackup))
 	rollOut(t, key)
-	Eventually(func(g Gomega) []string { return getEcho(g, key).Finalizers }, timeout, interval).
-		Should(ContainElement(echov1alpha1.FinalBackupFinalizer))
 
 	Expect(k8sClient.Delete(ctx, getEcho(Default, key))).To(Succeed())
 	b := finalBackupOf(t, key)

@@ -80,8 +80,10 @@ const (
 	EventReasonFinalBackupFailed       = "FinalBackupFailed"
 )
 
-// FinalBackupFinalizer holds an Echo being deleted until its final backup
-// has completed. The Helm release is not uninstalled while it is present.
+// FinalBackupFinalizer is the finalizer earlier versions of the operator
+// held an Echo with until its final backup had completed. The operator no
+// longer adds it and removes it where it finds it: the uninstall gate reads
+// the Echo's spec and its final backup instead (see internal/finalbackup).
 const FinalBackupFinalizer = "echo.dev/final-backup"
 
 // RestoreAnnotation names the EchoRestore writing an Echo's data. While it
@@ -130,6 +132,7 @@ type EchoSpec struct {
 
 	// ImagePullSecrets name Secrets in the Echo's namespace used to pull the image.
 	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:XValidation:rule="self.all(s, size(s.?name.orValue('')) <= 253)",message="imagePullSecrets[].name is a Secret name: at most 253 characters"
 	// +listType=atomic
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Image Pull Secrets"
@@ -186,12 +189,21 @@ type EchoSpec struct {
 	Persistence *PersistenceSpec `json:"persistence,omitempty"`
 
 	// NodeSelector constrains the echo server pods to nodes with these labels.
+	// +kubebuilder:validation:MaxProperties=16
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317)",message="nodeSelector keys are label keys: at most 317 characters (a 253-character prefix, '/' and a 63-character name)"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 63)",message="nodeSelector values are label values: at most 63 characters"
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Node Selector",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:selector:core:v1:Node"}
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 
-	// Tolerations of the echo server pods.
+	// Tolerations of the echo server pods. Keys are at most 317 characters
+	// and values 63, as a taint's; all keys and values together at most 4096.
 	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:XValidation:rule="self.all(t, size(t.?key.orValue('')) <= 317)",message="tolerations[].key is a taint key: at most 317 characters (a 253-character prefix, '/' and a 63-character name)"
+	// +kubebuilder:validation:XValidation:rule="self.all(t, size(t.?value.orValue('')) <= 63)",message="tolerations[].value is a taint value: at most 63 characters"
+	// +kubebuilder:validation:XValidation:rule="self.map(t, size(t.?key.orValue('')) + size(t.?value.orValue(''))).sum() <= 4096",message="tolerations hold at most 4096 characters of keys and values in all: tolerate with operator Exists rather than listing values"
+	// +kubebuilder:validation:XValidation:rule="self.all(t, t.?operator.orValue('') in ['', 'Exists', 'Equal', 'Lt', 'Gt'])",message="tolerations[].operator must be Exists, Equal, Lt or Gt"
+	// +kubebuilder:validation:XValidation:rule="self.all(t, t.?effect.orValue('') in ['', 'NoSchedule', 'PreferNoSchedule', 'NoExecute'])",message="tolerations[].effect must be NoSchedule, PreferNoSchedule, NoExecute or empty (every effect)"
 	// +listType=atomic
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Tolerations"
@@ -199,20 +211,26 @@ type EchoSpec struct {
 
 	// Affinity of the echo server pods. When set it replaces the
 	// anti-affinity that highAvailability adds. The weight of a preferred
-	// term is 1 to 100, as in a pod.
+	// term is 1 to 100, as in a pod. Its lists and strings are bounded
+	// (see Affinity).
 	// +kubebuilder:validation:XValidation:rule="!has(self.nodeAffinity) || !has(self.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution) || self.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution.all(t, t.weight >= 1 && t.weight <= 100)",message="affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[].weight must be between 1 and 100"
 	// +kubebuilder:validation:XValidation:rule="!has(self.podAffinity) || !has(self.podAffinity.preferredDuringSchedulingIgnoredDuringExecution) || self.podAffinity.preferredDuringSchedulingIgnoredDuringExecution.all(t, t.weight >= 1 && t.weight <= 100)",message="affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution[].weight must be between 1 and 100"
 	// +kubebuilder:validation:XValidation:rule="!has(self.podAntiAffinity) || !has(self.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution) || self.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution.all(t, t.weight >= 1 && t.weight <= 100)",message="affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[].weight must be between 1 and 100"
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Affinity",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:nodeAffinity","urn:alm:descriptor:com.tectonic.ui:podAffinity","urn:alm:descriptor:com.tectonic.ui:podAntiAffinity"}
-	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+	Affinity *Affinity `json:"affinity,omitempty"`
 
 	// Backup configures the backups the operator takes of this Echo by itself.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Backup"
 	Backup *EchoBackupPolicy `json:"backup,omitempty"`
 
-	// PodAnnotations are added to the echo server pods.
+	// PodAnnotations are added to the echo server pods: at most 64, with
+	// keys of at most 317 characters and at most 8192 characters of keys
+	// and values in all.
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317)",message="podAnnotations keys are at most 317 characters (a 253-character prefix, '/' and a 63-character name)"
+	// +kubebuilder:validation:XValidation:rule="self.map(k, size(k) + size(self[k])).sum() <= 8192",message="podAnnotations hold at most 8192 characters of keys and values in all: keep large configuration in a ConfigMap"
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Pod Annotations"
 	PodAnnotations map[string]string `json:"podAnnotations,omitempty"`
@@ -237,7 +255,12 @@ type ServiceSpec struct {
 	// +optional
 	Port int32 `json:"port,omitempty"`
 
-	// Annotations are added to the Service, for example to configure a cloud load balancer.
+	// Annotations are added to the Service, for example to configure a
+	// cloud load balancer: at most 64, with keys of at most 317 characters
+	// and at most 8192 characters of keys and values in all.
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317)",message="service.annotations keys are at most 317 characters (a 253-character prefix, '/' and a 63-character name)"
+	// +kubebuilder:validation:XValidation:rule="self.map(k, size(k) + size(self[k])).sum() <= 8192",message="service.annotations hold at most 8192 characters of keys and values in all"
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
 }

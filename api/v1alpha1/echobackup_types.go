@@ -59,9 +59,11 @@ const (
 	// BackupLabel marks the Jobs, pods and ConfigMap of an EchoBackup with
 	// its name.
 	BackupLabel = "echo.dev/backup"
-	// BackupUIDAnnotation ties a delete Job to the EchoBackup it serves,
-	// which its name alone does not: a name is reused once its EchoBackup
-	// is gone.
+	// BackupUIDAnnotation names, on a delete Job, the EchoBackup it
+	// serves, for whoever reads the Job: its name alone does not, as a
+	// name is reused once its EchoBackup is gone. The operator does not
+	// trust it (anyone may set it): it takes only the delete Job whose UID
+	// the EchoBackup's status records (status.jobs).
 	BackupUIDAnnotation = "echo.dev/backup-uid"
 	// FinalBackupOfLabel marks a final backup with the name of its Echo.
 	FinalBackupOfLabel = "echo.dev/final-backup-of"
@@ -203,6 +205,18 @@ type EchoBackupStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Error"
 	Error string `json:"error,omitempty"`
+
+	// Jobs are the Jobs the operator created for the backup: the backup
+	// Job and, while the EchoBackup is being deleted with deletionPolicy
+	// Delete, the Job deleting its artifact. Another Job of one of those
+	// names is not the backup's: it fails the backup, or holds up the
+	// artifact's deletion until it is gone (JobNotOwned).
+	// +kubebuilder:validation:MaxItems=2
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Jobs"
+	Jobs []JobReference `json:"jobs,omitempty"`
 }
 
 // EchoBackup is a backup of one Echo: its configuration and, with

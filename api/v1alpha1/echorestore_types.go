@@ -228,6 +228,16 @@ type EchoRestoreStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Error"
 	Error string `json:"error,omitempty"`
+
+	// Jobs are the Jobs the operator created for the restore: the inspect
+	// Job and the restore Job. Another Job of one of those names is not
+	// the restore's: it fails the restore (JobNotOwned).
+	// +kubebuilder:validation:MaxItems=2
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Jobs"
+	Jobs []JobReference `json:"jobs,omitempty"`
 }
 
 // EchoRestore restores an Echo from a backup: in place, into a new Echo,

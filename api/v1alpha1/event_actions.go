@@ -27,6 +27,10 @@ const (
 	// hand to its data mover: a Secret, a ServiceAccount, a claim, an
 	// endpoint a token or key would go to.
 	EventActionCheckingStorageSecrets = "CheckingStorageSecrets"
+	// EventActionCheckingJobOwner is the action of refusing a Job that
+	// has the name of a backup's or restore's Job but that echo-operator
+	// did not create for it.
+	EventActionCheckingJobOwner = "CheckingJobOwner"
 	// EventActionReconciling is the action of the reasons this package
 	// does not define: those the Helm library records itself, such as
 	// ValueOverridden.
@@ -80,6 +84,8 @@ var eventActions = map[string]string{
 	EventReasonClaimNotOptedIn:    EventActionCheckingStorageSecrets,
 	EventReasonDataClaimNotOwned:  EventActionCheckingStorageSecrets,
 	EventReasonEndpointNotAllowed: EventActionCheckingStorageSecrets,
+
+	EventReasonJobNotOwned: EventActionCheckingJobOwner,
 }
 
 // EventAction returns the action of the Events of a reason:

@@ -81,10 +81,12 @@ func (q *BoundedQuantity) UnmarshalJSON(data []byte) error {
 type ResourceRequirements struct {
 	// Limits are the most the container may use.
 	// +kubebuilder:validation:MaxProperties=16
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317)",message="resource names are at most 317 characters (a 253-character prefix, '/' and a 63-character name)"
 	// +optional
 	Limits map[corev1.ResourceName]BoundedQuantity `json:"limits,omitempty"`
 	// Requests are what the scheduler reserves for the container.
 	// +kubebuilder:validation:MaxProperties=16
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317)",message="resource names are at most 317 characters (a 253-character prefix, '/' and a 63-character name)"
 	// +optional
 	Requests map[corev1.ResourceName]BoundedQuantity `json:"requests,omitempty"`
 }

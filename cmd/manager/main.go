@@ -21,6 +21,7 @@ import (
 	"github.com/echo-operator/echo-operator/cmd/manager/app"
 	"github.com/echo-operator/echo-operator/internal/datamover"
 	"github.com/echo-operator/echo-operator/internal/egress"
+	"github.com/echo-operator/echo-operator/internal/managerpolicy"
 )
 
 // defaultEchoImage is the echo server image when RELATED_IMAGE_ECHO is unset.
@@ -107,7 +108,7 @@ func parseFlags() app.Options {
 	flag.StringVar(&o.MetricsCertDir, "metrics-cert-dir", "", "Directory holding the metrics endpoint's certificate, tls.crt and tls.key (a kubernetes.io/tls Secret mounted there), reloaded when they change; empty: a self-signed certificate made at start.")
 	flag.StringVar(&o.LiveAPI.BindAddress, "live-api-bind-address", envOr("LIVE_API_BIND_ADDRESS", "0"), "Address of the live API's HTTPS endpoint (live.echo.dev, served to kube-apiserver through an APIService; :9443 in the deployment); 0 disables it. Defaults to $LIVE_API_BIND_ADDRESS, which turns it on in an OLM install (the Subscription's config.env).")
 	flag.StringVar(&o.LiveAPI.CertDir, "live-api-cert-dir", "", "Directory holding the live API's serving certificate: tls.crt and tls.key, or apiserver.crt and apiserver.key as OLM mounts them; empty: see --live-api-cert-secret.")
-	flag.StringVar(&o.ManagerDeployment, "manager-deployment", "", "The manager's own Deployment, in the operator's namespace: the leader keeps the NetworkPolicy of its pods (live API port open, metrics port to namespaces labelled metrics: enabled), owned by it. Empty: no NetworkPolicy.")
+	flag.StringVar(&o.ManagerDeployment, "manager-deployment", "", "The manager's own Deployment, in the operator's namespace: the leader keeps the NetworkPolicy of its pods (live API port open to --live-api-sources, metrics port to namespaces labelled metrics: enabled), owned by it. Empty: no NetworkPolicy.")
 	flag.StringVar(&o.LiveAPIService, "live-api-service", "", "Service, in the operator's namespace, in front of the replicas' live API: with --live-api-cert-secret, the leader registers the APIService "+livev1alpha1.APIServiceName+" itself, pointing at it, while the live API is on, and deletes it when the operator starts with the live API off.")
 	flag.StringVar(&o.LiveAPICertSecret, "live-api-cert-secret", "", "Secret, in the operator's namespace, where the operator keeps the live API's CA and serving certificate itself: the leader issues and renews them and writes the CA into the caBundle of APIService "+livev1alpha1.APIServiceName+"; every replica serves the certificate from it. Empty, with no --live-api-cert-dir either: a self-signed certificate made at start.")
 	storageAllow, clusterNetworks, storageProxy, err := egressFromEnv(os.Getenv)
@@ -121,6 +122,12 @@ func parseFlags() app.Options {
 		storageProxy, err = egress.ParseProxy(v)
 		return err
 	})
+	var liveAPISources egress.Prefixes
+	if err := liveAPISources.Set(os.Getenv(managerpolicy.LiveAPISourcesEnv)); err != nil {
+		fmt.Fprintf(os.Stderr, "$%s: %v\n", managerpolicy.LiveAPISourcesEnv, err)
+		os.Exit(2)
+	}
+	flag.Var(&liveAPISources, managerpolicy.LiveAPISourcesFlag, "CIDRs (comma-separated, or the flag repeated) of the control plane, the addresses kube-apiserver connects to the manager's pods from: the manager's NetworkPolicy admits only them to the live API's port. None: any source. Adds to $"+managerpolicy.LiveAPISourcesEnv+".")
 	flag.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints; 0 disables them.")
 	flag.StringVar(&o.PprofAddr, "pprof-bind-address", "", "Address of the pprof endpoints; empty disables them.")
 	flag.BoolVar(&o.LeaderElect, "leader-elect", false, "Elect a leader so that only one replica reconciles at a time.")
@@ -149,6 +156,7 @@ func parseFlags() app.Options {
 	o.WatchNamespaces = splitNamespaces(os.Getenv("WATCH_NAMESPACE"))
 	o.QPS, o.Burst = float32(qps), burst
 	o.LiveAPI.Kubeconfig = kubeconfigFile()
+	o.LiveAPISources = liveAPISources
 	o.LiveAPI.StorageEgress = egress.New(egress.Config{Allow: storageAllow, ClusterNetworks: clusterNetworks, Proxy: storageProxy})
 	ctrl.Log.WithName("setup").Info("Storage egress policy", "allow", storageAllow.String(),
 		"clusterNetworks", clusterNetworks.String(), "proxy", redacted(storageProxy))
@@ -162,9 +170,37 @@ func parseFlags() app.Options {
 // the cluster's proxy settings, HTTP_PROXY, HTTPS_PROXY and NO_PROXY, which
 // OLM sets on the operator's Deployment on a cluster with a proxy, each in
 // upper and lower case (operator-lib reads them as every operator does), so
-// that backups and restores reach storage through the same proxy.
+// that backups and restores reach storage through the same proxy. A proxy
+// URL's credentials stay behind: a Job's environment is read by whoever may
+// read Jobs or pods in the tenant's namespace.
 func moverEnv() []corev1.EnvVar {
-	return olmproxy.ReadProxyVarsFromEnv()
+	vars := olmproxy.ReadProxyVarsFromEnv()
+	for i := range vars {
+		vars[i].Value = withoutCredentials(vars[i].Value)
+	}
+	return vars
+}
+
+// withoutCredentials drops the user information of a proxy URL, with or
+// without a scheme (user:password@host:port); anything else is returned
+// as it is.
+func withoutCredentials(proxy string) string {
+	scheme, rest, hasScheme := strings.Cut(proxy, "://")
+	if !hasScheme {
+		scheme, rest = "", proxy
+	}
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	at := strings.LastIndex(rest[:end], "@")
+	if at < 0 {
+		return proxy
+	}
+	if hasScheme {
+		return scheme + "://" + rest[at+1:]
+	}
+	return rest[at+1:]
 }
 
 // goMemoryLimit is the soft memory limit to set from the container's

@@ -37,6 +37,10 @@ func TestMoverEnvIsTheProxy(t *testing.T) {
 			{Name: "HTTPS_PROXY", Value: "http://proxy:3128"}, {Name: "https_proxy", Value: "http://proxy:3128"},
 			{Name: "NO_PROXY", Value: ".svc,10.0.0.0/8"}, {Name: "no_proxy", Value: ".svc,10.0.0.0/8"},
 		}},
+		{"credentials stay behind", map[string]string{"HTTPS_PROXY": "http://user:s3cr%40t@proxy:3128", "HTTP_PROXY": "user:pw@proxy:3128/"}, []corev1.EnvVar{
+			{Name: "HTTP_PROXY", Value: "proxy:3128/"}, {Name: "http_proxy", Value: "proxy:3128/"},
+			{Name: "HTTPS_PROXY", Value: "http://proxy:3128"}, {Name: "https_proxy", Value: "http://proxy:3128"},
+		}},
 		{"all three", map[string]string{"HTTP_PROXY": "http://p:1", "HTTPS_PROXY": "http://p:2", "NO_PROXY": "a"}, []corev1.EnvVar{
 			{Name: "HTTP_PROXY", Value: "http://p:1"}, {Name: "http_proxy", Value: "http://p:1"},
 			{Name: "HTTPS_PROXY", Value: "http://p:2"}, {Name: "https_proxy", Value: "http://p:2"},

@@ -42,7 +42,7 @@ type Values struct {
 	Persistence      Persistence                   `json:"persistence"`
 	NodeSelector     map[string]string             `json:"nodeSelector"`
 	Tolerations      []corev1.Toleration           `json:"tolerations"`
-	Affinity         *corev1.Affinity              `json:"affinity"`
+	Affinity         *echov1alpha1.Affinity        `json:"affinity"`
 	PodAnnotations   map[string]string             `json:"podAnnotations"`
 	Quiesced         bool                          `json:"quiesced"`
 	SpecGeneration   int64                         `json:"specGeneration"`

@@ -36,7 +36,7 @@ func TestSpecRendersTheSameValues(t *testing.T) {
 				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOncePod}},
 			NodeSelector:   map[string]string{"zone": "a"},
 			Tolerations:    []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "echo", Effect: corev1.TaintEffectNoSchedule}},
-			Affinity:       &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{}},
+			Affinity:       &echov1alpha1.Affinity{NodeAffinity: &echov1alpha1.NodeAffinity{}},
 			PodAnnotations: map[string]string{"team": "blue"},
 		}},
 	}

@@ -113,6 +113,7 @@ func newReconciler(mgr ctrl.Manager, w watches.Watch, opts Options) (*reconciler
 			reconciler.WithClient(newStatusClient(mgr.GetClient(), echoGVK)),
 			// Echo is in the scheme as a typed kind already.
 			reconciler.SkipPrimaryGVKSchemeRegistration(true),
+			reconciler.WithControllerSetupFunc(watchFinalBackups(mgr)),
 		)
 		if w.WatchDependentResources == nil || *w.WatchDependentResources {
 			// The chart's objects are watched through the typed cache

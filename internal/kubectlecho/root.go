@@ -91,5 +91,5 @@ func run(connect func() (*env, error), body func(context.Context, *env) error) e
 // printf prints to the command's output; a failed write to a terminal
 // or pipe has no better place to be reported.
 func (e *env) printf(format string, args ...any) {
-	_, _ = fmt.Fprintf(e.streams.Out, format, args...)
+	_, _ = fmt.Fprintf(e.streams.Out, format, terminalSafeArgs(args)...)
 }

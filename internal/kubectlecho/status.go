@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -129,7 +128,7 @@ func (e *env) printRecentEvents(ctx context.Context, name string) error {
 	}
 	rows := make([][]string, 0, len(events))
 	for _, ev := range events {
-		rows = append(rows, []string{e.age(eventTime(ev)), ev.Type, ev.Reason, strings.ReplaceAll(ev.Message, "\n", " ")})
+		rows = append(rows, []string{e.age(eventTime(ev)), ev.Type, ev.Reason, ev.Message})
 	}
 	return printTable(e.streams.Out, []string{"LAST SEEN", "TYPE", "REASON", "MESSAGE"}, rows)
 }

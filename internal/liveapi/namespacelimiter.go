@@ -8,8 +8,9 @@ import (
 
 // namespaceLimiter bounds work that the live API does for its requests
 // across the process (listings of storage, manifest reads), and the share
-// of it one namespace may hold: however much a namespace asks for, the
-// other namespaces keep total-perNamespace slots.
+// of it one namespace may hold. A namespace that already holds a slot never
+// takes the last free one: that one is kept for a namespace holding none,
+// so no few namespaces together hold every slot while another waits.
 type namespaceLimiter struct {
 	total, perNamespace int
 
@@ -30,7 +31,7 @@ func newNamespaceLimiter(total, perNamespace int) *namespaceLimiter {
 func (l *namespaceLimiter) acquire(ctx context.Context, namespace string) (release func(), err error) {
 	for {
 		l.mu.Lock()
-		if l.inUse < l.total && l.byNamespace[namespace] < l.perNamespace {
+		if l.grantable(namespace) {
 			l.inUse++
 			l.byNamespace[namespace]++
 			l.mu.Unlock()
@@ -45,6 +46,12 @@ func (l *namespaceLimiter) acquire(ctx context.Context, namespace string) (relea
 			return nil, fmt.Errorf("waiting for one of the %d slots (%d per namespace): %w", l.total, l.perNamespace, context.Cause(ctx))
 		}
 	}
+}
+
+// grantable says whether namespace may take a slot now; l.mu is held.
+func (l *namespaceLimiter) grantable(namespace string) bool {
+	held, free := l.byNamespace[namespace], l.total-l.inUse
+	return held < l.perNamespace && (free > 1 || (free == 1 && held == 0))
 }
 
 func (l *namespaceLimiter) release(namespace string) {

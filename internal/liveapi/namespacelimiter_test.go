@@ -26,18 +26,21 @@ func TestNamespaceLimiter(t *testing.T) {
 		steps        []step
 	}{
 		{"a namespace takes up to its share", 4, 2, []step{
-			take("a", true), take("a", true), take("a", false), take("b", true), take("b", true), take("c", false),
+			take("a", true), take("a", true), take("a", false), take("b", true),
+		}},
+		{"two namespaces never hold every slot: the last is kept for a third", 4, 2, []step{
+			take("a", true), take("a", true), take("b", true), take("b", false), take("c", true), take("d", false),
 		}},
 		{"the process's slots bound every namespace", 3, 2, []step{
 			take("a", true), take("a", true), take("b", true), take("b", false), take("c", false),
 		}},
 		{"a released slot can be taken again", 2, 2, []step{
-			take("a", true), take("a", true), take("b", false), give(0), take("b", true), take("a", false), give(1), take("a", true),
+			take("a", true), take("a", false), take("b", true), take("c", false), give(0), take("c", true), give(1), take("a", true),
 		}},
 		{"a namespace's released slot is its own again", 4, 1, []step{
 			take("a", true), take("a", false), give(0), take("a", true),
 		}},
-		{"releasing twice frees one slot", 2, 2, []step{
+		{"releasing twice frees one slot", 3, 3, []step{
 			take("a", true), take("a", true), give(0), give(0), take("a", true), take("a", false),
 		}},
 	} {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -40,9 +41,12 @@ type Options struct {
 	// (servingcert.SecretProvider); the server runs it.
 	ServingCert dynamiccertificates.CertKeyContentProvider
 	// Kubeconfig is the file the server reaches kube-apiserver with for
-	// TokenReviews, SubjectAccessReviews and the front-proxy CA; empty
-	// in a pod, which uses its ServiceAccount.
+	// SubjectAccessReviews and the front proxy's CA; empty in a pod,
+	// which uses its ServiceAccount.
 	Kubeconfig string
+	// UserInFlight bounds the requests of one user served at once; 0
+	// means DefaultUserInFlight.
+	UserInFlight int
 	// StorageEgress decides where the listings of EchoBackupLocations
 	// may connect; nil: the default policy, which allows only the public
 	// internet, with no proxy.
@@ -113,8 +117,9 @@ func New(o Options, src Sources) (*Server, error) {
 }
 
 // serverConfig is the generic API server configuration: HTTPS on
-// BindAddress, authentication and authorization delegated to
-// kube-apiserver, OpenAPI v2 and v3 of the live kinds.
+// BindAddress, kube-apiserver's front proxy as the only caller it
+// authenticates, authorization delegated to kube-apiserver, a bound on
+// each user's requests in flight, OpenAPI v2 and v3 of the live kinds.
 func serverConfig(o Options) (*genericapiserver.Config, net.Listener, error) {
 	serving := genericoptions.NewSecureServingOptions().WithLoopback()
 	serving.ServerCert.CertDirectory, serving.ServerCert.PairName = "", ""
@@ -140,6 +145,7 @@ func serverConfig(o Options) (*genericapiserver.Config, net.Listener, error) {
 
 	config := genericapiserver.NewConfig(Codecs)
 	config.EffectiveVersion = utilcompatibility.DefaultBuildEffectiveVersion()
+	config.BuildHandlerChainFunc = userBoundedHandlerChain(o.UserInFlight)
 	config.EnableProfiling, config.EnableMetrics, config.EnableIndex = false, false, false
 	if err := serving.ApplyTo(&config.SecureServing, &config.LoopbackClientConfig); err != nil {
 		_ = listener.Close()
@@ -156,9 +162,11 @@ func serverConfig(o Options) (*genericapiserver.Config, net.Listener, error) {
 	config.OpenAPIV3Config.Info.Title, config.OpenAPIV3Config.Info.Version = "echo-operator live API", livev1alpha1.GroupVersion.Version
 	config.OpenAPIV3Config.GetDefinitionName = definitionName(namer)
 
-	authn := genericoptions.NewDelegatingAuthenticationOptions()
-	authn.RemoteKubeConfigFile = o.Kubeconfig
-	if err := authn.ApplyTo(&config.Authentication, config.SecureServing, config.OpenAPIConfig); err != nil {
+	client, err := authenticationClient(o.Kubeconfig)
+	if err == nil {
+		err = frontProxyAuthentication(client, &config.Authentication, config.SecureServing)
+	}
+	if err != nil {
 		_ = listener.Close()
 		return nil, nil, fmt.Errorf("configuring the live API's authentication: %w", err)
 	}
@@ -169,6 +177,18 @@ func serverConfig(o Options) (*genericapiserver.Config, net.Listener, error) {
 		return nil, nil, fmt.Errorf("configuring the live API's authorization: %w", err)
 	}
 	return config, listener, nil
+}
+
+// userBoundedHandlerChain is the generic server's handler chain around
+// the API, which runs once a request is authenticated and authorized, and
+// bounds the requests in flight per user (withUserInFlight).
+func userBoundedHandlerChain(limit int) func(http.Handler, *genericapiserver.Config) http.Handler {
+	if limit <= 0 {
+		limit = DefaultUserInFlight
+	}
+	return func(api http.Handler, c *genericapiserver.Config) http.Handler {
+		return genericapiserver.DefaultBuildHandlerChain(withUserInFlight(api, limit), c)
+	}
 }
 
 // definitionName names the OpenAPI definitions of the live kinds as the

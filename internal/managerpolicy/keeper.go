@@ -3,6 +3,7 @@ package managerpolicy
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -36,7 +37,10 @@ type Keeper struct {
 	Reader client.Reader
 	// Namespace and Deployment name the manager's Deployment.
 	Namespace, Deployment string
-	Log                   logr.Logger
+	// LiveAPISources are the control plane's addresses, the only sources
+	// of the live API's port; none: any source.
+	LiveAPISources []netip.Prefix
+	Log            logr.Logger
 }
 
 // NeedLeaderElection is true: one replica writes.
@@ -68,7 +72,7 @@ func (k *Keeper) Apply(ctx context.Context) error {
 		}
 		return fmt.Errorf("reading the manager's Deployment: %w", err)
 	}
-	if err := k.Client.Patch(ctx, Build(dep), client.Apply, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+	if err := k.Client.Patch(ctx, Build(dep, k.LiveAPISources), client.Apply, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		return fmt.Errorf("applying NetworkPolicy %s/%s: %w", k.Namespace, Name, err)
 	}
 	return nil

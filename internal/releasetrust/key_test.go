@@ -3,6 +3,7 @@ package releasetrust
 import (
 	"context"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -39,6 +40,23 @@ func TestLoadOrCreateSigner(t *testing.T) {
 	first.Sign(r)
 	if !second.Verify(r) {
 		t.Error("a record signed before a restart does not verify after it")
+	}
+
+	// A key Secret of a version that did not sign the owner gets the
+	// time the owner was first signed, and legacy records before it verify.
+	delete(stored.Annotations, OwnerSignedSinceAnnotation)
+	if err := c.Update(ctx, stored); err != nil {
+		t.Fatal(err)
+	}
+	upgraded, err := LoadOrCreateSigner(ctx, c, "echo-operator-system")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(stored), stored); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := time.Parse(time.RFC3339, stored.Annotations[OwnerSignedSinceAnnotation]); err != nil || upgraded.legacyBefore.IsZero() {
+		t.Errorf("the upgrade left annotation %q, cut-off %v", stored.Annotations[OwnerSignedSinceAnnotation], upgraded.legacyBefore)
 	}
 
 	stored.Data[keyDataKey] = []byte("short")

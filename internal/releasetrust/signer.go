@@ -8,8 +8,12 @@ import (
 	"hash"
 	"maps"
 	"slices"
+	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 const (
@@ -19,7 +23,15 @@ const (
 
 	// schemeVersion names the canonical form signed below; a change to it
 	// needs a new version, with which older signatures stop verifying.
-	schemeVersion = "v1"
+	// v2 covers the UID of the record's controller, the Echo it belongs to:
+	// a record copied from a deleted Echo does not verify under a new Echo
+	// of the same name.
+	schemeVersion = "v2"
+	// legacySchemeVersion is v1, which did not cover the owner. Its records
+	// verify only when they were created before the operator first signed
+	// with v2 (Signer.legacyBefore): those the operator wrote itself, never
+	// a copy a tenant creates later.
+	legacySchemeVersion = "v1"
 
 	// ReleaseDataKey holds the encoded release in a release Secret, as
 	// Helm's Secrets driver stores it.
@@ -36,14 +48,22 @@ var unsignedLabels = map[string]bool{"createdAt": true, "modifiedAt": true}
 // Signer signs and verifies release Secrets with one key.
 type Signer struct {
 	key []byte
+	// legacyBefore is when the operator first signed with schemeVersion:
+	// records of the legacy scheme verify only if created before it.
+	legacyBefore time.Time
 }
 
-// NewSigner returns a signer with key, which must be KeySize bytes or more.
+// NewSigner returns a signer with key, which must be KeySize bytes or more,
+// that trusts no record of the legacy scheme.
 func NewSigner(key []byte) (*Signer, error) {
+	return newSigner(key, time.Time{})
+}
+
+func newSigner(key []byte, legacyBefore time.Time) (*Signer, error) {
 	if len(key) < KeySize {
 		return nil, fmt.Errorf("a release signing key needs at least %d bytes, this one has %d", KeySize, len(key))
 	}
-	return &Signer{key: slices.Clone(key)}, nil
+	return &Signer{key: slices.Clone(key), legacyBefore: legacyBefore}, nil
 }
 
 // Sign sets the signature annotation of a release Secret about to be
@@ -52,33 +72,40 @@ func (s *Signer) Sign(secret *corev1.Secret) {
 	if secret.Annotations == nil {
 		secret.Annotations = map[string]string{}
 	}
-	secret.Annotations[SignatureAnnotation] = schemeVersion + ":" + base64.StdEncoding.EncodeToString(s.mac(secret))
+	secret.Annotations[SignatureAnnotation] = schemeVersion + ":" + base64.StdEncoding.EncodeToString(s.mac(secret, schemeVersion))
 }
 
 // Verify reports whether a release Secret carries a valid signature of
 // this key: it was written by the operator and not changed since.
 func (s *Signer) Verify(secret *corev1.Secret) bool {
-	got := secret.Annotations[SignatureAnnotation]
-	prefix := schemeVersion + ":"
-	if len(got) <= len(prefix) || got[:len(prefix)] != prefix {
+	version, encoded, ok := strings.Cut(secret.Annotations[SignatureAnnotation], ":")
+	switch {
+	case !ok || encoded == "":
+		return false
+	case version == legacySchemeVersion && !secret.CreationTimestamp.Time.Before(s.legacyBefore):
+		return false
+	case version != schemeVersion && version != legacySchemeVersion:
 		return false
 	}
-	sig, err := base64.StdEncoding.DecodeString(got[len(prefix):])
+	sig, err := base64.StdEncoding.DecodeString(encoded)
 	if err != nil {
 		return false
 	}
-	return hmac.Equal(sig, s.mac(secret))
+	return hmac.Equal(sig, s.mac(secret, version))
 }
 
 // mac is the HMAC of a Secret's canonical form: every field length-prefixed,
 // so that no two different Secrets write the same bytes. The release is
 // hashed as stored (encoded), so a record is verified before anything
 // decompresses or parses it.
-func (s *Signer) mac(secret *corev1.Secret) []byte {
+func (s *Signer) mac(secret *corev1.Secret, version string) []byte {
 	h := hmac.New(sha256.New, s.key)
-	writeField(h, "scheme", schemeVersion)
+	writeField(h, "scheme", version)
 	writeField(h, "namespace", secret.Namespace)
 	writeField(h, "name", secret.Name)
+	if version != legacySchemeVersion {
+		writeField(h, "owner", string(controllerUID(secret)))
+	}
 	keys := slices.Sorted(maps.Keys(secret.Labels))
 	for _, k := range keys {
 		if !unsignedLabels[k] {
@@ -88,6 +115,14 @@ func (s *Signer) mac(secret *corev1.Secret) []byte {
 	writeField(h, "type", string(secret.Type))
 	writeField(h, "release", string(secret.Data[ReleaseDataKey]))
 	return h.Sum(nil)
+}
+
+// controllerUID is the UID of the object that controls secret, if any.
+func controllerUID(secret *corev1.Secret) types.UID {
+	if ref := metav1.GetControllerOfNoCopy(secret); ref != nil {
+		return ref.UID
+	}
+	return ""
 }
 
 func writeField(h hash.Hash, name, value string) {

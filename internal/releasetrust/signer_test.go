@@ -2,16 +2,20 @@ package releasetrust
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"strconv"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/echo-operator/echo-operator/internal/chart"
 )
@@ -41,6 +45,13 @@ func record(name string) *corev1.Secret {
 	}
 }
 
+// ownedRecord is a record controlled by the Echo of uid.
+func ownedRecord(name string, uid types.UID) *corev1.Secret {
+	r := record(name)
+	r.OwnerReferences = []metav1.OwnerReference{{APIVersion: "echo.dev/v1alpha1", Kind: "Echo", Name: name, UID: uid, Controller: ptr.To(true)}}
+	return r
+}
+
 func TestSignerVerify(t *testing.T) {
 	s := newTestSigner(t, testKey)
 	tests := []struct {
@@ -50,7 +61,11 @@ func TestSignerVerify(t *testing.T) {
 	}{
 		{"as signed", func(*corev1.Secret) {}, true},
 		{"a timestamp label restamped", func(r *corev1.Secret) { r.Labels["modifiedAt"] = "2" }, true},
-		{"owner references added", func(r *corev1.Secret) { r.OwnerReferences = []metav1.OwnerReference{{UID: "x"}} }, true},
+		{"an owner reference added", func(r *corev1.Secret) {
+			r.OwnerReferences = append(r.OwnerReferences, metav1.OwnerReference{UID: "x"})
+		}, true},
+		{"its controller replaced by a new Echo of the same name", func(r *corev1.Secret) { r.OwnerReferences[0].UID = "uid-2" }, false},
+		{"its controller removed", func(r *corev1.Secret) { r.OwnerReferences = nil }, false},
 		{"the release changed", func(r *corev1.Secret) { r.Data[ReleaseDataKey] = []byte("H4sI-other") }, false},
 		{"the release removed", func(r *corev1.Secret) { delete(r.Data, ReleaseDataKey) }, false},
 		{"the status label changed", func(r *corev1.Secret) { r.Labels[chart.ReleaseStatusLabel] = "superseded" }, false},
@@ -68,7 +83,7 @@ func TestSignerVerify(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := record("web")
+			r := ownedRecord("web", "uid-1")
 			s.Sign(r)
 			tt.change(r)
 			if got := s.Verify(r); got != tt.want {
@@ -88,6 +103,32 @@ func TestSignerVerify(t *testing.T) {
 			t.Error("a 5-byte key was accepted")
 		}
 	})
+}
+
+// TestLegacySignatures: a record signed before the owner was covered
+// verifies only if it was created before the operator first signed the
+// owner; a copy created later, under another owner, does not.
+func TestLegacySignatures(t *testing.T) {
+	cutoff := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	s, err := newSigner([]byte(testKey), cutoff)
+	if err != nil {
+		t.Fatal(err)
+	}
+	legacy := func(created time.Time, owner types.UID) *corev1.Secret {
+		r := ownedRecord("web", owner)
+		r.CreationTimestamp = metav1.NewTime(created)
+		r.Annotations = map[string]string{SignatureAnnotation: legacySchemeVersion + ":" + base64.StdEncoding.EncodeToString(s.mac(r, legacySchemeVersion))}
+		return r
+	}
+	if !s.Verify(legacy(cutoff.Add(-time.Hour), "uid-1")) {
+		t.Error("a legacy record written before the cut-off does not verify")
+	}
+	if s.Verify(legacy(cutoff.Add(time.Hour), "uid-2")) {
+		t.Error("a legacy record created after the cut-off verifies")
+	}
+	if fresh := newTestSigner(t, testKey); fresh.Verify(legacy(cutoff.Add(-time.Hour), "uid-1")) {
+		t.Error("a signer without a cut-off trusts legacy records")
+	}
 }
 
 func TestSecretClient(t *testing.T) {

@@ -56,7 +56,12 @@ type Rotator struct {
 	// install, where no manifest creates it): it creates it, pointing at
 	// that Service, when it is missing, and points it there again when it
 	// points elsewhere. Empty: the APIService must exist (config/default).
-	Service   string
+	Service string
+	// Owner, when set, is the ClusterRole (OwnerClusterRole) the
+	// APIService is given as its owner, so that deleting it, as every
+	// uninstall does, deletes the APIService too. The Rotator registers
+	// no APIService while it is missing.
+	Owner     string
 	Lifetimes Lifetimes
 	// Changes delivers a value when the Secret changes (SecretProvider).
 	Changes <-chan struct{}
@@ -104,7 +109,7 @@ func (r *Rotator) Start(ctx context.Context) error {
 // to check next: the next renewal, or when a new CA may sign.
 func (r *Rotator) Ensure(ctx context.Context) (time.Time, error) {
 	now := r.now()
-	apiService, dnsNames, err := r.readAPIService(ctx)
+	apiService, dnsNames, err := r.readOwnedAPIService(ctx)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -163,13 +168,41 @@ func (r *Rotator) Ensure(ctx context.Context) (time.Time, error) {
 	return nextRenewal(data), nil
 }
 
+// readOwnedAPIService reads the APIService, registering it if it is
+// missing and the Rotator registers it, gives it its Owner, and returns
+// it with the DNS names of the Service it names. The owner is read first:
+// while it is missing, an uninstall is under way, and nothing is
+// registered that the garbage collector would not delete.
+func (r *Rotator) readOwnedAPIService(ctx context.Context) (*unstructured.Unstructured, []string, error) {
+	if r.Owner == "" {
+		return r.readAPIService(ctx, nil)
+	}
+	owner, err := ownerReference(ctx, r.Reader, r.Owner)
+	if err != nil {
+		return nil, nil, err
+	}
+	apiService, dnsNames, err := r.readAPIService(ctx, &owner)
+	if err != nil {
+		return nil, nil, err
+	}
+	changed, err := ensureOwner(ctx, r.Client, apiService, owner)
+	if err != nil {
+		return nil, nil, err
+	}
+	if changed {
+		r.Log.Info("Made the ClusterRole the owner of the live API's APIService", "apiService", r.APIService, "clusterRole", r.Owner)
+	}
+	return apiService, dnsNames, nil
+}
+
 // readAPIService reads the APIService and the DNS names of the Service it
-// names.
-func (r *Rotator) readAPIService(ctx context.Context) (*unstructured.Unstructured, []string, error) {
+// names; it registers the APIService, owned by owner, if it is missing
+// and the Rotator registers it.
+func (r *Rotator) readAPIService(ctx context.Context, owner *metav1.OwnerReference) (*unstructured.Unstructured, []string, error) {
 	apiService := EmptyAPIService()
 	if err := r.Reader.Get(ctx, client.ObjectKey{Name: r.APIService}, apiService); err != nil {
 		if apierrors.IsNotFound(err) && r.Service != "" {
-			return r.register(ctx)
+			return r.register(ctx, owner)
 		}
 		if apierrors.IsNotFound(err) {
 			return nil, nil, fmt.Errorf("APIService %s does not exist: apply config/default, which registers the live API: %w", r.APIService, err)
@@ -190,13 +223,17 @@ func (r *Rotator) readAPIService(ctx context.Context) (*unstructured.Unstructure
 	return apiService, ServiceDNSNames(namespace, name), nil
 }
 
-// register creates the APIService, pointing at the Service, with no
-// caBundle yet (kube-apiserver reports it unavailable until the check
-// writes it), and returns it with the Service's DNS names.
-func (r *Rotator) register(ctx context.Context) (*unstructured.Unstructured, []string, error) {
+// register creates the APIService, pointing at the Service, owned by
+// owner when given, with no caBundle yet (kube-apiserver reports it
+// unavailable until the check writes it), and returns it with the
+// Service's DNS names.
+func (r *Rotator) register(ctx context.Context, owner *metav1.OwnerReference) (*unstructured.Unstructured, []string, error) {
 	apiService, err := NewAPIService(r.APIService, r.Namespace, r.Service)
 	if err != nil {
 		return nil, nil, err
+	}
+	if owner != nil {
+		apiService.SetOwnerReferences([]metav1.OwnerReference{*owner})
 	}
 	if err := r.Client.Create(ctx, apiService); err != nil {
 		return nil, nil, fmt.Errorf("registering APIService %s: %w", r.APIService, err)

@@ -309,7 +309,7 @@ func (w *workload) cloneStrand(ctx context.Context) error {
 }
 
 // finalStrand creates an Echo with a final backup policy and deletes it
-// once the policy's finalizer is on.
+// once it is Ready.
 func (w *workload) finalStrand(ctx context.Context) error {
 	storage := w.env.storage()
 	if err := w.createDataEcho(ctx, finalEcho, &echov1alpha1.EchoBackupPolicy{
@@ -318,19 +318,7 @@ func (w *workload) finalStrand(ctx context.Context) error {
 		return err
 	}
 	if err := await(ctx, func(ctx context.Context) error {
-		if err := echoReady(ctx, w.key(finalEcho)); err != nil {
-			return err
-		}
-		e := &echov1alpha1.Echo{}
-		if err := k8sClient.Get(ctx, w.key(finalEcho), e); err != nil {
-			return err
-		}
-		for _, f := range e.Finalizers {
-			if f == echov1alpha1.FinalBackupFinalizer {
-				return nil
-			}
-		}
-		return errors.New("no final-backup finalizer yet")
+		return echoReady(ctx, w.key(finalEcho))
 	}); err != nil {
 		return err
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -179,19 +178,7 @@ func finalBackupEchoInstalled(ctx context.Context, r *run) error {
 	e := persistentEcho(r, sourceEcho)
 	storage := r.env.storage()
 	e.Spec.Backup = &echov1alpha1.EchoBackupPolicy{BeforeDelete: &echov1alpha1.FinalBackupSpec{Enabled: true, Storage: &storage}}
-	if err := installWithJournal(ctx, r, e); err != nil {
-		return err
-	}
-	return await(ctx, func(ctx context.Context) error {
-		got := &echov1alpha1.Echo{}
-		if err := k8sClient.Get(ctx, r.key(sourceEcho), got); err != nil {
-			return err
-		}
-		if !slices.Contains(got.Finalizers, echov1alpha1.FinalBackupFinalizer) {
-			return fmt.Errorf("echo %s has no final-backup finalizer yet", sourceEcho)
-		}
-		return nil
-	})
+	return installWithJournal(ctx, r, e)
 }
 
 func finalBackupTaken(ctx context.Context, r *run) error {

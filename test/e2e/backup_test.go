@@ -238,13 +238,7 @@ func TestBackupsEndToEnd(t *testing.T) {
 	t.Run("final backup before delete, then the data comes back", func(t *testing.T) {
 		RegisterTestingT(t)
 		Expect(k8sClient.Delete(ctx, &echov1alpha1.Echo{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name}})).To(Succeed())
-		var final echov1alpha1.EchoBackup
-		Eventually(func(g Gomega) {
-			list := &echov1alpha1.EchoBackupList{}
-			g.Expect(k8sClient.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{echov1alpha1.FinalBackupOfLabel: key.Name})).To(Succeed())
-			g.Expect(list.Items).To(HaveLen(1))
-			final = list.Items[0]
-		}, timeout, interval).Should(Succeed())
+		final := *finalBackupNamed(t, ns, key.Name)
 		job := waitJobNamed(t, ns, final.Name+"-backup")
 		Expect(k8sClient.Get(ctx, key, &echov1alpha1.Echo{})).To(Succeed(), "the Echo waits for its final backup")
 
@@ -296,4 +290,61 @@ func TestBackupsEndToEnd(t *testing.T) {
 			g.Expect(rs.Status.EchoCreated).To(BeTrue())
 		}, timeout, interval).Should(Succeed())
 	})
+}
+
+// TestFinalBackupTurnedOnJustBeforeDelete turns the final backup of three
+// running Echoes on and deletes each a moment later, as a user's script
+// would, with nothing awaited in between: each is kept until its final
+// backup, taken by the real data mover, has completed.
+func TestFinalBackupTurnedOnJustBeforeDelete(t *testing.T) {
+	RegisterTestingT(t)
+	ctx := context.Background()
+	s3 := s3server.Start(t, "echo-backups")
+	ns := newRestrictedNamespace(t)
+	Expect(k8sClient.Create(ctx, s3.CredentialsSecret(ns))).To(Succeed())
+	storage := s3.Storage("echo-backups", "race")
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"backup": echov1alpha1.EchoBackupPolicy{
+		BeforeDelete: &echov1alpha1.FinalBackupSpec{Enabled: true, Storage: &storage}}}})
+	Expect(err).NotTo(HaveOccurred())
+
+	names := []string{"late-1", "late-2", "late-3"}
+	for _, name := range names {
+		Expect(k8sClient.Create(ctx, &echov1alpha1.Echo{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec:       echov1alpha1.EchoSpec{Replicas: ptr.To[int32](1), Persistence: &echov1alpha1.PersistenceSpec{Enabled: true}},
+		})).To(Succeed())
+	}
+	for _, name := range names {
+		waitReady(t, types.NamespacedName{Namespace: ns, Name: name}, 1)
+	}
+	for _, name := range names {
+		e := &echov1alpha1.Echo{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		Expect(k8sClient.Patch(ctx, e, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+		Expect(k8sClient.Delete(ctx, e)).To(Succeed())
+	}
+
+	data := t.TempDir()
+	writeJournal(t, data, 3)
+	for _, name := range names {
+		final := finalBackupNamed(t, ns, name)
+		runMoverForJob(t, waitJobNamed(t, ns, final.Name+"-backup"), data, s3)
+		b := waitBackupComplete(t, client.ObjectKeyFromObject(final))
+		Expect(b.Status.Location).To(ContainSubstring("race/" + ns + "/" + name + "/"))
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &echov1alpha1.Echo{}))
+		}, timeout, interval).Should(BeTrue(), "Echo %s is deleted once its final backup completed", name)
+	}
+}
+
+// finalBackupNamed waits for the final backup of an Echo to exist.
+func finalBackupNamed(t *testing.T, ns, echo string) *echov1alpha1.EchoBackup {
+	t.Helper()
+	var final echov1alpha1.EchoBackup
+	Eventually(func(g Gomega) {
+		list := &echov1alpha1.EchoBackupList{}
+		g.Expect(k8sClient.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{echov1alpha1.FinalBackupOfLabel: echo})).To(Succeed())
+		g.Expect(list.Items).To(HaveLen(1))
+		final = list.Items[0]
+	}, timeout, interval).Should(Succeed(), "Echo %s was deleted right after its final backup was turned on: no final backup", echo)
+	return &final
 }

@@ -54,9 +54,10 @@ func runSuite(m *testing.M) int {
 		Nodes:               3,
 		DefaultStorageClass: true,
 		// TestMoverJobPodFailures, TestKubectlRunsTheDocumentedCommands,
-		// TestEncryptedBackups... end the Job pods of these namespaces
-		// themselves.
-		HeldJobPodNamespaces: []string{heldJobPodNamespace, kubectlDocsNamespace, alertsNamespace, forgedReportNamespace, encryptionNamespace, identityNamespace},
+		// TestEncryptedBackups, TestHostileTenantPlantedBackupJob... end
+		// the Job pods of these namespaces themselves.
+		HeldJobPodNamespaces: []string{heldJobPodNamespace, kubectlDocsNamespace, alertsNamespace, forgedReportNamespace, encryptionNamespace, identityNamespace,
+			plantedJobNamespace},
 	})
 	if err != nil {
 		return fail(err)

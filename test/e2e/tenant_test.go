@@ -365,6 +365,31 @@ func TestHostileTenantStaysInItsNamespace(t *testing.T) {
 		Expect(tn.c.Delete(ctx, moved)).To(Succeed())
 	})
 
+	run("a deleted Echo's record replayed under a new Echo of the same name is not trusted", func(t *testing.T) {
+		oldKey := types.NamespacedName{Namespace: tn.ns, Name: "reborn"}
+		Expect(tn.c.Create(ctx, &echov1alpha1.Echo{ObjectMeta: metav1.ObjectMeta{Namespace: tn.ns, Name: oldKey.Name}})).To(Succeed())
+		waitReady(t, oldKey, 1)
+		updateEcho(t, oldKey, func(e *echov1alpha1.Echo) { e.Spec.Message = "second revision" })
+		Eventually(func(g Gomega) string {
+			return latestSignedRelease(g, oldKey).Labels[echochart.ReleaseVersionLabel]
+		}, timeout, interval).Should(Equal("2"))
+		copied := latestSignedRelease(Default, oldKey).DeepCopy()
+		Expect(tn.c.Delete(ctx, &echov1alpha1.Echo{ObjectMeta: metav1.ObjectMeta{Namespace: tn.ns, Name: oldKey.Name}})).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(ctx, oldKey, &echov1alpha1.Echo{}))
+		}, timeout, interval).Should(BeTrue())
+
+		Expect(tn.c.Create(ctx, &echov1alpha1.Echo{ObjectMeta: metav1.ObjectMeta{Namespace: tn.ns, Name: oldKey.Name}})).To(Succeed())
+		reborn := waitReady(t, oldKey, 1)
+		replayed := forgedRelease(reborn, copied.Name, 2, copied.Data["release"])
+		replayed.Labels = copied.Labels
+		replayed.Annotations = copied.Annotations
+		Expect(tn.c.Create(ctx, replayed)).To(Succeed())
+		expectUntrusted(t, oldKey, replayed.Name)
+		Expect(tn.c.Delete(ctx, replayed)).To(Succeed())
+		expectVerified(t, oldKey)
+	})
+
 	run("an owner reference to another namespace's Echo reaches nothing there", func(t *testing.T) {
 		decoy := &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Namespace: tn.ns, Name: "prod", Labels: map[string]string{echochart.NameLabel: echochart.Name},
@@ -495,6 +520,32 @@ spec:
 kind: Echo
 metadata: {name: big}
 spec: {message: ` + strings.Repeat("x", 2000) + `}`, "message"},
+	{"pod annotations near etcd's object limit", `
+kind: Echo
+metadata: {name: annotated}
+spec:
+  podAnnotations: {` + oversizedAnnotations() + `}`, "podAnnotations hold at most 8192 characters"},
+	{"an affinity of many terms", `
+kind: Echo
+metadata: {name: attracted}
+spec:
+  affinity:
+    podAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:` + strings.Repeat(`
+      - {topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {app: web}}}`, 8) + `
+    podAntiAffinity:
+      preferredDuringSchedulingIgnoredDuringExecution:
+      - {weight: 100, podAffinityTerm: {topologyKey: topology.kubernetes.io/zone}}`, "affinity holds at most 8 terms"},
+}
+
+// oversizedAnnotations is 64 annotations of 16 KiB each, a flow mapping's
+// entries: each within what a Pod may carry, 1 MiB in all.
+func oversizedAnnotations() string {
+	entries := make([]string, 0, 64)
+	for i := range 64 {
+		entries = append(entries, fmt.Sprintf("example.test/a%02d: %s", i, strings.Repeat("x", 16<<10)))
+	}
+	return strings.Join(entries, ", ")
 }
 
 // object decodes an attack into an object of the tenant's namespace.

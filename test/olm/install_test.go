@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/internal/servingcert"
 	"github.com/echo-operator/echo-operator/test/harness/s3server"
 )
 
@@ -159,8 +160,9 @@ func expectNoMonitoringAPIs() {
 // clusterWideAllowed reports whether the operator may be granted a
 // cluster-wide: the reviews by which its metrics endpoint and live API
 // authenticate and authorize callers, creating APIServices and, by name,
-// its own, and reading kube-apiserver's authentication CAs, a ConfigMap of
-// kube-system by name. None of it is namespaced but the ConfigMap, so no
+// its own, reading kube-apiserver's authentication CAs, a ConfigMap of
+// kube-system by name, and reading the ClusterRole that owns the
+// APIService, by name. None of it is namespaced but the ConfigMap, so no
 // Role can grant it.
 func clusterWideAllowed(a access) bool {
 	switch a.group + "/" + a.resource {
@@ -170,6 +172,8 @@ func clusterWideAllowed(a access) bool {
 		return a.verb == "create" || a.name == "v1alpha1.live.echo.dev"
 	case "/configmaps":
 		return a.name == "extension-apiserver-authentication" && slices.Contains([]string{"get", "list", "watch"}, a.verb)
+	case "rbac.authorization.k8s.io/clusterroles":
+		return a.name == servingcert.OwnerClusterRole && a.verb == "get"
 	}
 	return false
 }

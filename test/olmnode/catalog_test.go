@@ -75,6 +75,7 @@ func TestCatalogInstallUpgradeUninstall(t *testing.T) {
 	})
 
 	t.Run("uninstall", func(t *testing.T) {
+		turnOnLiveAPI(t, ns)
 		run(t, "delete", "-n", team, "echo/"+sample, "--timeout=180s")
 		runDocumented(t, documented("delete", "subscription", "echo-operator", "-n", "echo-operator"))
 		runDocumented(t, documented("delete", "csv", "echo-operator.v0.1.0", "-n", "echo-operator"))
@@ -84,6 +85,7 @@ func TestCatalogInstallUpgradeUninstall(t *testing.T) {
 		runDocumented(t, documented("delete", "crd", "echoes.echo.dev", "echobackups.echo.dev",
 			"echobackupschedules.echo.dev", "echobackuplocations.echo.dev", "echorestores.echo.dev"))
 		runDocumented(t, documented("delete", "clusterrole", "-l", "olm.owner=echo-operator.v0.1.0"))
+		checkNoLiveAPIService(t)
 		run(t, "delete", "namespace", ns, team, "--timeout=180s")
 	})
 }

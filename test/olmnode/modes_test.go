@@ -26,18 +26,16 @@ type installMode struct {
 }
 
 // TestInstallModes installs the operator from the catalog in the
-// OwnNamespace, SingleNamespace and MultiNamespace modes side by side, each
-// with its OperatorGroup from docs/install.md (AllNamespaces is
+// SingleNamespace and MultiNamespace modes side by side, each with its
+// OperatorGroup from docs/install.md (AllNamespaces is
 // TestCatalogInstallUpgradeUninstall's), and checks that each install's
 // pods reconcile the sample Echo in every namespace it targets, and that
-// none touches one in a namespace no install targets. Then it uninstalls
-// them.
+// none touches one in a namespace no install targets. An install whose
+// OperatorGroup targets its own namespace (OwnNamespace) is refused by OLM,
+// as docs/install.md says. Then it uninstalls them.
 func TestInstallModes(t *testing.T) {
 	ctx := context.Background()
 	modes := []installMode{
-		{name: "OwnNamespace", marks: []string{"kind: OperatorGroup", "  - echo-operator\n"},
-			replace:   []string{"namespace: echo-operator", "namespace: mode-own", "- echo-operator", "- mode-own"},
-			namespace: "mode-own", targets: []string{"mode-own"}},
 		{name: "SingleNamespace", marks: []string{"kind: OperatorGroup", "  - team-a\n"},
 			replace:   []string{"namespace: echo-operator", "namespace: mode-single", "- team-a", "- mode-single-a"},
 			namespace: "mode-single", targets: []string{"mode-single-a"}},
@@ -45,8 +43,8 @@ func TestInstallModes(t *testing.T) {
 			replace:   []string{"namespace: echo-operator", "namespace: mode-multi", "- team-a", "- mode-multi-a", "- team-b", "- mode-multi-b"},
 			namespace: "mode-multi", targets: []string{"mode-multi-a", "mode-multi-b"}},
 	}
-	const outside = "mode-outside"
-	namespaces := []string{outside}
+	const outside, own = "mode-outside", "mode-own"
+	namespaces := []string{outside, own}
 	for _, m := range modes {
 		namespaces = append(namespaces, m.namespace)
 		namespaces = append(namespaces, m.targets...)
@@ -60,6 +58,9 @@ func TestInstallModes(t *testing.T) {
 		apply(t, docManifest(t, m.marks, m.replace...))
 		apply(t, docManifest(t, []string{"kind: Subscription"}, "namespace: echo-operator", "namespace: "+m.namespace))
 	}
+	// The SingleNamespace OperatorGroup, targeting its own namespace.
+	apply(t, docManifest(t, []string{"kind: OperatorGroup", "  - team-a\n"}, "namespace: echo-operator", "namespace: "+own, "- team-a", "- "+own))
+	apply(t, docManifest(t, []string{"kind: Subscription"}, "namespace: echo-operator", "namespace: "+own))
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			must(t, waitCSVSucceeded(ctx, m.namespace, csvName(currentVersion), installTimeout))
@@ -71,6 +72,10 @@ func TestInstallModes(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("OwnNamespace is refused", func(t *testing.T) {
+		must(t, waitCSVRefused(ctx, own, csvName(currentVersion), installTimeout))
+	})
 
 	t.Run("no install reconciles an Echo outside its target namespaces", func(t *testing.T) {
 		run(t, "apply", "-n", outside, "-f", "config/samples/echo_v1alpha1_echo.yaml")
@@ -100,9 +105,13 @@ func TestInstallModes(t *testing.T) {
 			run(t, "delete", "csv", csvName(currentVersion), "-n", m.namespace)
 			run(t, "delete", "operatorgroup", "echo-operator", "-n", m.namespace)
 		}
+		run(t, "delete", "subscription", packageName, "-n", own)
+		run(t, "delete", "csv", "--ignore-not-found", csvName(currentVersion), "-n", own)
+		run(t, "delete", "operatorgroup", "echo-operator", "-n", own)
 		run(t, "delete", "-n", outside, "echo/"+sample)
 		// What OLM leaves, as docs/install.md says to delete it.
 		run(t, "delete", "clusterrole", "-l", "olm.owner="+csvName(currentVersion))
+		checkNoLiveAPIService(t)
 		run(t, append([]string{"delete", "namespace", "--timeout=180s"}, uniq(namespaces)...)...)
 		// The last test of the catalog.
 		runDocumented(t, documented("delete", "catalogsource", "echo-operator-catalog", "-n", "olm"))

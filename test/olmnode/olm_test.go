@@ -153,6 +153,22 @@ func waitCSVSucceeded(ctx context.Context, namespace, name string, timeout time.
 	})
 }
 
+// waitCSVRefused waits for OLM to fail the CSV for its OperatorGroup: the
+// operator does not support the install mode that group asks for.
+func waitCSVRefused(ctx context.Context, namespace, name string, timeout time.Duration) error {
+	return poll(ctx, timeout, fmt.Sprintf("CSV %s/%s refused for its OperatorGroup", namespace, name), func(ctx context.Context) (bool, string, error) {
+		csv, err := get(ctx, csvKind, namespace, name)
+		if err != nil || csv == nil {
+			return false, "no CSV", err
+		}
+		seen := str(csv, "status", "phase") + " (" + str(csv, "status", "reason") + "): " + str(csv, "status", "message")
+		if str(csv, "status", "phase") == "Succeeded" {
+			return false, seen, fmt.Errorf("the CSV succeeded in an unsupported install mode: %s", seen)
+		}
+		return str(csv, "status", "reason") == "UnsupportedOperatorGroup", seen, nil
+	})
+}
+
 // describePods tells the state of namespace's pods.
 func describePods(namespace string) string {
 	return clusteruser.DescribePods(context.Background(), clientset, namespace)

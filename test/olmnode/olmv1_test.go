@@ -74,6 +74,7 @@ func TestOLMv1ClusterExtension(t *testing.T) {
 			crds = append(crds, "crd/"+crd)
 		}
 		run(t, crds...)
+		checkNoLiveAPIService(t)
 		runDocumented(t, documented("delete", "clustercatalog", "echo-operator-catalog"))
 		runDocumented(t, documented("delete", "clusterrolebinding", "echo-operator-installer"))
 		runDocumented(t, documented("delete", "clusterrole", "echo-operator-installer"))

@@ -56,6 +56,7 @@ func TestOperatorSDKRunBundle(t *testing.T) {
 	})
 
 	t.Run("cleanup", func(t *testing.T) {
+		turnOnLiveAPI(t, ns)
 		run(t, "delete", "-n", team, "echo/"+sample, "--timeout=180s")
 		cleanup := docOperatorSDKCleanup(t)
 		runOperatorSDK(t, cleanup...)
@@ -63,6 +64,7 @@ func TestOperatorSDKRunBundle(t *testing.T) {
 		if out, err := kubectl.Run("get", "crd", "echoes.echo.dev"); err == nil {
 			t.Errorf("cleanup left the CRDs, which the documentation says it deletes: %s", out)
 		}
+		checkNoLiveAPIService(t)
 		run(t, "delete", "namespace", ns, team, "--timeout=180s")
 	})
 }

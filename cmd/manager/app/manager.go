@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"time"
@@ -100,6 +101,9 @@ type Options struct {
 	// (internal/managerpolicy). Empty: no policy (a manager run outside
 	// the cluster).
 	ManagerDeployment string
+	// LiveAPISources are the control plane's addresses, the only sources
+	// the NetworkPolicy admits to the live API's port; none: any source.
+	LiveAPISources []netip.Prefix
 
 	// Now is the clock of the backup schedules; nil means time.Now.
 	Now func() time.Time
@@ -297,7 +301,7 @@ func addManagerPolicy(mgr ctrl.Manager, o Options) error {
 		return errors.New("--manager-deployment needs the operator's namespace (--operator-namespace)")
 	}
 	keeper := &managerpolicy.Keeper{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: o.OperatorNamespace,
-		Deployment: o.ManagerDeployment, Log: ctrl.Log.WithName("managerpolicy")}
+		Deployment: o.ManagerDeployment, LiveAPISources: o.LiveAPISources, Log: ctrl.Log.WithName("managerpolicy")}
 	if err := mgr.Add(keeper); err != nil {
 		return fmt.Errorf("adding the keeper of the manager's NetworkPolicy: %w", err)
 	}
@@ -370,6 +374,7 @@ func addServingCertRotator(mgr ctrl.Manager, cfg *rest.Config, o Options) (*serv
 		SecretName: o.LiveAPICertSecret,
 		APIService: livev1alpha1.APIServiceName,
 		Service:    o.LiveAPIService,
+		Owner:      servingcert.OwnerClusterRole,
 		Lifetimes:  servingcert.DefaultLifetimes,
 		Changes:    provider.Changes(),
 		Log:        log,

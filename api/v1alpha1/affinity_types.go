@@ -1,0 +1,195 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+)
+
+// The affinity of an Echo is a pod's affinity (corev1.Affinity), field for
+// field and in the same JSON, with a bound on every list and string: the
+// operator caches every Echo whole, and the chart copies the affinity into
+// a Deployment it caches too, so what one tenant can store must stay small.
+// The bounds are far above what a pod's scheduling constraints need. The
+// bounds of each list alone would multiply (terms of requirements of
+// values), so the rule on Affinity caps its terms in all and the rules on
+// each term cap its items and its characters; with every list bounded,
+// CEL's cost estimate of those rules stays small. docs/api.md tabulates
+// the bounds and the largest spec admitted.
+
+// Affinity of the echo server pods, as a pod's affinity.
+//
+// +kubebuilder:validation:XValidation:rule="size(self.?nodeAffinity.?requiredDuringSchedulingIgnoredDuringExecution.?nodeSelectorTerms.orValue([])) + size(self.?nodeAffinity.?preferredDuringSchedulingIgnoredDuringExecution.orValue([])) + size(self.?podAffinity.?requiredDuringSchedulingIgnoredDuringExecution.orValue([])) + size(self.?podAffinity.?preferredDuringSchedulingIgnoredDuringExecution.orValue([])) + size(self.?podAntiAffinity.?requiredDuringSchedulingIgnoredDuringExecution.orValue([])) + size(self.?podAntiAffinity.?preferredDuringSchedulingIgnoredDuringExecution.orValue([])) <= 8",message="affinity holds at most 8 terms in all (node selector terms, preferred terms and pod affinity terms, required or preferred): merge terms or drop some"
+type Affinity struct {
+	// NodeAffinity: the nodes the pods may, or prefer to, run on.
+	// +optional
+	NodeAffinity *NodeAffinity `json:"nodeAffinity,omitempty"`
+	// PodAffinity: pods the echo server pods run near.
+	// +optional
+	PodAffinity *PodAffinity `json:"podAffinity,omitempty"`
+	// PodAntiAffinity: pods the echo server pods run away from.
+	// +optional
+	PodAntiAffinity *PodAffinity `json:"podAntiAffinity,omitempty"`
+}
+
+// NodeAffinity is a pod's node affinity.
+type NodeAffinity struct {
+	// RequiredDuringSchedulingIgnoredDuringExecution: nodes must match one of its terms.
+	// +optional
+	RequiredDuringSchedulingIgnoredDuringExecution *NodeSelector `json:"requiredDuringSchedulingIgnoredDuringExecution,omitempty"`
+	// PreferredDuringSchedulingIgnoredDuringExecution: the scheduler prefers
+	// nodes that match these terms, by the sum of their weights.
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=atomic
+	// +optional
+	PreferredDuringSchedulingIgnoredDuringExecution []PreferredSchedulingTerm `json:"preferredDuringSchedulingIgnoredDuringExecution,omitempty"`
+}
+
+// NodeSelector is a list of node selector terms, ORed.
+type NodeSelector struct {
+	// NodeSelectorTerms: a node matches when it matches one of them.
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=atomic
+	// +required
+	NodeSelectorTerms []NodeSelectorTerm `json:"nodeSelectorTerms"`
+}
+
+// NodeSelectorTerm is a list of requirements, ANDed.
+//
+// +kubebuilder:validation:XValidation:rule="size(self.?matchExpressions.orValue([])) + size(self.?matchFields.orValue([])) <= 8",message="a node selector term holds at most 8 requirements (matchExpressions and matchFields together)"
+// +kubebuilder:validation:XValidation:rule="(has(self.matchExpressions) ? self.matchExpressions.map(r, size(r.key) + (has(r.values) ? r.values.map(v, size(v)).sum() : 0)).sum() : 0) + (has(self.matchFields) ? self.matchFields.map(r, size(r.key) + (has(r.values) ? r.values.map(v, size(v)).sum() : 0)).sum() : 0) <= 1024",message="a node selector term's keys and values hold at most 1024 characters in all: match on a label the nodes share rather than listing values"
+type NodeSelectorTerm struct {
+	// MatchExpressions: requirements on the node's labels.
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=atomic
+	// +optional
+	MatchExpressions []NodeSelectorRequirement `json:"matchExpressions,omitempty"`
+	// MatchFields: requirements on the node's fields (metadata.name).
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=atomic
+	// +optional
+	MatchFields []NodeSelectorRequirement `json:"matchFields,omitempty"`
+}
+
+// NodeSelectorRequirement is a key, an operator and values.
+type NodeSelectorRequirement struct {
+	// Key is a label key (or, in matchFields, metadata.name).
+	// +kubebuilder:validation:MaxLength=317
+	// +required
+	Key string `json:"key"`
+	// Operator is In, NotIn, Exists, DoesNotExist, Gt or Lt.
+	// +kubebuilder:validation:Enum=In;NotIn;Exists;DoesNotExist;Gt;Lt
+	// +required
+	Operator corev1.NodeSelectorOperator `json:"operator"`
+	// Values: label values (node names in matchFields); one integer with Gt and Lt.
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=253
+	// +listType=atomic
+	// +optional
+	Values []string `json:"values,omitempty"`
+}
+
+// PreferredSchedulingTerm is a node selector term with a weight.
+type PreferredSchedulingTerm struct {
+	// Weight of the term, 1 to 100.
+	// +required
+	Weight int32 `json:"weight"`
+	// Preference is the term.
+	// +required
+	Preference NodeSelectorTerm `json:"preference"`
+}
+
+// PodAffinity is a pod's pod affinity or anti-affinity.
+type PodAffinity struct {
+	// RequiredDuringSchedulingIgnoredDuringExecution: every term must hold.
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=atomic
+	// +optional
+	RequiredDuringSchedulingIgnoredDuringExecution []PodAffinityTerm `json:"requiredDuringSchedulingIgnoredDuringExecution,omitempty"`
+	// PreferredDuringSchedulingIgnoredDuringExecution: the scheduler prefers
+	// nodes where these terms hold, by the sum of their weights.
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=atomic
+	// +optional
+	PreferredDuringSchedulingIgnoredDuringExecution []WeightedPodAffinityTerm `json:"preferredDuringSchedulingIgnoredDuringExecution,omitempty"`
+}
+
+// WeightedPodAffinityTerm is a pod affinity term with a weight.
+type WeightedPodAffinityTerm struct {
+	// Weight of the term, 1 to 100.
+	// +required
+	Weight int32 `json:"weight"`
+	// PodAffinityTerm is the term.
+	// +required
+	PodAffinityTerm PodAffinityTerm `json:"podAffinityTerm"`
+}
+
+// PodAffinityTerm selects pods, and the topology domain they must (or must
+// not) share with the echo server pods.
+//
+// +kubebuilder:validation:XValidation:rule="size(self.?labelSelector.?matchLabels.orValue({})) + size(self.?labelSelector.?matchExpressions.orValue([])) + size(self.?namespaceSelector.?matchLabels.orValue({})) + size(self.?namespaceSelector.?matchExpressions.orValue([])) + size(self.?namespaces.orValue([])) + size(self.?matchLabelKeys.orValue([])) + size(self.?mismatchLabelKeys.orValue([])) <= 8",message="a pod affinity term holds at most 8 items (matchLabels entries and matchExpressions of its two selectors, namespaces, matchLabelKeys and mismatchLabelKeys together)"
+// +kubebuilder:validation:XValidation:rule="size(self.topologyKey) + (has(self.namespaces) ? self.namespaces.map(k, size(k)).sum() : 0) + (has(self.matchLabelKeys) ? self.matchLabelKeys.map(k, size(k)).sum() : 0) + (has(self.mismatchLabelKeys) ? self.mismatchLabelKeys.map(k, size(k)).sum() : 0) + (has(self.labelSelector) && has(self.labelSelector.matchLabels) ? self.labelSelector.matchLabels.map(k, size(k) + size(self.labelSelector.matchLabels[k])).sum() : 0) + (has(self.labelSelector) ? (has(self.labelSelector.matchExpressions) ? self.labelSelector.matchExpressions.map(r, size(r.key) + (has(r.values) ? r.values.map(v, size(v)).sum() : 0)).sum() : 0) : 0) + (has(self.namespaceSelector) && has(self.namespaceSelector.matchLabels) ? self.namespaceSelector.matchLabels.map(k, size(k) + size(self.namespaceSelector.matchLabels[k])).sum() : 0) + (has(self.namespaceSelector) ? (has(self.namespaceSelector.matchExpressions) ? self.namespaceSelector.matchExpressions.map(r, size(r.key) + (has(r.values) ? r.values.map(v, size(v)).sum() : 0)).sum() : 0) : 0) <= 1024",message="a pod affinity term's keys and values (topologyKey, namespaces, label keys and both selectors) hold at most 1024 characters in all: select on a label the pods share rather than listing values"
+type PodAffinityTerm struct {
+	// LabelSelector selects the pods.
+	// +optional
+	LabelSelector *LabelSelector `json:"labelSelector,omitempty"`
+	// Namespaces the pods are looked for in; none (and no namespaceSelector)
+	// means the Echo's namespace.
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=63
+	// +listType=atomic
+	// +optional
+	Namespaces []string `json:"namespaces,omitempty"`
+	// TopologyKey is the node label whose value is the topology domain.
+	// +kubebuilder:validation:MaxLength=317
+	// +required
+	TopologyKey string `json:"topologyKey"`
+	// NamespaceSelector selects the namespaces the pods are looked for in.
+	// +optional
+	NamespaceSelector *LabelSelector `json:"namespaceSelector,omitempty"`
+	// MatchLabelKeys: label keys whose values, read from the echo server
+	// pod, are added to labelSelector with In.
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=317
+	// +listType=atomic
+	// +optional
+	MatchLabelKeys []string `json:"matchLabelKeys,omitempty"`
+	// MismatchLabelKeys: likewise, added with NotIn.
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=317
+	// +listType=atomic
+	// +optional
+	MismatchLabelKeys []string `json:"mismatchLabelKeys,omitempty"`
+}
+
+// LabelSelector is a label selector, as in metav1: matchLabels and
+// matchExpressions, ANDed.
+type LabelSelector struct {
+	// MatchLabels: labels the objects carry, with these values.
+	// +kubebuilder:validation:MaxProperties=8
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317)",message="matchLabels keys are label keys: at most 317 characters (a 253-character prefix, '/' and a 63-character name)"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 63)",message="matchLabels values are label values: at most 63 characters"
+	// +optional
+	MatchLabels map[string]string `json:"matchLabels,omitempty"`
+	// MatchExpressions: requirements on the objects' labels.
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=atomic
+	// +optional
+	MatchExpressions []LabelSelectorRequirement `json:"matchExpressions,omitempty"`
+}
+
+// LabelSelectorRequirement is a key, an operator and values.
+type LabelSelectorRequirement struct {
+	// Key is a label key.
+	// +kubebuilder:validation:MaxLength=317
+	// +required
+	Key string `json:"key"`
+	// Operator is In, NotIn, Exists or DoesNotExist.
+	// +kubebuilder:validation:Enum=In;NotIn;Exists;DoesNotExist
+	// +required
+	Operator string `json:"operator"`
+	// Values: label values.
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=63
+	// +listType=atomic
+	// +optional
+	Values []string `json:"values,omitempty"`
+}

@@ -1,0 +1,330 @@
+package v1alpha1_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/echo-operator/echo-operator/internal/chart"
+	"github.com/echo-operator/echo-operator/internal/helmreconciler"
+	"github.com/echo-operator/echo-operator/test/harness/reporoot"
+)
+
+// largestSpecBytes bounds the JSON of the largest Echo spec admitted, as
+// docs/api.md states it: every map, list and string of the spec is
+// bounded, and TestLargestEchoIsAdmitted fills every bound with ASCII
+// characters (the bounds count characters, as Kubernetes' own do).
+const largestSpecBytes = 80 * 1024
+
+// bound is one bound of the Echo spec: spec(n) is a spec with n of what it
+// bounds, admitted up to max and refused past it with a message that says.
+type bound struct {
+	name string
+	max  int
+	spec func(n int) map[string]any
+	says string
+}
+
+// Every bound admits its largest value and refuses one more, saying what
+// to fix.
+func TestEchoSizeBounds(t *testing.T) {
+	RegisterTestingT(t)
+	ns := newNamespace(t)
+	for _, b := range echoBounds() {
+		t.Run(b.name, func(t *testing.T) {
+			RegisterTestingT(t)
+			err := k8sClient.Create(context.Background(), echoObject(ns, "bounded", b.spec(b.max)), client.DryRunAll, client.FieldValidation("Strict"))
+			Expect(err).NotTo(HaveOccurred(), "the largest value admitted")
+			err = k8sClient.Create(context.Background(), echoObject(ns, "bounded", b.spec(b.max+1)), client.DryRunAll, client.FieldValidation("Strict"))
+			Expect(err).To(HaveOccurred(), "one past the bound")
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+			Expect(err.Error()).To(ContainSubstring(b.says))
+		})
+	}
+}
+
+func echoBounds() []bound {
+	return append(append(mapBounds(), tolerationBounds()...), affinityBounds()...)
+}
+
+func mapBounds() []bound {
+	return []bound{
+		{"nodeSelector entries", 16, func(n int) map[string]any { return spec("nodeSelector", entries(n, 1)) }, "spec.nodeSelector: Too many: 17: must have at most 16 items"},
+		{"nodeSelector key", 317, func(n int) map[string]any { return spec("nodeSelector", map[string]any{key(n): "v"}) }, "nodeSelector keys are label keys: at most 317 characters"},
+		{"nodeSelector value", 63, func(n int) map[string]any { return spec("nodeSelector", map[string]any{"zone": chars(n)}) }, "nodeSelector values are label values: at most 63 characters"},
+		{"podAnnotations entries", 64, func(n int) map[string]any { return spec("podAnnotations", entries(n, 1)) }, "spec.podAnnotations: Too many: 65: must have at most 64 items"},
+		{"podAnnotations key", 317, func(n int) map[string]any { return spec("podAnnotations", map[string]any{key(n): "v"}) }, "podAnnotations keys are at most 317 characters"},
+		{"podAnnotations in all", 8192, func(n int) map[string]any { return spec("podAnnotations", map[string]any{"a": chars(n - 1)}) }, "podAnnotations hold at most 8192 characters"},
+		{"service annotations entries", 64, func(n int) map[string]any { return spec("service", map[string]any{"annotations": entries(n, 1)}) }, "spec.service.annotations: Too many: 65: must have at most 64 items"},
+		{"service annotations key", 317, func(n int) map[string]any {
+			return spec("service", map[string]any{"annotations": map[string]any{key(n): "v"}})
+		}, "service.annotations keys are at most 317 characters"},
+		{"service annotations in all", 8192, func(n int) map[string]any {
+			return spec("service", map[string]any{"annotations": map[string]any{"a": chars(n - 1)}})
+		}, "service.annotations hold at most 8192 characters"},
+		{"imagePullSecrets name", 253, func(n int) map[string]any { return spec("imagePullSecrets", []any{map[string]any{"name": chars(n)}}) }, "imagePullSecrets[].name is a Secret name: at most 253 characters"},
+		{"resource name", 317, func(n int) map[string]any {
+			return spec("resources", map[string]any{"limits": map[string]any{key(n): "1"}})
+		}, "resource names are at most 317 characters"},
+	}
+}
+
+func tolerationBounds() []bound {
+	toleration := func(k, v string) map[string]any {
+		return map[string]any{"key": k, "operator": "Equal", "value": v, "effect": "NoSchedule"}
+	}
+	return []bound{
+		{"tolerations", 32, func(n int) map[string]any {
+			return spec("tolerations", repeat(n, func(i int) any { return map[string]any{"key": fmt.Sprint("k", i), "operator": "Exists"} }))
+		}, "spec.tolerations: Too many: 33: must have at most 32 items"},
+		{"toleration key", 317, func(n int) map[string]any { return spec("tolerations", []any{toleration(key(n), "v")}) }, "tolerations[].key is a taint key: at most 317 characters"},
+		{"toleration value", 63, func(n int) map[string]any { return spec("tolerations", []any{toleration("k", chars(n))}) }, "tolerations[].value is a taint value: at most 63 characters"},
+		{"tolerations in all", 4096, func(n int) map[string]any {
+			return spec("tolerations", repeat(16, func(i int) any { return toleration(chars(n/16+boolInt(i < n%16)), "") }))
+		}, "tolerations hold at most 4096 characters of keys and values in all"},
+	}
+}
+
+func affinityBounds() []bound {
+	return []bound{
+		{"affinity terms", 8, func(n int) map[string]any {
+			return affinity("podAffinity", map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": podTerms(min(n, 8))},
+				"podAntiAffinity", map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": podTerms(n - min(n, 8))})
+		}, "affinity holds at most 8 terms in all"},
+		{"node selector terms", 8, func(n int) map[string]any {
+			return affinity("nodeAffinity", map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{
+				"nodeSelectorTerms": repeat(n, func(int) any { return nodeTerm(1) })}})
+		}, "nodeSelectorTerms: Too many: 9: must have at most 8 items"},
+		{"node selector term requirements", 8, func(n int) map[string]any {
+			term := map[string]any{"matchExpressions": nodeRequirements(min(n, 5)), "matchFields": nodeRequirements(n - min(n, 5))}
+			return nodeAffinity(term)
+		}, "a node selector term holds at most 8 requirements"},
+		{"node selector term characters", 1024, func(n int) map[string]any {
+			return nodeAffinity(map[string]any{"matchExpressions": []any{
+				map[string]any{"key": key(317), "operator": "In", "values": []any{chars(253), chars(253), chars(n - 317 - 506)}}}})
+		}, "a node selector term's keys and values hold at most 1024 characters in all"},
+		{"node selector requirement key", 317, func(n int) map[string]any {
+			return nodeAffinity(map[string]any{"matchExpressions": []any{map[string]any{"key": key(n), "operator": "Exists"}}})
+		}, "matchExpressions[0].key: Too long: may not be more than 317 bytes"},
+		{"node selector requirement values", 32, func(n int) map[string]any {
+			return nodeAffinity(map[string]any{"matchExpressions": []any{map[string]any{"key": "zone", "operator": "In",
+				"values": repeat(n, func(i int) any { return fmt.Sprint("z", i) })}}})
+		}, "values: Too many: 33: must have at most 32 items"},
+		{"node selector requirement value", 253, func(n int) map[string]any {
+			return nodeAffinity(map[string]any{"matchFields": []any{map[string]any{"key": "metadata.name", "operator": "In", "values": []any{chars(n)}}}})
+		}, "values[0]: Too long: may not be more than 253 bytes"},
+		{"pod affinity term items", 8, func(n int) map[string]any {
+			return podAffinity(map[string]any{"topologyKey": "zone", "namespaces": repeat(min(n, 5), func(i int) any { return fmt.Sprint("ns", i) }),
+				"matchLabelKeys": repeat(n-min(n, 5), func(i int) any { return fmt.Sprint("k", i) })})
+		}, "a pod affinity term holds at most 8 items"},
+		{"pod affinity term characters", 1024, func(n int) map[string]any {
+			return podAffinity(map[string]any{"topologyKey": key(317), "matchLabelKeys": []any{key(317), key(317), key(n - 951)}})
+		}, "a pod affinity term's keys and values (topologyKey, namespaces, label keys and both selectors) hold at most 1024 characters in all"},
+		{"topologyKey", 317, func(n int) map[string]any { return podAffinity(map[string]any{"topologyKey": key(n)}) }, "topologyKey: Too long: may not be more than 317 bytes"},
+		{"namespace", 63, func(n int) map[string]any {
+			return podAffinity(map[string]any{"topologyKey": "zone", "namespaces": []any{chars(n)}})
+		}, "namespaces[0]: Too long: may not be more than 63 bytes"},
+		{"matchLabelKeys key", 317, func(n int) map[string]any {
+			return podAffinity(map[string]any{"topologyKey": "zone", "mismatchLabelKeys": []any{key(n)}})
+		}, "mismatchLabelKeys[0]: Too long: may not be more than 317 bytes"},
+		{"matchLabels entries", 8, func(n int) map[string]any {
+			return podAffinity(map[string]any{"topologyKey": "zone", "namespaceSelector": map[string]any{"matchLabels": entries(n, 1)}})
+		}, "matchLabels: Too many: 9: must have at most 8 items"},
+		{"matchLabels key", 317, func(n int) map[string]any {
+			return podAffinity(map[string]any{"topologyKey": "z", "labelSelector": map[string]any{"matchLabels": map[string]any{key(n): "v"}}})
+		}, "matchLabels keys are label keys: at most 317 characters"},
+		{"matchLabels value", 63, func(n int) map[string]any {
+			return podAffinity(map[string]any{"topologyKey": "z", "labelSelector": map[string]any{"matchLabels": map[string]any{"app": chars(n)}}})
+		}, "matchLabels values are label values: at most 63 characters"},
+		{"label selector requirement values", 32, func(n int) map[string]any {
+			return podAffinity(map[string]any{"topologyKey": "z", "labelSelector": map[string]any{"matchExpressions": []any{
+				map[string]any{"key": "app", "operator": "In", "values": repeat(n, func(i int) any { return fmt.Sprint("a", i) })}}}})
+		}, "values: Too many: 33: must have at most 32 items"},
+		{"label selector requirement value", 63, func(n int) map[string]any {
+			return podAffinity(map[string]any{"topologyKey": "z", "labelSelector": map[string]any{"matchExpressions": []any{
+				map[string]any{"key": "app", "operator": "In", "values": []any{chars(n)}}}}})
+		}, "values[0]: Too long: may not be more than 63 bytes"},
+	}
+}
+
+// Operators that no pod takes are refused at admission, not when the
+// Deployment is rendered.
+func TestEchoSchedulingOperatorsAreChecked(t *testing.T) {
+	RegisterTestingT(t)
+	ns := newNamespace(t)
+	for name, tc := range map[string]struct {
+		spec map[string]any
+		says string
+	}{
+		"toleration operator": {spec("tolerations", []any{map[string]any{"key": "k", "operator": "Sometimes"}}), "tolerations[].operator must be Exists, Equal, Lt or Gt"},
+		"toleration effect":   {spec("tolerations", []any{map[string]any{"key": "k", "effect": "Never"}}), "tolerations[].effect must be NoSchedule, PreferNoSchedule, NoExecute or empty"},
+		"node selector operator": {nodeAffinity(map[string]any{"matchExpressions": []any{map[string]any{"key": "k", "operator": "Near"}}}),
+			`Unsupported value: "Near"`},
+		"label selector operator": {podAffinity(map[string]any{"topologyKey": "z", "labelSelector": map[string]any{"matchExpressions": []any{
+			map[string]any{"key": "k", "operator": "Gt", "values": []any{"1"}}}}}), `Unsupported value: "Gt"`},
+	} {
+		err := k8sClient.Create(context.Background(), echoObject(ns, "operators", tc.spec), client.DryRunAll, client.FieldValidation("Strict"))
+		Expect(err).To(HaveOccurred(), name)
+		Expect(err.Error()).To(ContainSubstring(tc.says), name)
+	}
+}
+
+// An Echo that fills every bound of its spec is admitted, takes at most
+// largestSpecBytes, and renders: the chart's values.schema.json admits
+// whatever the CRD does.
+func TestLargestEchoIsAdmitted(t *testing.T) {
+	RegisterTestingT(t)
+	ns := newNamespace(t)
+	u := echoObject(ns, "largest", largestSpec())
+	Expect(k8sClient.Create(context.Background(), u, client.FieldValidation("Strict"))).To(Succeed())
+	raw, err := json.Marshal(u.Object["spec"])
+	Expect(err).NotTo(HaveOccurred())
+	t.Logf("the largest spec takes %d bytes of JSON", len(raw))
+	Expect(len(raw)).To(BeNumerically("<=", largestSpecBytes))
+
+	vals, err := helmreconciler.EchoTranslator{DefaultImage: "registry.example.test/echo:1"}.Translate(context.Background(), u)
+	Expect(err).NotTo(HaveOccurred())
+	ch, err := chart.Load(filepath.Join(reporoot.Must(t), "helm-charts", "echo"))
+	Expect(err).NotTo(HaveOccurred())
+	_, err = chart.Render(ch, u.GetName(), ns, vals)
+	Expect(err).NotTo(HaveOccurred(), "the chart refuses a spec the CRD admits")
+}
+
+// largestSpec fills every bound of the spec, with as many entries as the
+// bounds allow, each as long as they allow.
+func largestSpec() map[string]any {
+	s := map[string]any{
+		"replicas": 1, "image": "registry.example.test/" + chars(490), "imagePullPolicy": "IfNotPresent",
+		"imagePullSecrets": repeat(16, func(int) any { return map[string]any{"name": chars(253)} }),
+		"message":          chars(1024),
+		"resources":        map[string]any{"limits": quantities(), "requests": quantities()},
+		"service":          map[string]any{"type": "LoadBalancer", "port": 80, "annotations": entries(64, 8192/64)},
+		"ingress":          map[string]any{"enabled": true, "className": chars(253), "host": chars(253), "tlsSecretName": chars(253)},
+		"persistence":      map[string]any{"enabled": true, "size": "1." + strings.Repeat("0", 62), "storageClassName": chars(253)},
+		"nodeSelector":     largestNodeSelector(),
+		"tolerations": repeat(32, func(int) any {
+			return map[string]any{"key": key(65), "operator": "Equal", "value": chars(63), "effect": "PreferNoSchedule", "tolerationSeconds": int64(-1) << 62}
+		}),
+		"affinity":       largestAffinity(),
+		"podAnnotations": entries(64, 8192/64),
+		"backup":         map[string]any{"beforeDelete": map[string]any{"enabled": true, "storage": largestStorage()}},
+	}
+	return s
+}
+
+func largestNodeSelector() map[string]any {
+	m := map[string]any{}
+	for i := range 16 {
+		m[fmt.Sprintf("%03d", i)+key(314)] = chars(63)
+	}
+	return m
+}
+
+func quantities() map[string]any {
+	m := map[string]any{}
+	for i := range 16 {
+		m[fmt.Sprintf("%03d", i)+key(314)] = "1." + strings.Repeat("0", 62)
+	}
+	return m
+}
+
+// largestAffinity is 8 preferred pod affinity terms, each with 8
+// requirements of 32 values, as many characters as a term may hold.
+func largestAffinity() map[string]any {
+	term := func(int) any {
+		reqs := repeat(8, func(int) any {
+			values := repeat(32, func(i int) any { return chars(boolInt(i < 12) * 7) })
+			return map[string]any{"key": chars(20), "operator": "NotIn", "values": values}
+		})
+		return map[string]any{"weight": 100, "podAffinityTerm": map[string]any{"topologyKey": chars(1024 - 8*(20+12*7)),
+			"labelSelector": map[string]any{"matchExpressions": reqs}}}
+	}
+	return map[string]any{
+		"podAffinity":     map[string]any{"preferredDuringSchedulingIgnoredDuringExecution": repeat(4, term)},
+		"podAntiAffinity": map[string]any{"preferredDuringSchedulingIgnoredDuringExecution": repeat(4, term)},
+	}
+}
+
+func largestStorage() map[string]any {
+	url := "https://s3.example.test/" + chars(2048-len("https://s3.example.test/"))
+	return map[string]any{"s3": map[string]any{
+		"bucket": chars(63), "endpoint": url, "region": chars(64), "prefix": chars(512), "forcePathStyle": true,
+		"identity":   map[string]any{"serviceAccountName": chars(253), "audience": chars(253), "roleARN": chars(2048), "stsEndpoint": url},
+		"caBundle":   map[string]any{"name": chars(253), "key": chars(253)},
+		"encryption": map[string]any{"type": "SSE-KMS", "kmsKeyID": chars(2048)},
+	}}
+}
+
+func spec(field string, value any) map[string]any { return map[string]any{field: value} }
+
+func affinity(kv ...any) map[string]any {
+	a := map[string]any{}
+	for i := 0; i < len(kv); i += 2 {
+		a[kv[i].(string)] = kv[i+1]
+	}
+	return spec("affinity", a)
+}
+
+func nodeAffinity(term map[string]any) map[string]any {
+	return affinity("nodeAffinity", map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{"nodeSelectorTerms": []any{term}}})
+}
+
+func podAffinity(term map[string]any) map[string]any {
+	return affinity("podAntiAffinity", map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": []any{term}})
+}
+
+func podTerms(n int) []any {
+	return repeat(n, func(int) any { return map[string]any{"topologyKey": "kubernetes.io/hostname"} })
+}
+
+func nodeTerm(requirements int) map[string]any {
+	return map[string]any{"matchExpressions": nodeRequirements(requirements)}
+}
+
+func nodeRequirements(n int) []any {
+	return repeat(n, func(i int) any { return map[string]any{"key": fmt.Sprint("k", i), "operator": "Exists"} })
+}
+
+func repeat(n int, item func(i int) any) []any {
+	out := make([]any, 0, n)
+	for i := range n {
+		out = append(out, item(i))
+	}
+	return out
+}
+
+// entries is a map of n entries whose keys and values take size
+// characters each.
+func entries(n, size int) map[string]any {
+	m := map[string]any{}
+	for i := range n {
+		k := fmt.Sprintf("k%03d", i)
+		m[k] = chars(max(size-len(k), 0))
+	}
+	return m
+}
+
+// key is a label key of n characters: a DNS prefix, '/' and a name.
+func key(n int) string {
+	if n <= 63 {
+		return chars(n)
+	}
+	name := min(63, n-2)
+	return chars(n-name-1) + "/" + chars(name)
+}
+
+func chars(n int) string { return strings.Repeat("a", max(n, 0)) }
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,7 @@
+// Package names derives the deterministic names of the objects the operator
+// creates for another: a name is a lock against a stale cache, so it must be
+// the same on every reconcile and fit a label value.
+//
+// It imports nothing of the operator; the controllers import it, and
+// internal/finalbackup for the final backup's name.
+package names
