@@ -26,5 +26,11 @@
 // way to read a Job's outcome, and only of a Job the operator created for
 // its owner, recorded by UID in the owner's status), echo_data.go (an
 // Echo's data claim), finalizers.go, conditions.go (conditions and status
-// patches) and clock.go; child names come from internal/names.
+// patches) and clock.go; child names come from internal/names. What a
+// storage may reach, checked before a Job: storage_secrets.go (opted-in
+// Secrets and ServiceAccounts, a missing Secret's wait),
+// storage_endpoints.go (where a token or SSE-C key may go),
+// storage_claims.go (opted-in claims, the release's data claim),
+// storage_secretwatch.go (the work a Secret's arrival brings back) and
+// storage_location.go (storage.locationRef).
 package controllers

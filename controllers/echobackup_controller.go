@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -46,6 +47,10 @@ type EchoBackupReconciler struct {
 	MoverEnv []corev1.EnvVar
 	// Clock tells the time; nil is the wall clock.
 	Clock Clock
+	// StorageSecrets holds the metadata of opted-in storage Secrets
+	// (NewStorageSecretCache): their events bring back the backups that
+	// wait for one. Nil watches none.
+	StorageSecrets cache.Cache
 }
 
 // +kubebuilder:rbac:groups=echo.dev,resources=echobackups,verbs=get;list;watch;update;patch
@@ -118,6 +123,10 @@ func (r *EchoBackupReconciler) reconcileBackup(ctx context.Context, b *echov1alp
 		r.failWith(b, echov1alpha1.ReasonJobNotOwned, echov1alpha1.EventReasonJobNotOwned, backupJobNotOwnedMessage(b, refused))
 		return ctrl.Result{}, nil
 	}
+	if missing, ok := asSecretsNotFound(err); ok {
+		r.waitForSecrets(b, missing)
+		return ctrl.Result{}, nil
+	}
 	if refused, ok := asOptInRefusal(err); ok {
 		r.failWith(b, refused.reason(), refused.reason(), refused.message("back up again: this EchoBackup has failed for good", ""))
 		return ctrl.Result{}, nil
@@ -187,16 +196,18 @@ func (r *EchoBackupReconciler) ensureConfigMap(ctx context.Context, b *echov1alp
 }
 
 // ensureJob returns the backup's Job, creating it on first sight once its
-// storage is resolved, its location (if any) is not being deleted, and
-// its Secrets are found opted in; a Job of its name that the operator did
-// not create for the backup is a *jobNotOwned.
+// storage is resolved, its location (if any) is not being deleted, what
+// it names is found opted in, and the Echo's data claim is its release's;
+// a Job of its name that the operator did not create for the backup is a
+// *jobNotOwned.
 func (r *EchoBackupReconciler) ensureJob(ctx context.Context, b *echov1alpha1.EchoBackup, echo *echov1alpha1.Echo) (*batchv1.Job, error) {
 	storage, loc, err := resolveStorage(ctx, r.Client, r.APIReader, b.Namespace, b.Spec.Storage)
 	if err != nil {
 		return nil, err
 	}
 	job, created, err := ensureOwnedJob(ctx, r.Client, r.APIReader, r.Scheme, b, &b.Status.Jobs,
-		backupJob(b, echo, storage, moverSettings{image: r.MoverImage, env: r.MoverEnv}), newArtifactCheck(r.APIReader, b.Namespace, loc, storage))
+		backupJob(b, echo, storage, moverSettings{image: r.MoverImage, env: r.MoverEnv}),
+		allChecks(dataClaimCheck(r.APIReader, echo), newArtifactCheck(r.APIReader, b.Namespace, loc, storage)))
 	if err != nil || !created {
 		return job, err
 	}
@@ -247,17 +258,26 @@ func backupJobNotOwnedMessage(b *echov1alpha1.EchoBackup, refused *jobNotOwned) 
 // SetupWithManager registers the controller; backup Jobs map to their
 // backup through their owner reference, delete Jobs, which have none,
 // through their label; an Echo whose restore hold changes maps to its
-// unfinished backups through a cache index (IndexFields).
+// unfinished backups through a cache index (IndexFields); an opted-in
+// Secret to the backups of its namespace that wait for one.
 func (r *EchoBackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	if err := indexSecretWaiters(context.Background(), mgr.GetFieldIndexer(), &echov1alpha1.EchoBackup{}, func(o client.Object) []metav1.Condition {
+		return o.(*echov1alpha1.EchoBackup).Status.Conditions
+	}); err != nil {
+		return err
+	}
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("echobackup").
 		For(&echov1alpha1.EchoBackup{}).
 		Owns(&batchv1.Job{}).
 		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(deleteJobBackup)).
 		Watches(&echov1alpha1.Echo{}, handler.EnqueueRequestsFromMapFunc(r.heldBackups),
 			builder.WithPredicates(predicate.AnnotationChangedPredicate{})).
-		WithOptions(controllerOptions(2)).
-		Complete(r)
+		WithOptions(controllerOptions(2))
+	if r.StorageSecrets != nil {
+		b = b.WatchesRawSource(storageSecretSource(r.StorageSecrets, r.Client, func() client.ObjectList { return &echov1alpha1.EchoBackupList{} }))
+	}
+	return b.Complete(r)
 }
 
 // heldBackups maps an Echo to its unfinished backups, which may wait for

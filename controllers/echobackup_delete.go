@@ -176,7 +176,7 @@ func (r *EchoBackupReconciler) startDeleteJob(ctx context.Context, b *echov1alph
 }
 
 // deleteRefused reports a delete Job not created because a storage Secret
-// has not opted in or the location is gone (err), and looks again after
+// is missing or has not opted in, or the location is gone (err), and looks again after
 // artifactDeleteBackoff, as after a failed delete Job: Secrets are not
 // watched, and the EchoBackup stays until its artifact is deleted or its
 // finalizer removed by hand.
@@ -185,6 +185,11 @@ func (r *EchoBackupReconciler) deleteRefused(b *echov1alpha1.EchoBackup, err err
 	if refused, ok := asLocationUnavailable(err); ok {
 		r.Recorder.Eventf(b, corev1.EventTypeWarning, echov1alpha1.EventReasonArtifactDeleteFailed, "Could not delete the artifact at %s: %s; "+
 			"or remove the finalizer of the EchoBackup to let it go and keep the artifact", b.Status.Location, refused.message(then))
+		return ctrl.Result{RequeueAfter: artifactDeleteBackoff}, nil
+	}
+	if missing, ok := asSecretsNotFound(err); ok {
+		r.Recorder.Eventf(b, corev1.EventTypeWarning, echov1alpha1.EventReasonSecretNotFound, "Could not delete the artifact at %s: %s; "+
+			"or remove the finalizer of the EchoBackup to let it go and keep the artifact", b.Status.Location, missing.message(then))
 		return ctrl.Result{RequeueAfter: artifactDeleteBackoff}, nil
 	}
 	refused, ok := asOptInRefusal(err)

@@ -39,6 +39,16 @@ func (r *EchoBackupReconciler) running(b *echov1alpha1.EchoBackup, job *batchv1.
 		fmt.Sprintf("Job %s is backing up Echo %s", job.Name, b.Spec.EchoName))
 }
 
+// waitForSecrets says the backup waits for storage Secrets to exist, with
+// a Warning Event when it starts to.
+func (r *EchoBackupReconciler) waitForSecrets(b *echov1alpha1.EchoBackup, missing *secretsNotFound) {
+	msg := missing.message("the backup starts once they exist with the label")
+	if startsWaitingForSecrets(b.Status.Conditions) {
+		r.Recorder.Event(b, corev1.EventTypeWarning, echov1alpha1.EventReasonSecretNotFound, msg)
+	}
+	setCondition(&b.Status.Conditions, b.Generation, echov1alpha1.BackupConditionComplete, metav1.ConditionFalse, echov1alpha1.ReasonSecretNotFound, msg)
+}
+
 func (r *EchoBackupReconciler) complete(b *echov1alpha1.EchoBackup, res *moverprotocol.Archive) {
 	b.Status.Size, b.Status.Checksum, b.Status.Location = res.Size, res.Checksum, res.Location
 	b.Status.Files = int64(res.Files)

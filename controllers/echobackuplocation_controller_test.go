@@ -39,6 +39,7 @@ func TestBackupsAndRestoresUseALocation(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
 	createEcho(t, newEcho(ns, "web"))
+	createSecret(t, ns, "offsite-credentials", storageSecretOptedIn, "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
 	loc := newLocation(ns, "offsite")
 	Expect(k8sClient.Create(ctx, loc)).To(Succeed())
 	locKey := client.ObjectKeyFromObject(loc)

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -66,6 +67,10 @@ type EchoRestoreReconciler struct {
 	MoverEnv []corev1.EnvVar
 	// Clock tells the time; nil is the wall clock.
 	Clock Clock
+	// StorageSecrets holds the metadata of opted-in storage Secrets
+	// (NewStorageSecretCache): their events bring back the restores that
+	// wait for one. Nil watches none.
+	StorageSecrets cache.Cache
 }
 
 // +kubebuilder:rbac:groups=echo.dev,resources=echorestores,verbs=get;list;watch;update;patch
@@ -213,7 +218,8 @@ func (r *EchoRestoreReconciler) resolveStoredBackup(ctx context.Context, rs *ech
 // inspectArtifact runs the inspect Job and returns its result once it
 // has one; nil while it runs or when the restore failed.
 func (r *EchoRestoreReconciler) inspectArtifact(ctx context.Context, rs *echov1alpha1.EchoRestore, src *restoreSource) (*moverprotocol.Inspection, ctrl.Result, error) {
-	job, err := r.ensureJob(ctx, rs, inspectJob(rs, *src, moverSettings{image: r.MoverImage, env: r.MoverEnv}), src.storage)
+	job, err := r.ensureJob(ctx, rs, inspectJob(rs, *src, moverSettings{image: r.MoverImage, env: r.MoverEnv}),
+		storageOptInCheck(r.APIReader, rs.Namespace, src.storage))
 	if err != nil || job == nil {
 		return nil, ctrl.Result{}, err
 	}
@@ -244,7 +250,8 @@ func (r *EchoRestoreReconciler) restoreData(ctx context.Context, rs *echov1alpha
 		r.progress(rs, echov1alpha1.RestoreReasonQuiescing, why)
 		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
 	}
-	job, err := r.ensureJob(ctx, rs, restoreJob(rs, *src, echo, moverSettings{image: r.MoverImage, env: r.MoverEnv}), src.storage)
+	job, err := r.ensureJob(ctx, rs, restoreJob(rs, *src, echo, moverSettings{image: r.MoverImage, env: r.MoverEnv}),
+		allChecks(dataClaimCheck(r.APIReader, echo), storageOptInCheck(r.APIReader, rs.Namespace, src.storage)))
 	if err != nil || job == nil {
 		return ctrl.Result{}, err
 	}
@@ -261,15 +268,20 @@ func (r *EchoRestoreReconciler) restoreData(ctx context.Context, rs *echov1alpha
 }
 
 // ensureJob returns one of the restore's Jobs, creating it on first sight
-// once the Secrets of storage, which it reads, are found opted in; nil
-// when they are not, or when a Job of its name is not one the operator
-// created for the restore, and the restore failed.
+// once check finds what it reads and writes opted in (storageOptInCheck,
+// dataClaimCheck); nil when a storage Secret does not exist yet, and the
+// restore waits for it, or when something refused or a Job of its name is
+// not one the operator created for the restore, and the restore failed.
 func (r *EchoRestoreReconciler) ensureJob(ctx context.Context, rs *echov1alpha1.EchoRestore, want *batchv1.Job,
-	storage echov1alpha1.BackupStorage) (*batchv1.Job, error) {
-	job, created, err := ensureOwnedJob(ctx, r.Client, r.APIReader, r.Scheme, rs, &rs.Status.Jobs, want, storageOptInCheck(r.APIReader, rs.Namespace, storage))
+	check func(context.Context) error) (*batchv1.Job, error) {
+	job, created, err := ensureOwnedJob(ctx, r.Client, r.APIReader, r.Scheme, rs, &rs.Status.Jobs, want, check)
 	if refused, ok := asJobNotOwned(err); ok {
 		r.failWith(rs, echov1alpha1.ReasonJobNotOwned, echov1alpha1.EventReasonJobNotOwned,
 			refused.message("EchoRestore "+rs.Name, "then restore again, or restore now under another EchoRestore name: this EchoRestore has failed for good"))
+		return nil, nil
+	}
+	if missing, ok := asSecretsNotFound(err); ok {
+		r.waitForSecrets(rs, missing)
 		return nil, nil
 	}
 	if refused, ok := asOptInRefusal(err); ok {
@@ -348,6 +360,16 @@ func restoreFailureMessage(rs *echov1alpha1.EchoRestore, res *moverprotocol.Fail
 	return res.Error
 }
 
+// waitForSecrets says the restore waits for storage Secrets to exist,
+// with a Warning Event when it starts to.
+func (r *EchoRestoreReconciler) waitForSecrets(rs *echov1alpha1.EchoRestore, missing *secretsNotFound) {
+	msg := missing.message("the restore goes on once they exist with the label, within its deadline")
+	if startsWaitingForSecrets(rs.Status.Conditions) {
+		r.Recorder.Event(rs, corev1.EventTypeWarning, echov1alpha1.EventReasonSecretNotFound, msg)
+	}
+	r.progress(rs, echov1alpha1.ReasonSecretNotFound, msg)
+}
+
 // progress reports the step under way in the Complete condition.
 func (r *EchoRestoreReconciler) progress(rs *echov1alpha1.EchoRestore, reason, message string) {
 	setCondition(&rs.Status.Conditions, rs.Generation, echov1alpha1.RestoreConditionComplete, metav1.ConditionFalse, reason, message)
@@ -417,7 +439,8 @@ func restoreFinished(rs *echov1alpha1.EchoRestore) bool {
 
 // SetupWithManager registers the controller. Besides its Jobs, a restore
 // follows the EchoBackup it waits for and the Echo (and its Deployment) it
-// restores, found through cache indexes.
+// restores, found through cache indexes, and the opted-in Secrets of its
+// namespace while it waits for one.
 func (r *EchoRestoreReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	ctx := context.Background()
 	indexer := mgr.GetFieldIndexer()
@@ -436,7 +459,12 @@ func (r *EchoRestoreReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}); err != nil {
 		return fmt.Errorf("indexing Echoes by the restore holding them: %w", err)
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	if err := indexSecretWaiters(ctx, indexer, &echov1alpha1.EchoRestore{}, func(o client.Object) []metav1.Condition {
+		return o.(*echov1alpha1.EchoRestore).Status.Conditions
+	}); err != nil {
+		return err
+	}
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("echorestore").
 		WithOptions(controllerOptions(1)).
 		For(&echov1alpha1.EchoRestore{}).
@@ -446,8 +474,11 @@ func (r *EchoRestoreReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&echov1alpha1.Echo{}, handler.EnqueueRequestsFromMapFunc(holdingRestore)).
 		Watches(&appsv1.Deployment{}, r.restoresBy(restoreEchoField, func(o client.Object) string {
 			return o.GetLabels()[chart.InstanceLabel]
-		})).
-		Complete(r)
+		}))
+	if r.StorageSecrets != nil {
+		b = b.WatchesRawSource(storageSecretSource(r.StorageSecrets, r.Client, func() client.ObjectList { return &echov1alpha1.EchoRestoreList{} }))
+	}
+	return b.Complete(r)
 }
 
 // restoresBy maps an object to the restores of its namespace whose index

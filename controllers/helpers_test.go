@@ -46,6 +46,14 @@ func newNamespace(t *testing.T) string {
 	if err := k8sClient.Create(context.Background(), ns); err != nil {
 		t.Fatalf("creating a namespace: %v", err)
 	}
+	// The credentials newBackup names, opted in as the docs tell: no Job
+	// names a Secret that does not exist.
+	creds := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "s3-credentials",
+		Labels: map[string]string{echov1alpha1.StorageSecretLabel: "true"}},
+		StringData: map[string]string{"AWS_ACCESS_KEY_ID": "id", "AWS_SECRET_ACCESS_KEY": "secret"}}
+	if err := k8sClient.Create(context.Background(), creds); err != nil {
+		t.Fatalf("creating the storage credentials: %v", err)
+	}
 	return ns.Name
 }
 

@@ -28,22 +28,48 @@ func TestBackupNeedsOptedInIdentity(t *testing.T) {
 	createEcho(t, newEcho(ns, echoKey.Name, persistentEcho))
 	rollOut(t, echoKey)
 	optedIn := map[string]string{echov1alpha1.StorageIdentityLabel: "true"}
+	const s3, sts = "https://s3.eu-west-3.amazonaws.com", "https://sts.eu-west-3.amazonaws.com"
 	for name, meta := range map[string]metav1.ObjectMeta{
 		"deployer":    {},
-		"echo-backup": {Labels: optedIn},
+		"echo-backup": {Labels: optedIn, Annotations: map[string]string{echov1alpha1.StorageEndpointsAnnotation: s3 + "," + sts}},
 		"minio-backup": {Labels: optedIn,
-			Annotations: map[string]string{echov1alpha1.StorageIdentityAudiencesAnnotation: "minio, sts.example.test"}},
+			Annotations: map[string]string{echov1alpha1.StorageIdentityAudiencesAnnotation: "minio, sts.example.test",
+				echov1alpha1.StorageEndpointsAnnotation: s3 + ", " + sts}},
+		"no-endpoints": {Labels: optedIn},
+		"storage-only": {Labels: optedIn, Annotations: map[string]string{echov1alpha1.StorageEndpointsAnnotation: s3}},
 	} {
 		meta.Namespace, meta.Name = ns, name
 		Expect(k8sClient.Create(ctx, &corev1.ServiceAccount{ObjectMeta: meta})).To(Succeed())
 	}
 	backupAs := func(name, serviceAccount, audience string) *echov1alpha1.EchoBackup {
 		b := newBackup(ns, name, echoKey.Name)
+		b.Spec.Storage.S3.Endpoint = s3
 		b.Spec.Storage.S3.CredentialsSecretRef = nil
 		b.Spec.Storage.S3.Identity = &echov1alpha1.S3Identity{ServiceAccountName: serviceAccount, Audience: audience,
-			RoleARN: "arn:aws:iam::111122223333:role/echo-backup"}
+			RoleARN: "arn:aws:iam::111122223333:role/echo-backup", STSEndpoint: sts}
 		Expect(k8sClient.Create(ctx, b)).To(Succeed())
 		return b
+	}
+
+	// The token is accepted by the real STS: whoever runs the endpoint
+	// it is sent to gets the role's credentials.
+	for _, tc := range []struct {
+		name, backup, serviceAccount, says string
+	}{
+		{"a ServiceAccount that lists no endpoint", "no-endpoints", "no-endpoints",
+			`the ServiceAccount "no-endpoints" does not allow its token to be sent to ` + sts},
+		{"an STS the ServiceAccount does not list", "storage-only", "storage-only",
+			"kubectl annotate serviceaccount -n " + ns + " storage-only --overwrite echo.dev/storage-endpoints=" + s3 + ":443," + sts},
+	} {
+		t.Run(tc.name+" fails the backup with EndpointNotAllowed, and no Job starts", func(t *testing.T) {
+			RegisterTestingT(t)
+			b := backupAs(tc.backup, tc.serviceAccount, "")
+			c := waitBackupFailed(t, client.ObjectKeyFromObject(b))
+			Expect(c.Reason).To(Equal(echov1alpha1.ReasonEndpointNotAllowed))
+			Expect(c.Message).To(ContainSubstring(tc.says))
+			expectWarning(t, b, echov1alpha1.EventReasonEndpointNotAllowed, tc.says)
+			expectNoJob(t, ns, b.Name+"-backup")
+		})
 	}
 
 	for _, tc := range []struct {
@@ -115,4 +141,37 @@ func TestBackupNeedsOptedInIdentity(t *testing.T) {
 			Expect(pod.Containers[0].VolumeMounts).To(ContainElement(HaveField("MountPath", path.Dir(env[moverprotocol.EnvWebIdentityTokenFile]))))
 		})
 	}
+}
+
+// An SSE-C key goes with every request: only to the endpoints its Secret
+// lists.
+func TestBackupSendsAnSSECKeyOnlyWhereAllowed(t *testing.T) {
+	RegisterTestingT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	echoKey := types.NamespacedName{Namespace: ns, Name: "journal"}
+	createEcho(t, newEcho(ns, echoKey.Name, persistentEcho))
+	rollOut(t, echoKey)
+	Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "backup-key",
+		Labels:      map[string]string{echov1alpha1.StorageSecretLabel: "true"},
+		Annotations: map[string]string{echov1alpha1.StorageEndpointsAnnotation: "https://s3.eu-west-3.amazonaws.com"}},
+		StringData: map[string]string{"key": "0123456789abcdef0123456789abcdef"}})).To(Succeed())
+	backupTo := func(name, endpoint string) *echov1alpha1.EchoBackup {
+		b := newBackup(ns, name, echoKey.Name)
+		b.Spec.Storage.S3.Endpoint = endpoint
+		b.Spec.Storage.S3.Encryption = &echov1alpha1.S3Encryption{Type: echov1alpha1.EncryptionSSEC,
+			CustomerKey: &echov1alpha1.SecretKeyRef{Name: "backup-key", Key: "key"}}
+		Expect(k8sClient.Create(ctx, b)).To(Succeed())
+		return b
+	}
+
+	b := backupTo("elsewhere", "https://s3.attacker.example.test")
+	c := waitBackupFailed(t, client.ObjectKeyFromObject(b))
+	Expect(c.Reason).To(Equal(echov1alpha1.ReasonEndpointNotAllowed))
+	says := `the Secret "backup-key" does not allow its SSE-C key to be sent to https://s3.attacker.example.test`
+	Expect(c.Message).To(ContainSubstring(says))
+	expectWarning(t, b, echov1alpha1.EventReasonEndpointNotAllowed, says)
+	expectNoJob(t, ns, "elsewhere-backup")
+
+	waitJob(t, ns, backupTo("allowed", "https://s3.eu-west-3.amazonaws.com").Name+"-backup")
 }

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -43,14 +44,8 @@ type optInRefusal interface {
 
 // asOptInRefusal finds the refusal in err.
 func asOptInRefusal(err error) (optInRefusal, bool) {
-	if refused, ok := asSecretsNotOptedIn(err); ok {
-		return refused, true
-	}
-	var refused *identityNotOptedIn
-	if errors.As(err, &refused) {
-		return refused, true
-	}
-	return nil, false
+	var refused optInRefusal
+	return refused, errors.As(err, &refused)
 }
 
 // secretsNotOptedIn refuses a data mover Job: Secrets of namespace that its
@@ -89,31 +84,112 @@ func (e *secretsNotOptedIn) message(then, otherwise string) string {
 		subject, echov1alpha1.StorageSecretLabel, they, holds, them, fix, otherwise)
 }
 
+// secretsNotFound holds a data mover Job back: Secrets of namespace that
+// its storage names do not exist. It is no refusal: the work waits,
+// Pending, until they exist (their creation with the label brings it
+// back), and no Job names them before: whatever Secret of that name
+// appeared while the Job waited would be read by its pod, label or not.
+type secretsNotFound struct {
+	namespace string
+	secrets   []string
+}
+
+func (e *secretsNotFound) Error() string { return e.message("") }
+
+// message says which Secrets are missing and how to go on; then, when
+// given, what follows.
+func (e *secretsNotFound) message(then string) string {
+	quoted := make([]string, len(e.secrets))
+	for i, s := range e.secrets {
+		quoted[i] = fmt.Sprintf("%q", s)
+	}
+	subject, it := "Secret "+quoted[0]+" does", "it"
+	if len(e.secrets) > 1 {
+		subject, it = "Secrets "+strings.Join(quoted, ", ")+" do", "them"
+	}
+	msg := fmt.Sprintf("%s not exist in namespace %s: create %s, labelled as storage credentials (kubectl label secret -n %s %s %s=true), "+
+		"or correct the storage's Secret names", subject, e.namespace, it, e.namespace, strings.Join(e.secrets, " "), echov1alpha1.StorageSecretLabel)
+	if then != "" {
+		msg += "; " + then
+	}
+	return msg
+}
+
+// startsWaitingForSecrets reports whether work with these conditions
+// does not wait for a storage Secret yet: its Event is due.
+func startsWaitingForSecrets(conditions []metav1.Condition) bool {
+	c := meta.FindStatusCondition(conditions, echov1alpha1.BackupConditionComplete)
+	return c == nil || c.Reason != echov1alpha1.ReasonSecretNotFound
+}
+
+// asSecretsNotFound finds the wait in err.
+func asSecretsNotFound(err error) (*secretsNotFound, bool) {
+	var missing *secretsNotFound
+	return missing, errors.As(err, &missing)
+}
+
 // asSecretsNotOptedIn finds the refusal in err.
 func asSecretsNotOptedIn(err error) (*secretsNotOptedIn, bool) {
 	var refused *secretsNotOptedIn
 	return refused, errors.As(err, &refused)
 }
 
-// storageOptedIn checks that what storage names in namespace opted in.
-// Every Secret carries StorageSecretLabel: it fails with a
-// *secretsNotOptedIn naming those that do not. It reads only the Secrets' metadata, from the API
-// server (api): the operator neither caches Secrets nor reads their data
-// for this. A Secret that does not exist passes, as before the label
-// existed: the Job's pod cannot start without it, and the Job fails at its
-// deadline.
-//
-// Then, when the storage authenticates with an identity, its
-// ServiceAccount opted in (identityOptedIn).
+// storageOptedIn checks that what storage names in namespace opted in:
+// its claim carries BackupStorageClaimLabel (claimOptedIn); every Secret
+// exists (else a *secretsNotFound: no Job may name a Secret that whoever
+// creates it later chooses) and carries StorageSecretLabel (else a
+// *secretsNotOptedIn); the Secret of an SSE-C key allows the storage's
+// endpoint; and when the storage authenticates with an identity, its
+// ServiceAccount opted in (identityOptedIn). It reads only metadata, from
+// the API server (api): the operator neither caches these Secrets nor
+// reads their data for this.
 func storageOptedIn(ctx context.Context, api client.Reader, namespace string, storage echov1alpha1.BackupStorage) error {
-	refused, err := storagesecrets.NotOptedIn(ctx, api, namespace, storage.SecretNames())
+	if err := claimOptedIn(ctx, api, namespace, storage.PersistentVolumeClaim); err != nil {
+		return err
+	}
+	names := storage.SecretNames()
+	found, err := storagesecrets.Read(ctx, api, namespace, names)
 	if err != nil {
 		return err
 	}
-	if len(refused) > 0 {
+	if missing := found.Missing(names); len(missing) > 0 {
+		return &secretsNotFound{namespace: namespace, secrets: missing}
+	}
+	if refused := found.NotOptedIn(names); len(refused) > 0 {
 		return &secretsNotOptedIn{namespace: namespace, secrets: refused}
 	}
+	if err := customerKeyAllowed(found, storage.S3); err != nil {
+		return err
+	}
 	return identityOptedIn(ctx, api, namespace, storage.S3)
+}
+
+// customerKeyAllowed checks that the Secret of s's SSE-C key, if any,
+// lists s's endpoint, where every request sends the key.
+func customerKeyAllowed(found storagesecrets.Found, s *echov1alpha1.S3Storage) error {
+	key := s.CustomerKey()
+	if key == nil {
+		return nil
+	}
+	secret := found[key.Name]
+	if storagesecrets.EndpointAllowed(secret.Annotations, s.Endpoint) {
+		return nil
+	}
+	return &endpointNotAllowed{storagesecrets.EndpointNotAllowedError{Kind: "secret", Namespace: secret.Namespace, Name: secret.Name,
+		Endpoint: s.Endpoint, Allowed: storagesecrets.AllowedEndpoints(secret.Annotations)}}
+}
+
+// allChecks runs checks in order, up to the first that fails: one check
+// for ensureOwnedJob.
+func allChecks(checks ...func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		for _, check := range checks {
+			if err := check(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }
 
 // storageOptInCheck is storageOptedIn as ensureOwnedJob's check
@@ -161,7 +237,8 @@ func (e *identityNotOptedIn) message(then, _ string) string {
 }
 
 // identityOptedIn checks the ServiceAccount of s's identity, if any: it
-// exists, carries StorageIdentityLabel and allows the audience. It reads
+// exists, carries StorageIdentityLabel, allows the audience and the
+// endpoints its token and credentials go to (identityEndpointsAllowed). It reads
 // only the ServiceAccount's metadata, from the API server (api).
 func identityOptedIn(ctx context.Context, api client.Reader, namespace string, s *echov1alpha1.S3Storage) error {
 	name := s.ServiceAccountName()
@@ -185,7 +262,7 @@ func identityOptedIn(ctx context.Context, api client.Reader, namespace string, s
 	case !slices.Contains(allowedAudiences(sa.Annotations), audience):
 		return refused
 	}
-	return nil
+	return identityEndpointsAllowed(sa, s)
 }
 
 // allowedAudiences are the audiences an opted-in ServiceAccount with these

@@ -40,10 +40,11 @@ func TestStorageSecretsOptedIn(t *testing.T) {
 		storage echov1alpha1.BackupStorage
 		refused []string // nil: allowed
 	}{
-		{"a claim names no Secret", nil, echov1alpha1.BackupStorage{PersistentVolumeClaim: &echov1alpha1.PVCStorage{ClaimName: "backups"}}, nil},
+		{"an opted-in claim names no Secret", []client.Object{&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "backups",
+			Labels: map[string]string{echov1alpha1.BackupStorageClaimLabel: "true"}}}},
+			echov1alpha1.BackupStorage{PersistentVolumeClaim: &echov1alpha1.PVCStorage{ClaimName: "backups"}}, nil},
 		{"opted-in credentials", []client.Object{secret("creds", optedIn)}, s3("creds", ""), nil},
 		{"opted-in credentials and CA bundle", []client.Object{secret("creds", optedIn), secret("ca", optedIn)}, s3("creds", "ca"), nil},
-		{"credentials that do not exist, as before the label", nil, s3("creds", ""), nil},
 		{"credentials without the label", []client.Object{secret("db-credentials", map[string]string{"app": "db"})}, s3("db-credentials", ""), []string{"db-credentials"}},
 		{"credentials with the label set to another value", []client.Object{secret("creds", map[string]string{echov1alpha1.StorageSecretLabel: "yes"})}, s3("creds", ""), []string{"creds"}},
 		{"a CA bundle without the label", []client.Object{secret("creds", optedIn), secret("tls", nil)}, s3("creds", "tls"), []string{"tls"}},
@@ -70,13 +71,114 @@ func TestStorageSecretsOptedIn(t *testing.T) {
 			case ok && !slices.Equal(refused.secrets, tc.refused):
 				t.Errorf("refused %v, want %v", refused.secrets, tc.refused)
 			}
-			if len(reads) != len(tc.storage.SecretNames()) {
+			claims := 0
+			if tc.storage.PersistentVolumeClaim != nil {
+				claims = 1
+			}
+			if len(reads) != len(tc.storage.SecretNames())+claims {
 				t.Errorf("%d reads for the Secrets %v", len(reads), tc.storage.SecretNames())
 			}
 			for _, obj := range reads {
 				if _, ok := obj.(*metav1.PartialObjectMetadata); !ok {
 					t.Errorf("read a %T: only a Secret's metadata may be read", obj)
 				}
+			}
+		})
+	}
+}
+
+// TestStorageSecretsMissingWait: a Secret that does not exist is no
+// refusal (nothing failed for good) but holds the Job back, naming it.
+func TestStorageSecretsMissingWait(t *testing.T) {
+	api := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "creds", Labels: map[string]string{echov1alpha1.StorageSecretLabel: "true"}}}).Build()
+	storage := echov1alpha1.BackupStorage{S3: &echov1alpha1.S3Storage{Endpoint: "https://s3.example.test", Bucket: "b",
+		CredentialsSecretRef: &echov1alpha1.S3CredentialsSecretRef{Name: "creds"},
+		CABundle:             &echov1alpha1.SecretKeyRef{Name: "not-yet", Key: "ca.crt"}}}
+	err := storageOptedIn(context.Background(), api, "team", storage)
+	missing, ok := asSecretsNotFound(err)
+	if !ok || !slices.Equal(missing.secrets, []string{"not-yet"}) {
+		t.Fatalf("err = %v, want a wait for Secret not-yet", err)
+	}
+	if _, refused := asOptInRefusal(err); refused {
+		t.Errorf("a missing Secret is taken for a refusal: the work would fail for good")
+	}
+	if want := `Secret "not-yet" does not exist in namespace team: create it, labelled as storage credentials (kubectl label secret -n team not-yet echo.dev/storage-credentials=true)`; !strings.Contains(err.Error(), want) {
+		t.Errorf("%q does not say %q", err, want)
+	}
+}
+
+// TestStorageOptInRefusals: what a storage names that opted in to be
+// there, or to go where it goes, is refused with what to fix.
+func TestStorageOptInRefusals(t *testing.T) {
+	optedInSecret := map[string]string{echov1alpha1.StorageSecretLabel: "true"}
+	optedInSA := map[string]string{echov1alpha1.StorageIdentityLabel: "true"}
+	endpoints := func(list string) map[string]string {
+		return map[string]string{echov1alpha1.StorageEndpointsAnnotation: list}
+	}
+	objects := []client.Object{
+		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "db-data"}},
+		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "backups", Labels: map[string]string{echov1alpha1.BackupStorageClaimLabel: "true"}}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "creds", Labels: optedInSecret}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "key-for-aws", Labels: optedInSecret, Annotations: endpoints("https://s3.eu-west-1.amazonaws.com")}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "unlisted", Labels: optedInSA}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "s3-only", Labels: optedInSA, Annotations: endpoints("https://s3.eu-west-1.amazonaws.com")}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "aws", Labels: optedInSA,
+			Annotations: endpoints("https://s3.eu-west-1.amazonaws.com,https://sts.amazonaws.com")}},
+	}
+	api := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(objects...).Build()
+	claim := func(name string) echov1alpha1.BackupStorage {
+		return echov1alpha1.BackupStorage{PersistentVolumeClaim: &echov1alpha1.PVCStorage{ClaimName: name}}
+	}
+	sseC := func(endpoint string) echov1alpha1.BackupStorage {
+		return echov1alpha1.BackupStorage{S3: &echov1alpha1.S3Storage{Endpoint: endpoint, Bucket: "b",
+			CredentialsSecretRef: &echov1alpha1.S3CredentialsSecretRef{Name: "creds"},
+			Encryption:           &echov1alpha1.S3Encryption{Type: echov1alpha1.EncryptionSSEC, CustomerKey: &echov1alpha1.SecretKeyRef{Name: "key-for-aws", Key: "key"}}}}
+	}
+	identity := func(sa, endpoint, sts string) echov1alpha1.BackupStorage {
+		return echov1alpha1.BackupStorage{S3: &echov1alpha1.S3Storage{Endpoint: endpoint, Bucket: "b",
+			Identity: &echov1alpha1.S3Identity{ServiceAccountName: sa, STSEndpoint: sts}}}
+	}
+	for _, tc := range []struct {
+		name    string
+		storage echov1alpha1.BackupStorage
+		reason  string // empty: allowed
+		says    string
+	}{
+		{"another workload's claim", claim("db-data"), echov1alpha1.ReasonClaimNotOptedIn, "kubectl label pvc -n team db-data echo.dev/backup-storage=true"},
+		{"a claim that does not exist", claim("nothing"), echov1alpha1.ReasonClaimNotOptedIn, `PersistentVolumeClaim "nothing" of storage.persistentVolumeClaim does not exist`},
+		{"an opted-in claim", claim("backups"), "", ""},
+		{"an SSE-C key for an endpoint it does not list", sseC("https://s3.attacker.test"), echov1alpha1.ReasonEndpointNotAllowed,
+			`the Secret "key-for-aws" does not allow its SSE-C key to be sent to https://s3.attacker.test`},
+		{"an SSE-C key for the endpoint it lists", sseC("https://s3.eu-west-1.amazonaws.com"), "", ""},
+		{"a token of a ServiceAccount that lists no endpoint", identity("unlisted", "https://s3.eu-west-1.amazonaws.com", "https://sts.amazonaws.com"),
+			echov1alpha1.ReasonEndpointNotAllowed, `the ServiceAccount "unlisted" does not allow its token to be sent to https://sts.amazonaws.com`},
+		{"a token for an STS the ServiceAccount does not list", identity("aws", "https://s3.eu-west-1.amazonaws.com", "https://sts.attacker.test"),
+			echov1alpha1.ReasonEndpointNotAllowed, "kubectl annotate serviceaccount -n team aws --overwrite echo.dev/storage-endpoints="},
+		{"a token for the storage's own STS, the one endpoint listed", identity("s3-only", "https://s3.eu-west-1.amazonaws.com", ""),
+			"", ""},
+		{"credentials bought for a storage the ServiceAccount does not list", identity("aws", "https://s3.attacker.test", "https://sts.amazonaws.com"),
+			echov1alpha1.ReasonEndpointNotAllowed, "to be sent to https://s3.attacker.test"},
+		{"a token for an STS over http", identity("aws", "https://s3.eu-west-1.amazonaws.com", "http://sts.amazonaws.com"),
+			echov1alpha1.ReasonEndpointNotAllowed, "over plain http"},
+		{"a token for the storage's STS over http", identity("aws", "http://s3.eu-west-1.amazonaws.com", ""),
+			echov1alpha1.ReasonEndpointNotAllowed, "over plain http"},
+		{"a token and credentials where the ServiceAccount allows", identity("aws", "https://s3.eu-west-1.amazonaws.com", "https://sts.amazonaws.com"), "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := storageOptedIn(context.Background(), api, "team", tc.storage)
+			if tc.reason == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			refused, ok := asOptInRefusal(err)
+			if !ok {
+				t.Fatalf("err = %v, want a refusal %s", err, tc.reason)
+			}
+			if refused.reason() != tc.reason || !strings.Contains(refused.message("back up again", ""), tc.says) {
+				t.Errorf("refused %s: %q, want %s saying %q", refused.reason(), refused.message("back up again", ""), tc.reason, tc.says)
 			}
 		})
 	}

@@ -157,7 +157,26 @@ func TestBackupKindsValidateAtAdmission(t *testing.T) {
 		{"an STS endpoint that is no URL", "EchoBackup", map[string]any{"echoName": "web", "storage": s3Storage(func(s map[string]any) {
 			delete(s, "credentialsSecretRef")
 			s["identity"] = map[string]any{"serviceAccountName": "echo-backup", "stsEndpoint": "sts.amazonaws.com"}
-		})}, "storage.s3.identity.stsEndpoint must be an http or https URL"},
+		})}, "storage.s3.identity.stsEndpoint must be an https URL"},
+		// The token is a bearer credential the real STS accepts.
+		{"an STS over http", "EchoBackup", map[string]any{"echoName": "web", "storage": s3Storage(func(s map[string]any) {
+			delete(s, "credentialsSecretRef")
+			s["identity"] = map[string]any{"serviceAccountName": "echo-backup", "stsEndpoint": "http://sts.amazonaws.com"}
+		})}, "storage.s3.identity.stsEndpoint must be an https URL: the token it is sent is a bearer credential"},
+		{"the storage's own STS over http", "EchoBackup", map[string]any{"echoName": "web", "storage": s3Storage(func(s map[string]any) {
+			delete(s, "credentialsSecretRef")
+			s["endpoint"] = "http://minio.storage.svc:9000"
+			s["identity"] = map[string]any{"serviceAccountName": "echo-backup", "audience": "minio"}
+		})}, "storage.s3.identity sends a ServiceAccount token to the STS, by default the endpoint: the endpoint must be https"},
+		{"an http storage with an https STS", "EchoBackup", map[string]any{"echoName": "web", "storage": s3Storage(func(s map[string]any) {
+			delete(s, "credentialsSecretRef")
+			s["endpoint"] = "http://minio.storage.svc:9000"
+			s["identity"] = map[string]any{"serviceAccountName": "echo-backup", "stsEndpoint": "https://sts.example.test"}
+		})}, ""},
+		{"a location's STS over http", "EchoBackupLocation", map[string]any{"s3": s3Storage(func(s map[string]any) {
+			delete(s, "credentialsSecretRef")
+			s["identity"] = map[string]any{"serviceAccountName": "echo-backup", "stsEndpoint": "http://sts.amazonaws.com"}
+		})["s3"]}, "storage.s3.identity.stsEndpoint must be an https URL"},
 		{"temporary credentials", "EchoBackup", map[string]any{"echoName": "web", "storage": s3Storage(func(s map[string]any) {
 			s["credentialsSecretRef"] = map[string]any{"name": "s3", "sessionTokenKey": "AWS_SESSION_TOKEN"}
 		})}, ""},

@@ -22,9 +22,10 @@ const (
 	// EventActionDeletingLocation is the action of holding back the
 	// deletion of an EchoBackupLocation in use.
 	EventActionDeletingLocation = "DeletingLocation"
-	// EventActionCheckingStorageSecrets is the action of refusing a
-	// Secret a backup, an artifact deletion or a restore would hand to
-	// its data mover.
+	// EventActionCheckingStorageSecrets is the action of refusing, or
+	// waiting for, what a backup, an artifact deletion or a restore would
+	// hand to its data mover: a Secret, a ServiceAccount, a claim, an
+	// endpoint a token or key would go to.
 	EventActionCheckingStorageSecrets = "CheckingStorageSecrets"
 	// EventActionCheckingJobOwner is the action of refusing a Job that
 	// has the name of a backup's or restore's Job but that echo-operator
@@ -79,6 +80,10 @@ var eventActions = map[string]string{
 
 	EventReasonSecretNotOptedIn:   EventActionCheckingStorageSecrets,
 	EventReasonIdentityNotOptedIn: EventActionCheckingStorageSecrets,
+	EventReasonSecretNotFound:     EventActionCheckingStorageSecrets,
+	EventReasonClaimNotOptedIn:    EventActionCheckingStorageSecrets,
+	EventReasonDataClaimNotOwned:  EventActionCheckingStorageSecrets,
+	EventReasonEndpointNotAllowed: EventActionCheckingStorageSecrets,
 
 	EventReasonJobNotOwned: EventActionCheckingJobOwner,
 }

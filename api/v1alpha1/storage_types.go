@@ -21,7 +21,8 @@ const EventReasonSecretNotOptedIn = ReasonSecretNotOptedIn
 // StorageIdentityLabel opts a ServiceAccount in as the identity of data
 // movers: a backup, schedule, restore or location may name (in
 // storage.s3.identity) only a ServiceAccount of its namespace that carries
-// this label with the value "true". Setting it takes the right to edit
+// this label with the value "true", and its token goes only to the
+// endpoints of its StorageEndpointsAnnotation. Setting it takes the right to edit
 // ServiceAccounts, which the Echo roles do not grant.
 const StorageIdentityLabel = "echo.dev/storage-identity"
 
@@ -42,6 +43,65 @@ const ReasonIdentityNotOptedIn = "IdentityNotOptedIn"
 // EventReasonIdentityNotOptedIn (Warning) is recorded on the backup or
 // restore whose data mover Job was not created, with what to fix.
 const EventReasonIdentityNotOptedIn = ReasonIdentityNotOptedIn
+
+// ReasonSecretNotFound is the condition reason of a backup or restore
+// whose storage names a Secret that does not exist (yet): no Job names it
+// until it exists and has opted in, and its creation or labelling brings
+// the work back.
+const ReasonSecretNotFound = "SecretNotFound"
+
+// EventReasonSecretNotFound (Warning) is recorded on the backup or
+// restore when it starts to wait for a Secret, and on each attempt to
+// delete an artifact whose storage Secret is missing.
+const EventReasonSecretNotFound = ReasonSecretNotFound
+
+// BackupStorageClaimLabel opts a PersistentVolumeClaim in as backup
+// storage: a backup, schedule or restore may name (in
+// storage.persistentVolumeClaim) only a claim of its namespace that
+// carries this label with the value "true". The data mover mounts that
+// claim read-write; setting the label takes the right to edit claims,
+// which the Echo roles do not grant.
+const BackupStorageClaimLabel = "echo.dev/backup-storage"
+
+// ReasonClaimNotOptedIn is the condition and Event reason of a backup or
+// restore whose storage names a claim that does not exist or lacks
+// BackupStorageClaimLabel.
+const ReasonClaimNotOptedIn = "ClaimNotOptedIn"
+
+// EventReasonClaimNotOptedIn (Warning) is recorded on the backup or
+// restore whose data mover Job was not created, with what to label.
+const EventReasonClaimNotOptedIn = ReasonClaimNotOptedIn
+
+// ReasonDataClaimNotOwned is the condition and Event reason of a backup
+// or restore of an Echo whose data claim (<echo>-data) is not its
+// release's: Helm's ownership annotations do not name the Echo's release,
+// or its controller is not that Echo. A backup would read, a restore
+// write, another workload's data.
+const ReasonDataClaimNotOwned = "DataClaimNotOwned"
+
+// EventReasonDataClaimNotOwned (Warning) is recorded on the backup or
+// restore whose data mover Job was not created.
+const EventReasonDataClaimNotOwned = ReasonDataClaimNotOwned
+
+// StorageEndpointsAnnotation, on an opted-in ServiceAccount
+// (StorageIdentityLabel) or on a Secret holding an SSE-C key, lists
+// comma-separated the endpoints the data movers and the live API may send
+// its token or key to: http(s)://host[:port], matched on scheme, host
+// and port (443 for https and 80 for http when not given), without
+// wildcards. A ServiceAccount's token goes to the STS, and the
+// credentials it buys to the storage: both must be listed. Without the
+// annotation nothing is allowed.
+const StorageEndpointsAnnotation = "echo.dev/storage-endpoints"
+
+// ReasonEndpointNotAllowed is the condition and Event reason of a backup
+// or restore whose ServiceAccount token or SSE-C key would go to an
+// endpoint its owner did not list in StorageEndpointsAnnotation, or to an
+// STS over plain http.
+const ReasonEndpointNotAllowed = "EndpointNotAllowed"
+
+// EventReasonEndpointNotAllowed (Warning) is recorded on the backup or
+// restore whose data mover Job was not created, with what to allow.
+const EventReasonEndpointNotAllowed = ReasonEndpointNotAllowed
 
 // StorageSecretOptedIn reports whether a Secret with these labels opted in
 // as storage credentials: StorageSecretLabel with the value "true".
@@ -93,6 +153,7 @@ func (s *BackupStorage) LocationName() string {
 //
 // +kubebuilder:validation:XValidation:rule="has(self.credentialsSecretRef) != has(self.identity)",message="set exactly one of storage.s3.credentialsSecretRef and storage.s3.identity"
 // +kubebuilder:validation:XValidation:rule="!has(self.encryption) || self.encryption.type != 'SSE-C' || url(self.endpoint).getScheme() == 'https'",message="storage.s3.encryption type SSE-C sends the key with every request: the endpoint must be https"
+// +kubebuilder:validation:XValidation:rule="!has(self.identity) || has(self.identity.stsEndpoint) || url(self.endpoint).getScheme() == 'https'",message="storage.s3.identity sends a ServiceAccount token to the STS, by default the endpoint: the endpoint must be https, or set an https identity.stsEndpoint"
 type S3Storage struct {
 	// Bucket name.
 	// +kubebuilder:validation:MinLength=3
@@ -184,10 +245,12 @@ type S3Identity struct {
 	RoleARN string `json:"roleARN,omitempty"`
 
 	// STSEndpoint is where the token is exchanged, e.g.
-	// https://sts.eu-west-3.amazonaws.com. Defaults to the storage's
-	// endpoint, where MinIO serves its STS.
+	// https://sts.eu-west-3.amazonaws.com: an https URL, since the token
+	// is a bearer credential. Defaults to the storage's endpoint, where
+	// MinIO serves its STS. The ServiceAccount must list it in its
+	// annotation echo.dev/storage-endpoints.
 	// +kubebuilder:validation:MaxLength=2048
-	// +kubebuilder:validation:XValidation:rule="isURL(self) && (url(self).getScheme() == 'http' || url(self).getScheme() == 'https')",message="storage.s3.identity.stsEndpoint must be an http or https URL"
+	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() == 'https'",message="storage.s3.identity.stsEndpoint must be an https URL: the token it is sent is a bearer credential"
 	// +optional
 	STSEndpoint string `json:"stsEndpoint,omitempty"`
 }
@@ -235,7 +298,8 @@ type S3Encryption struct {
 	// CustomerKey names a key of a Secret of the same namespace holding
 	// the 256-bit key of SSE-C: 32 bytes, or their base64 encoding. The
 	// Secret must carry the label echo.dev/storage-credentials=true, as
-	// the credentials' does. Keep the key: without it no backup written
+	// the credentials' does, and list the endpoint in its annotation
+	// echo.dev/storage-endpoints. Keep the key: without it no backup written
 	// with it can be read again.
 	// +optional
 	CustomerKey *SecretKeyRef `json:"customerKey,omitempty"`
@@ -326,7 +390,8 @@ type SecretKeyRef struct {
 
 // PVCStorage stores artifacts in a PersistentVolumeClaim.
 type PVCStorage struct {
-	// ClaimName names the claim, in the backup's namespace.
+	// ClaimName names the claim, in the backup's namespace, which must
+	// carry the label echo.dev/backup-storage=true.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="a claim name must be a DNS-1123 subdomain: lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, e.g. backups"

@@ -36,6 +36,19 @@ func ReleaseName(echoName string) string { return echoName }
 // data directory when persistence is enabled.
 func DataClaimName(echoName string) string { return ReleaseName(echoName) + dataClaimSuffix }
 
+// Helm's ownership annotations, which it sets on every object it creates
+// for a release and checks before it adopts an existing one.
+const (
+	ReleaseNameAnnotation      = "meta.helm.sh/release-name"
+	ReleaseNamespaceAnnotation = "meta.helm.sh/release-namespace"
+)
+
+// OwnedByRelease reports whether annotations are those Helm gives the
+// objects of release releaseName in namespace.
+func OwnedByRelease(annotations map[string]string, namespace, releaseName string) bool {
+	return annotations[ReleaseNameAnnotation] == releaseName && annotations[ReleaseNamespaceAnnotation] == namespace
+}
+
 // SelectorLabels select the pods of one Echo ("echo.selectorLabels"); they
 // never change over the release's life.
 func SelectorLabels(echoName string) map[string]string {

@@ -208,7 +208,7 @@ func parseEndpoint(endpoint string) (host string, secure bool, err error) {
 // envCredentials are the credentials the environment gives: static keys
 // (with a session token for temporary ones) or, without keys, a web
 // identity token's file, which minio-go's IAM provider exchanges at
-// stsEndpoint (AssumeRoleWithWebIdentity, as on EKS) through client,
+// stsEndpoint, over https only (AssumeRoleWithWebIdentity, as on EKS) through client,
 // again before the credentials expire. Nothing else (no instance
 // metadata service) is asked.
 func envCredentials(lookupEnv func(string) (string, bool), stsEndpoint string, client *http.Client) (*credentials.Credentials, error) {
@@ -220,8 +220,13 @@ func envCredentials(lookupEnv func(string) (string, bool), stsEndpoint string, c
 	case id != "" && secret != "":
 		return credentials.NewStaticV4(id, secret, token), nil
 	case id == "" && secret == "" && tokenFile != "":
-		if _, _, err := parseEndpoint(stsEndpoint); err != nil {
+		_, secure, err := parseEndpoint(stsEndpoint)
+		if err != nil {
 			return nil, fmt.Errorf("s3 STS endpoint: %w", err)
+		}
+		if !secure {
+			// The token is a bearer credential the real STS accepts.
+			return nil, fmt.Errorf("%w: s3 STS endpoint: a web identity token goes only over https", ErrInvalidArgument)
 		}
 		iam := &credentials.IAM{Client: client, Endpoint: stsEndpoint}
 		iam.EKSIdentity.TokenFile = tokenFile

@@ -275,6 +275,8 @@ func TestEnvCredentials(t *testing.T) {
 		{"temporary keys", env(moverprotocol.EnvAccessKeyID, "id", moverprotocol.EnvSecretAccessKey, "secret", moverprotocol.EnvSessionToken, "t"), sts, true, ""},
 		{"a web identity", env(moverprotocol.EnvWebIdentityTokenFile, "/token", moverprotocol.EnvRoleARN, "arn:aws:iam::1:role/r"), sts, false, ""},
 		{"a web identity and an STS that is no URL", env(moverprotocol.EnvWebIdentityTokenFile, "/token"), "sts.example.test", false, "s3 STS endpoint"},
+		{"a web identity and an STS over http", env(moverprotocol.EnvWebIdentityTokenFile, "/token"), "http://sts.example.test", false,
+			"a web identity token goes only over https"},
 		{"half the keys", env(moverprotocol.EnvAccessKeyID, "id"), sts, false, "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_WEB_IDENTITY_TOKEN_FILE"},
 		{"half the keys and a web identity", env(moverprotocol.EnvAccessKeyID, "id", moverprotocol.EnvWebIdentityTokenFile, "/token"), sts, false,
 			"set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_WEB_IDENTITY_TOKEN_FILE"},

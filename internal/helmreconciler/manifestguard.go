@@ -1,10 +1,12 @@
 package helmreconciler
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"helm.sh/helm/v3/pkg/kube"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/resource"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // manifestGuard confines what one release may touch: objects of the
@@ -82,7 +85,14 @@ type guardedKubeClient struct {
 	*kube.Client
 	guard manifestGuard
 	owner types.UID
-	log   func(msg string, keysAndValues ...any)
+	// live reads the object about to be deleted from the API server: the
+	// action's own client answers from the cache (cachedReads), which
+	// before a first install reports any object it does not hold as
+	// missing, and another workload's object of the release's name (a
+	// claim without the chart's labels, say) would be taken for one
+	// already gone, and deleted.
+	live client.Reader
+	log  func(msg string, keysAndValues ...any)
 }
 
 // IsReachable answers without asking the API server: Helm calls it
@@ -144,7 +154,7 @@ func (c *guardedKubeClient) ownedOrKept(original, target kube.ResourceList) kube
 // those already gone (deleting them is a no-op Helm expects to make).
 func (c *guardedKubeClient) owned(resources kube.ResourceList) kube.ResourceList {
 	return resources.Filter(func(info *resource.Info) bool {
-		live, err := resource.NewHelper(info.Client, info.Mapping).Get(info.Namespace, info.Name)
+		obj, err := c.liveMetadata(info)
 		if apierrors.IsNotFound(err) {
 			return true
 		}
@@ -152,13 +162,23 @@ func (c *guardedKubeClient) owned(resources kube.ResourceList) kube.ResourceList
 			c.log("Not deleting an object whose owner could not be read", "kind", info.Mapping.GroupVersionKind.Kind, "name", info.Name, "error", err.Error())
 			return false
 		}
-		obj, err := meta.Accessor(live)
-		if err == nil {
-			if ref := metav1.GetControllerOf(obj); ref != nil && ref.UID == c.owner {
-				return true
-			}
+		if ref := metav1.GetControllerOf(obj); ref != nil && ref.UID == c.owner {
+			return true
 		}
 		c.log("Not deleting an object the release's owner does not control", "kind", info.Mapping.GroupVersionKind.Kind, "name", info.Name, "namespace", info.Namespace)
 		return false
 	})
 }
+
+// liveMetadata reads the metadata of info's object from the API server
+// (live), never from the cache.
+func (c *guardedKubeClient) liveMetadata(info *resource.Info) (*metav1.PartialObjectMetadata, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), liveReadTimeout)
+	defer cancel()
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(info.Mapping.GroupVersionKind)
+	return obj, c.live.Get(ctx, client.ObjectKey{Namespace: info.Namespace, Name: info.Name}, obj)
+}
+
+// liveReadTimeout bounds one read of liveMetadata.
+const liveReadTimeout = 30 * time.Second

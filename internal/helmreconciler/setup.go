@@ -165,7 +165,7 @@ func newActionClientGetter(mgr ctrl.Manager, signer *releasetrust.Signer, record
 	if err != nil {
 		return nil, fmt.Errorf("creating the discovery client of Helm's capabilities: %w", err)
 	}
-	guarded := guardedConfigGetter{inner: acg, kinds: kinds, capabilities: newCapabilitiesCache(dc), log: log}
+	guarded := guardedConfigGetter{inner: acg, kinds: kinds, capabilities: newCapabilitiesCache(dc), live: mgr.GetAPIReader(), log: log}
 	if g.inner, err = helmclient.NewActionClientGetter(guarded); err != nil {
 		return nil, fmt.Errorf("creating the Helm action client getter: %w", err)
 	}
@@ -179,7 +179,10 @@ type guardedConfigGetter struct {
 	inner        helmclient.ActionConfigGetter
 	kinds        map[schema.GroupVersionKind]bool
 	capabilities *capabilitiesCache
-	log          logr.Logger
+	// live reads, from the API server, what the guard checks before a
+	// delete.
+	live client.Reader
+	log  logr.Logger
 }
 
 // ActionConfigFor implements helmclient.ActionConfigGetter.
@@ -200,6 +203,7 @@ func (g guardedConfigGetter) ActionConfigFor(ctx context.Context, obj client.Obj
 		Client: kc,
 		guard:  newManifestGuard(obj.GetNamespace(), g.kinds),
 		owner:  obj.GetUID(),
+		live:   g.live,
 		log:    func(msg string, kv ...any) { log.Info(msg, kv...) },
 	}
 	return cfg, nil

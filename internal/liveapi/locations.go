@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -186,14 +185,11 @@ func locationScope(loc *echov1alpha1.EchoBackupLocation) string {
 	return strings.Join([]string{loc.Namespace, loc.Name, string(loc.UID), s3.Endpoint, s3.Bucket, s3.Prefix}, "\x00")
 }
 
-// open builds the store of loc with the credentials of its Secret, which
-// must have opted in. Its errors are the location's own (a Secret missing
+// open builds the store of loc with the credentials of its Secret, each
+// Secret checked on the object whose data is used (optedInSecret). Its errors are the location's own (a Secret missing
 // or not opted in, an endpoint that is no URL): nothing has been asked of
 // the storage yet. The store connects only where l.egress allows.
 func (l *locationListings) open(ctx context.Context, loc *echov1alpha1.EchoBackupLocation) (datamover.Store, error) {
-	if err := l.requireOptedIn(ctx, loc); err != nil {
-		return nil, &locationError{err}
-	}
 	s3 := moverprotocol.ResolveS3(&loc.Spec.S3)
 	if s3.ServiceAccount != "" {
 		// A token of the ServiceAccount would have to be requested for the
@@ -202,9 +198,9 @@ func (l *locationListings) open(ctx context.Context, loc *echov1alpha1.EchoBacku
 			"and the live API lists only locations whose credentials are in a Secret: its backups and restores work, its listing does not",
 			s3.ServiceAccount)}
 	}
-	creds := &corev1.Secret{}
-	if err := l.api.Get(ctx, client.ObjectKey{Namespace: loc.Namespace, Name: s3.CredentialsSecret}, creds); err != nil {
-		return nil, &locationError{fmt.Errorf("reading the credentials Secret %s: %w", s3.CredentialsSecret, err)}
+	creds, err := l.optedInSecret(ctx, loc, s3.CredentialsSecret, "credentials", "")
+	if err != nil {
+		return nil, err
 	}
 	id, secret := creds.Data[s3.AccessKeyIDKey], creds.Data[s3.SecretAccessKeyKey]
 	if len(id) == 0 || len(secret) == 0 {
@@ -213,15 +209,14 @@ func (l *locationListings) open(ctx context.Context, loc *echov1alpha1.EchoBacku
 	cfg := datamover.S3Config{Endpoint: s3.Endpoint, Region: s3.Region, Bucket: s3.Bucket, Prefix: s3.Prefix, PathStyle: s3.PathStyle,
 		MaxRetries: 1, Transport: l.egress.ConfigureTransport,
 		Encryption: datamover.S3Encryption{Type: string(s3.Encryption), KMSKeyID: s3.KMSKeyID}}
-	var err error
 	// A mover Job's pod would not start without either.
 	if s3.CASecret != "" {
-		if cfg.CABundle, err = l.secretKey(ctx, loc.Namespace, s3.CASecret, s3.CAKey, "CA bundle"); err != nil {
+		if cfg.CABundle, err = l.secretKey(ctx, loc, s3.CASecret, s3.CAKey, "CA bundle", ""); err != nil {
 			return nil, err
 		}
 	}
 	if s3.CustomerKeySecret != "" {
-		if cfg.Encryption.CustomerKey, err = l.secretKey(ctx, loc.Namespace, s3.CustomerKeySecret, s3.CustomerKeyKey, "SSE-C key"); err != nil {
+		if cfg.Encryption.CustomerKey, err = l.secretKey(ctx, loc, s3.CustomerKeySecret, s3.CustomerKeyKey, "SSE-C key", s3.Endpoint); err != nil {
 			return nil, err
 		}
 	}
@@ -232,13 +227,14 @@ func (l *locationListings) open(ctx context.Context, loc *echov1alpha1.EchoBacku
 	return store, nil
 }
 
-// secretKey is the value of key in the Secret name of namespace, which
-// holds the location's what; a missing Secret or key is the location's
-// error.
-func (l *locationListings) secretKey(ctx context.Context, namespace, name, key, what string) ([]byte, error) {
-	secret := &corev1.Secret{}
-	if err := l.api.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, secret); err != nil {
-		return nil, &locationError{fmt.Errorf("reading the %s Secret %s: %w", what, name, err)}
+// secretKey is the value of key in the opted-in Secret name of loc's
+// namespace, which holds the location's what, and may go to endpoint
+// (when given: optedInSecret); a missing, refused Secret or key is the
+// location's error.
+func (l *locationListings) secretKey(ctx context.Context, loc *echov1alpha1.EchoBackupLocation, name, key, what, endpoint string) ([]byte, error) {
+	secret, err := l.optedInSecret(ctx, loc, name, what, endpoint)
+	if err != nil {
+		return nil, err
 	}
 	value := secret.Data[key]
 	if len(value) == 0 {

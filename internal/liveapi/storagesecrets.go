@@ -4,24 +4,31 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	"github.com/echo-operator/echo-operator/internal/storagesecrets"
 )
 
-// requireOptedIn refuses a location that names, as its credentials or CA
-// bundle, a Secret without echov1alpha1.StorageSecretLabel, before anything
-// reads the Secret's data: a user who may create EchoBackupLocations but
-// not read Secrets could otherwise have the operator send any Secret of the
-// namespace (a database password) to an endpoint of theirs. It reads only
-// the Secrets' metadata. A Secret that does not exist passes, for open to
-// report as before.
-func (l *locationListings) requireOptedIn(ctx context.Context, loc *echov1alpha1.EchoBackupLocation) error {
-	refused, err := storagesecrets.NotOptedIn(ctx, l.api, loc.Namespace, loc.Spec.S3.SecretNames())
-	if err != nil || len(refused) == 0 {
-		return err
+// optedInSecret reads the Secret name of loc's namespace, which holds the
+// location's what, and checks the very object whose data the listing
+// then uses (storagesecrets.Usable): it carries
+// echov1alpha1.StorageSecretLabel and, when endpoint is given (an SSE-C
+// key, which goes there with every request), lists it in
+// echov1alpha1.StorageEndpointsAnnotation. A user who may create
+// EchoBackupLocations but not read Secrets could otherwise have the
+// operator send any Secret of the namespace (a database password) to an
+// endpoint of theirs; and a Secret checked, then read again, could have
+// been replaced in between. A missing Secret, or one refused, is the
+// location's error: nothing is asked of the storage.
+func (l *locationListings) optedInSecret(ctx context.Context, loc *echov1alpha1.EchoBackupLocation, name, what, endpoint string) (*corev1.Secret, error) {
+	secret := &corev1.Secret{}
+	if err := l.api.Get(ctx, client.ObjectKey{Namespace: loc.Namespace, Name: name}, secret); err != nil {
+		return nil, &locationError{fmt.Errorf("reading the %s Secret %s: %w", what, name, err)}
 	}
-	name := refused[0]
-	return fmt.Errorf("the Secret %q has no label %[2]s=true, which echo-operator requires before it reads a Secret as storage credentials or CA bundle: "+
-		"if it holds this location's credentials or CA bundle, label it (kubectl label secret -n %[3]s %[4]s %[2]s=true); if not, name a Secret that has the label",
-		name, echov1alpha1.StorageSecretLabel, loc.Namespace, name)
+	if err := storagesecrets.Usable(secret, endpoint); err != nil {
+		return nil, &locationError{err}
+	}
+	return secret, nil
 }

@@ -2,6 +2,7 @@ package liveapi
 
 import (
 	"context"
+	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -31,17 +32,36 @@ type endpoint struct {
 
 func newEndpoint(t *testing.T) *endpoint {
 	e := &endpoint{}
-	e.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		e.mu.Lock()
-		e.auths = append(e.auths, r.Header.Get("Authorization"))
-		e.mu.Unlock()
-		w.Header().Set("Content-Type", "application/xml")
-		_, _ = w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?>` +
-			`<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Name>backups</Name><KeyCount>0</KeyCount>` +
-			`<MaxKeys>1000</MaxKeys><IsTruncated>false</IsTruncated></ListBucketResult>`))
-	}))
+	e.Server = httptest.NewServer(http.HandlerFunc(e.serve))
 	t.Cleanup(e.Close)
 	return e
+}
+
+// serve answers an empty listing and keeps the Authorization header.
+func (e *endpoint) serve(w http.ResponseWriter, r *http.Request) {
+	e.mu.Lock()
+	e.auths = append(e.auths, r.Header.Get("Authorization"))
+	e.mu.Unlock()
+	w.Header().Set("Content-Type", "application/xml")
+	_, _ = w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?>` +
+		`<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Name>backups</Name><KeyCount>0</KeyCount>` +
+		`<MaxKeys>1000</MaxKeys><IsTruncated>false</IsTruncated></ListBucketResult>`))
+}
+
+// tlsEndpoint is an endpoint over TLS, as an SSE-C key needs, with the
+// PEM of its certificate.
+type tlsEndpoint struct {
+	*endpoint
+	caPEM []byte
+}
+
+func newTLSEndpoint(t *testing.T) *tlsEndpoint {
+	e := &endpoint{}
+	e.Server = httptest.NewUnstartedServer(http.HandlerFunc(e.serve))
+	e.StartTLS()
+	t.Cleanup(e.Close)
+	cert := e.Certificate()
+	return &tlsEndpoint{endpoint: e, caPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw})}
 }
 
 func (e *endpoint) requests() []string {
@@ -51,8 +71,8 @@ func (e *endpoint) requests() []string {
 }
 
 // TestListingNeedsOptedInSecrets: a location whose credentials or CA
-// Secret lacks the label is refused before the Secret's data is read or
-// anything is sent to its endpoint; one whose Secrets carry it is listed.
+// Secret lacks the label is refused before anything is sent to its
+// endpoint; one whose Secrets carry it is listed.
 func TestListingNeedsOptedInSecrets(t *testing.T) {
 	optedIn := map[string]string{echov1alpha1.StorageSecretLabel: "true"}
 	secret := func(name string, labels map[string]string, data map[string]string) *corev1.Secret {
@@ -86,14 +106,7 @@ func TestListingNeedsOptedInSecrets(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			server := newEndpoint(t)
-			var dataRead []string
-			api := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(dbPassword, s3Keys, unlabelledCA).
-				WithInterceptorFuncs(interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-					if _, ok := obj.(*corev1.Secret); ok {
-						dataRead = append(dataRead, key.Name)
-					}
-					return c.Get(ctx, key, obj, opts...)
-				}}).Build()
+			api := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(dbPassword, s3Keys, unlabelledCA).Build()
 			loc := &echov1alpha1.EchoBackupLocation{
 				ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "offsite", ResourceVersion: "1"},
 				Spec: echov1alpha1.EchoBackupLocationSpec{S3: echov1alpha1.S3Storage{
@@ -118,11 +131,6 @@ func TestListingNeedsOptedInSecrets(t *testing.T) {
 			if !strings.Contains(err.Error(), "EchoBackupLocation team/offsite") {
 				t.Errorf("%v does not name the location", err)
 			}
-			for _, name := range dataRead {
-				if name != "nothing" {
-					t.Errorf("the data of Secret %s was read", name)
-				}
-			}
 			if auths := server.requests(); len(auths) > 0 {
 				t.Errorf("%d requests reached the endpoint, signed %q", len(auths), auths)
 			}
@@ -133,12 +141,87 @@ func TestListingNeedsOptedInSecrets(t *testing.T) {
 		loc := &echov1alpha1.EchoBackupLocation{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "offsite"},
 			Spec: echov1alpha1.EchoBackupLocationSpec{S3: echov1alpha1.S3Storage{Endpoint: "https://s3.example.test", Bucket: "backups",
 				CredentialsSecretRef: &echov1alpha1.S3CredentialsSecretRef{Name: "db-credentials"}}}}
-		err := newLocationListings(api, allowLoopback(), defaultListingLimits).requireOptedIn(context.Background(), loc)
+		_, err := newLocationListings(api, allowLoopback(), defaultListingLimits).list(context.Background(), loc)
 		want := "kubectl label secret -n team db-credentials echo.dev/storage-credentials=true"
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("refusal %v does not say %q", err, want)
 		}
 	})
+}
+
+// TestListingChecksTheSecretItUses: the label is read on the very Secret
+// whose data the listing uses. An API server that shows the labelled
+// metadata of a Secret but then hands out one without the label (a Secret
+// replaced between two reads) gets the listing refused, and nothing is
+// sent.
+func TestListingChecksTheSecretItUses(t *testing.T) {
+	server := newEndpoint(t)
+	labelled := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "s3-credentials",
+		Labels: map[string]string{echov1alpha1.StorageSecretLabel: "true"}}}
+	api := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(labelled).
+		WithInterceptorFuncs(interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if err := c.Get(ctx, key, obj, opts...); err != nil {
+				return err
+			}
+			if secret, ok := obj.(*corev1.Secret); ok {
+				// The Secret whose data is read is another one by now.
+				secret.Labels = nil
+				secret.Data = map[string][]byte{"AWS_ACCESS_KEY_ID": []byte("db"), "AWS_SECRET_ACCESS_KEY": []byte("hunter2")}
+			}
+			return nil
+		}}).Build()
+	loc := &echov1alpha1.EchoBackupLocation{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "offsite", ResourceVersion: "1"},
+		Spec: echov1alpha1.EchoBackupLocationSpec{S3: echov1alpha1.S3Storage{Endpoint: server.URL, Bucket: "backups", ForcePathStyle: true,
+			CredentialsSecretRef: &echov1alpha1.S3CredentialsSecretRef{Name: "s3-credentials"}}}}
+	_, err := newLocationListings(api, allowLoopback(), defaultListingLimits).list(context.Background(), loc)
+	if want := `the Secret "s3-credentials" has no label`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("listing: %v, want a refusal saying %q", err, want)
+	}
+	if auths := server.requests(); len(auths) > 0 {
+		t.Errorf("%d requests reached the endpoint, signed %q", len(auths), auths)
+	}
+}
+
+// TestListingSendsAnSSECKeyOnlyWhereAllowed: the SSE-C key goes with every
+// request of a listing, so its Secret must list the location's endpoint;
+// a key for another endpoint is refused before anything is sent, with
+// how to allow it, and one that lists it is listed.
+func TestListingSendsAnSSECKeyOnlyWhereAllowed(t *testing.T) {
+	server := newTLSEndpoint(t)
+	optedIn := map[string]string{echov1alpha1.StorageSecretLabel: "true"}
+	creds := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "s3-credentials", Labels: optedIn},
+		Data: map[string][]byte{"AWS_ACCESS_KEY_ID": []byte("backup-key"), "AWS_SECRET_ACCESS_KEY": []byte("backup-secret")}}
+	key := func(allowed string) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "backup-key", Labels: optedIn,
+			Annotations: map[string]string{echov1alpha1.StorageEndpointsAnnotation: allowed}},
+			Data: map[string][]byte{"key": []byte(strings.Repeat("k", 32))}}
+	}
+	list := func(key *corev1.Secret) error {
+		api := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(creds, key).Build()
+		loc := &echov1alpha1.EchoBackupLocation{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "vault", ResourceVersion: "1"},
+			Spec: echov1alpha1.EchoBackupLocationSpec{S3: echov1alpha1.S3Storage{Endpoint: server.URL, Bucket: "backups", ForcePathStyle: true,
+				CredentialsSecretRef: &echov1alpha1.S3CredentialsSecretRef{Name: "s3-credentials"},
+				CABundle:             &echov1alpha1.SecretKeyRef{Name: "s3-credentials", Key: "ca.crt"},
+				Encryption: &echov1alpha1.S3Encryption{Type: echov1alpha1.EncryptionSSEC,
+					CustomerKey: &echov1alpha1.SecretKeyRef{Name: "backup-key", Key: "key"}}}}}
+		_, err := newLocationListings(api, allowLoopback(), defaultListingLimits).list(context.Background(), loc)
+		return err
+	}
+	creds.Data["ca.crt"] = server.caPEM
+	err := list(key("https://s3.eu-west-1.amazonaws.com"))
+	want := "kubectl annotate secret -n team backup-key --overwrite echo.dev/storage-endpoints=https://s3.eu-west-1.amazonaws.com:443," + server.URL
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("listing with a key for another endpoint: %v, want a refusal saying %q", err, want)
+	}
+	if auths := server.requests(); len(auths) > 0 {
+		t.Fatalf("%d requests reached the endpoint the key does not allow", len(auths))
+	}
+	if err := list(key(server.URL)); err != nil {
+		t.Fatalf("listing with a key that allows the endpoint: %v", err)
+	}
+	if len(server.requests()) == 0 {
+		t.Error("the endpoint the key allows was not asked")
+	}
 }
 
 // allowLoopback is an egress policy that lets the listing reach the test's

@@ -11,6 +11,7 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/encrypt"
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -47,11 +48,13 @@ func TestEncryptedBackups(t *testing.T) {
 	_, _ = rand.Read(key)
 	keyFile := filepath.Join(t.TempDir(), "backup.key")
 	Expect(os.WriteFile(keyFile, key, 0o600)).To(Succeed())
-	d := &docsKubectl{ns: ns, values: map[string]string{"KEYSECRET": "backup-key", "KEYFILE": keyFile}}
+	d := &docsKubectl{ns: ns, values: map[string]string{"KEYSECRET": "backup-key", "KEYFILE": keyFile, "ENDPOINTS": s3.Endpoint}}
 	Expect(d.run(Default, documented("create", "secret", "generic", "KEYSECRET", "--from-file=key=KEYFILE"))).
 		To(ContainSubstring("secret/backup-key created"))
 	Expect(d.run(Default, documented("label", "secret", "KEYSECRET", "echo.dev/storage-credentials=true"))).
 		To(ContainSubstring("secret/backup-key labeled"))
+	Expect(d.run(Default, documented("annotate", "secret", "KEYSECRET", "echo.dev/storage-endpoints=ENDPOINTS"))).
+		To(ContainSubstring("secret/backup-key annotated"))
 
 	vault := s3.Storage("echo-backups", "vault")
 	vault.S3.Encryption = &echov1alpha1.S3Encryption{Type: echov1alpha1.EncryptionSSEC,
@@ -99,10 +102,32 @@ func TestEncryptedBackups(t *testing.T) {
 		mover.restoreCopy(t, ns, backup.Name, journal)
 	})
 
+	t.Run("a key is not sent to an endpoint its Secret does not list", func(t *testing.T) {
+		RegisterTestingT(t)
+		elsewhere := s3.Storage("echo-backups", "vault")
+		elsewhere.S3.Endpoint = "https://s3.attacker.example.test"
+		elsewhere.S3.Encryption = &echov1alpha1.S3Encryption{Type: echov1alpha1.EncryptionSSEC,
+			CustomerKey: &echov1alpha1.SecretKeyRef{Name: "backup-key", Key: "key"}}
+		restore := &echov1alpha1.EchoRestore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "key-elsewhere"},
+			Spec: echov1alpha1.EchoRestoreSpec{EchoName: "journal-elsewhere",
+				Source: echov1alpha1.RestoreSource{Storage: &elsewhere, Key: ns + "/journal/journal-1"}}}
+		Expect(k8sClient.Create(ctx, restore)).To(Succeed())
+		Eventually(func(g Gomega) {
+			rs := &echov1alpha1.EchoRestore{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(restore), rs)).To(Succeed())
+			failed := meta.FindStatusCondition(rs.Status.Conditions, echov1alpha1.RestoreConditionFailed)
+			g.Expect(failed).NotTo(BeNil())
+			g.Expect(failed.Reason).To(Equal(echov1alpha1.ReasonEndpointNotAllowed), failed.Message)
+			g.Expect(failed.Message).To(ContainSubstring(`the Secret "backup-key" does not allow its SSE-C key to be sent to https://s3.attacker.example.test`))
+		}, timeout, interval).Should(Succeed())
+		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "key-elsewhere-inspect"}, &batchv1.Job{})).NotTo(Succeed())
+	})
+
 	t.Run("a restore with another key fails and creates nothing", func(t *testing.T) {
 		RegisterTestingT(t)
 		other := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "other-key",
-			Labels: map[string]string{echov1alpha1.StorageSecretLabel: "true"}}, Data: map[string][]byte{"key": make([]byte, 32)}}
+			Labels:      map[string]string{echov1alpha1.StorageSecretLabel: "true"},
+			Annotations: map[string]string{echov1alpha1.StorageEndpointsAnnotation: s3.Endpoint}}, Data: map[string][]byte{"key": make([]byte, 32)}}
 		Expect(k8sClient.Create(ctx, other)).To(Succeed())
 		wrong := s3.Storage("echo-backups", "vault")
 		wrong.S3.Encryption = &echov1alpha1.S3Encryption{Type: echov1alpha1.EncryptionSSEC,

@@ -34,20 +34,24 @@ const minioAudience = "minio"
 // opted in as backup-restore.md tells, with a token kube-apiserver issues
 // for MinIO's audience, which MinIO's STS, trusting kube-apiserver's
 // ServiceAccount issuer through its OpenID discovery, exchanges for
-// credentials of the policy named after the ServiceAccount. Another
+// credentials of the policy named after the ServiceAccount, over TLS. Another
 // ServiceAccount's token is refused, and a ServiceAccount that did not
-// opt in gets no Job.
+// opt in, or did not allow the endpoint, gets no Job.
 func TestBackupWithWorkloadIdentity(t *testing.T) {
 	RegisterTestingT(t)
 	ctx := context.Background()
-	s3 := s3server.StartWithOpenID(t, storageHost, issuerDiscovery(t), "echo-backups")
+	s3 := s3server.StartTLSWithOpenID(t, storageHost, issuerDiscovery(t), "echo-backups")
 	ns := identityNamespace
 	Expect(createNamespace(ctx, ns, map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})).To(Succeed())
+	Expect(k8sClient.Create(ctx, s3.CASecret(t, ns))).To(Succeed())
 
-	d := &docsKubectl{ns: ns, values: map[string]string{"SERVICEACCOUNT": "echo-backup"}}
+	d := &docsKubectl{ns: ns, values: map[string]string{"SERVICEACCOUNT": "echo-backup", "ENDPOINTS": s3.Endpoint}}
 	Expect(d.run(Default, documented("create", "serviceaccount", "SERVICEACCOUNT"))).To(ContainSubstring("serviceaccount/echo-backup created"))
 	Expect(d.run(Default, documented("label", "serviceaccount", "SERVICEACCOUNT", "echo.dev/storage-identity=true"))).To(ContainSubstring("labeled"))
 	Expect(d.run(Default, documented("annotate", "serviceaccount", "SERVICEACCOUNT", "echo.dev/storage-identity-audiences=minio"))).
+		To(ContainSubstring("annotated"))
+	// MinIO serves its STS on the storage's endpoint: one endpoint to allow.
+	Expect(d.run(Default, documented("annotate", "serviceaccount", "SERVICEACCOUNT", "echo.dev/storage-endpoints=ENDPOINTS"))).
 		To(ContainSubstring("annotated"))
 	s3.AddPolicy(t, "system:serviceaccount:"+ns+":echo-backup", s3server.BucketPolicy("echo-backups"))
 	as := func(serviceAccount string) echov1alpha1.BackupStorage {
@@ -76,8 +80,9 @@ func TestBackupWithWorkloadIdentity(t *testing.T) {
 	t.Run("another ServiceAccount's token is refused", func(t *testing.T) {
 		RegisterTestingT(t)
 		Expect(k8sClient.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "intruder",
-			Labels:      map[string]string{echov1alpha1.StorageIdentityLabel: "true"},
-			Annotations: map[string]string{echov1alpha1.StorageIdentityAudiencesAnnotation: minioAudience}}})).To(Succeed())
+			Labels: map[string]string{echov1alpha1.StorageIdentityLabel: "true"},
+			Annotations: map[string]string{echov1alpha1.StorageIdentityAudiencesAnnotation: minioAudience,
+				echov1alpha1.StorageEndpointsAnnotation: s3.Endpoint}}})).To(Succeed())
 		intruder := &echov1alpha1.EchoBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "journal-intruder"},
 			Spec: echov1alpha1.EchoBackupSpec{EchoName: "journal", Storage: as("intruder")}}
 		Expect(k8sClient.Create(ctx, intruder)).To(Succeed())
@@ -85,6 +90,25 @@ func TestBackupWithWorkloadIdentity(t *testing.T) {
 		failed := waitBackupFailed(t, client.ObjectKeyFromObject(intruder))
 		Expect(failed.Reason).To(Equal(echov1alpha1.BackupReasonCredentialsError), failed.Message)
 		Expect(failed.Message).To(ContainSubstring("the STS did not exchange the web identity token"))
+	})
+
+	t.Run("a token for an endpoint the ServiceAccount did not allow gets no Job", func(t *testing.T) {
+		RegisterTestingT(t)
+		// A ServiceAccount allowed, as backup-restore.md shows for AWS, to
+		// send its token to AWS's STS and S3 only.
+		Expect(k8sClient.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "aws-backup",
+			Labels:      map[string]string{echov1alpha1.StorageIdentityLabel: "true"},
+			Annotations: map[string]string{echov1alpha1.StorageIdentityAudiencesAnnotation: minioAudience}}})).To(Succeed())
+		aws := &docsKubectl{ns: ns, values: map[string]string{"SERVICEACCOUNT": "aws-backup"}}
+		Expect(aws.run(Default, documented("annotate", "serviceaccount", "SERVICEACCOUNT",
+			"echo.dev/storage-endpoints=https://s3.eu-west-3.amazonaws.com,https://sts.eu-west-3.amazonaws.com"))).To(ContainSubstring("annotated"))
+		b := &echov1alpha1.EchoBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "journal-elsewhere"},
+			Spec: echov1alpha1.EchoBackupSpec{EchoName: "journal", Storage: as("aws-backup")}}
+		Expect(k8sClient.Create(ctx, b)).To(Succeed())
+		failed := waitBackupFailed(t, client.ObjectKeyFromObject(b))
+		Expect(failed.Reason).To(Equal(echov1alpha1.ReasonEndpointNotAllowed), failed.Message)
+		Expect(failed.Message).To(ContainSubstring(`the ServiceAccount "aws-backup" does not allow its token to be sent to ` + s3.Endpoint))
+		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "journal-elsewhere-backup"}, &batchv1.Job{})).NotTo(Succeed())
 	})
 
 	t.Run("a ServiceAccount that did not opt in gets no Job", func(t *testing.T) {

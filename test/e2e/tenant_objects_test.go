@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -101,6 +102,15 @@ func TestHostileTenantLabelledObjects(t *testing.T) {
 	before := peakRSS(Default)
 	const perKind = 24
 	createBulk(t, tn, bulkLabelledObjects(tn.ns, webKey.Name, perKind))
+	// The claim the backups go to, opted in as backup storage as
+	// backup-restore.md tells.
+	Expect(tn.c.Create(ctx, &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: tn.ns, Name: "backups"},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
+	})).To(Succeed())
+	d := &docsKubectl{ns: tn.ns, values: map[string]string{"CLAIM": "backups"}}
+	Expect(d.run(Default, documented("label", "pvc", "CLAIM", "echo.dev/backup-storage=true"))).To(ContainSubstring("labeled"))
 	for i := range 3 {
 		b := &echov1alpha1.EchoBackup{ObjectMeta: metav1.ObjectMeta{Namespace: tn.ns, Name: fmt.Sprintf("b%d", i)},
 			Spec: echov1alpha1.EchoBackupSpec{EchoName: webKey.Name, Storage: echov1alpha1.BackupStorage{

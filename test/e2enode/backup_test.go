@@ -46,6 +46,10 @@ func TestBackupAndRestoreInContainers(t *testing.T) {
 	}
 
 	t.Run("to a claim", func(t *testing.T) {
+		// The claim opts in as backup storage as backup-restore.md tells,
+		// before a backup names it.
+		kubectlApply(t, ns, backupClaimYAML)
+		kubectl(t, "label", "-n", ns, "pvc", "backups", "echo.dev/backup-storage=true")
 		kubectlApply(t, ns, pvcBackupYAML)
 		kubectl(t, "wait", "-n", ns, "--for=condition=Complete", "echobackup/to-claim", "--timeout=300s")
 	})
@@ -151,7 +155,7 @@ func countObjects(t *testing.T, s3 *minio.Client) int {
 	return n
 }
 
-const pvcBackupYAML = `apiVersion: v1
+const backupClaimYAML = `apiVersion: v1
 kind: PersistentVolumeClaim
 metadata:
   name: backups
@@ -160,8 +164,9 @@ spec:
   resources:
     requests:
       storage: 1Gi
----
-apiVersion: echo.dev/v1alpha1
+`
+
+const pvcBackupYAML = `apiVersion: echo.dev/v1alpha1
 kind: EchoBackup
 metadata:
   name: to-claim

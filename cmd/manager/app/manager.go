@@ -238,7 +238,15 @@ func setupReconcilers(mgr ctrl.Manager, o Options, recorder record.EventRecorder
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Echo controller: %w", err)
 	}
+	storageSecrets, err := controllers.NewStorageSecretCache(mgr.GetConfig(), mgr.GetScheme(), mgr.GetRESTMapper(), o.WatchNamespaces)
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(storageSecrets); err != nil {
+		return fmt.Errorf("adding the cache of storage Secrets: %w", err)
+	}
 	if err := (&controllers.EchoBackupReconciler{
+		StorageSecrets:  storageSecrets,
 		Client:          mgr.GetClient(),
 		APIReader:       mgr.GetAPIReader(),
 		ReleaseVerifier: o.Helm.Signer,
@@ -269,13 +277,14 @@ func setupReconcilers(mgr ctrl.Manager, o Options, recorder record.EventRecorder
 		return fmt.Errorf("setting up the EchoBackupLocation controller: %w", err)
 	}
 	if err := (&controllers.EchoRestoreReconciler{
-		Client:     mgr.GetClient(),
-		APIReader:  mgr.GetAPIReader(),
-		Scheme:     mgr.GetScheme(),
-		Recorder:   recorder,
-		MoverImage: o.MoverImage,
-		MoverEnv:   o.MoverEnv,
-		Clock:      o.Now,
+		StorageSecrets: storageSecrets,
+		Client:         mgr.GetClient(),
+		APIReader:      mgr.GetAPIReader(),
+		Scheme:         mgr.GetScheme(),
+		Recorder:       recorder,
+		MoverImage:     o.MoverImage,
+		MoverEnv:       o.MoverEnv,
+		Clock:          o.Now,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the EchoRestore controller: %w", err)
 	}

@@ -118,6 +118,13 @@ func StartWithOpenID(tb testing.TB, host string, provider OpenID, buckets ...str
 	return startServer(tb, options{host: host, openID: &provider}, buckets)
 }
 
+// StartTLSWithOpenID is StartWithOpenID on HTTPS, as an STS must be: the
+// tokens it takes are bearer credentials.
+func StartTLSWithOpenID(tb testing.TB, host string, provider OpenID, buckets ...string) *Server {
+	tb.Helper()
+	return startServer(tb, options{host: host, tls: true, openID: &provider}, buckets)
+}
+
 // options are how a server is started.
 type options struct {
 	host   string
