@@ -39,6 +39,9 @@ type EchoBackupReconciler struct {
 	// ReleaseVerifier tells the release records echo-operator wrote from
 	// the others, which a backup never records.
 	ReleaseVerifier *releasetrust.Signer
+	// JobSigner signs the Jobs the operator creates, and tells them from
+	// Jobs of their names that anyone else created (jobs.go).
+	JobSigner *releasetrust.Signer
 	// MoverImage is the operator's image, whose backup subcommand the Job runs.
 	MoverImage string
 	// MoverEnv is passed on to the data mover's pods: the cluster's proxy
@@ -195,7 +198,7 @@ func (r *EchoBackupReconciler) ensureJob(ctx context.Context, b *echov1alpha1.Ec
 	if err != nil {
 		return nil, err
 	}
-	job, created, err := ensureOwnedJob(ctx, r.Client, r.APIReader, r.Scheme, b, &b.Status.Jobs,
+	job, created, err := ensureOwnedJob(ctx, r.Client, r.APIReader, r.Scheme, backupWork(r.JobSigner, b), &b.Status.Jobs,
 		backupJob(b, echo, storage, moverSettings{image: r.MoverImage, env: r.MoverEnv}), newArtifactCheck(r.APIReader, b.Namespace, loc, storage))
 	if err != nil || !created {
 		return job, err
@@ -249,6 +252,9 @@ func backupJobNotOwnedMessage(b *echov1alpha1.EchoBackup, refused *jobNotOwned) 
 // through their label; an Echo whose restore hold changes maps to its
 // unfinished backups through a cache index (IndexFields).
 func (r *EchoBackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.JobSigner == nil {
+		return errNoJobSigner
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("echobackup").
 		For(&echov1alpha1.EchoBackup{}).

@@ -64,7 +64,7 @@ func (r *EchoBackupReconciler) reconcileDelete(ctx context.Context, b *echov1alp
 		return ctrl.Result{}, r.releaseBackup(ctx, b)
 	}
 
-	job, err := getOwnJob(ctx, r.Client, nil, b.Status.Jobs, b.Namespace, deleteJobName(b))
+	job, err := getOwnJob(ctx, r.Client, deleteWork(r.JobSigner, b), b.Status.Jobs, b.Namespace, deleteJobName(b))
 	if refused, ok := asJobNotOwned(err); ok {
 		return r.deleteJobNotOwned(ctx, b, refused)
 	}
@@ -101,7 +101,7 @@ func (r *EchoBackupReconciler) reconcileDelete(ctx context.Context, b *echov1alp
 // that the operator did not create for the backup fails the backup.
 func (r *EchoBackupReconciler) finishBeforeDelete(ctx context.Context, b *echov1alpha1.EchoBackup) (running bool, _ ctrl.Result, _ error) {
 	orig := b.DeepCopy()
-	job, err := getOwnJob(ctx, r.Client, b, b.Status.Jobs, b.Namespace, backupJobName(b))
+	job, err := getOwnJob(ctx, r.Client, backupWork(r.JobSigner, b), b.Status.Jobs, b.Namespace, backupJobName(b))
 	var result ctrl.Result
 	switch refused, foreign := asJobNotOwned(err); {
 	case foreign:
@@ -129,7 +129,7 @@ func (r *EchoBackupReconciler) deleteJobNotOwned(ctx context.Context, b *echov1a
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(b), fresh); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: refused.name}, job); err != nil || ownJob(nil, fresh.Status.Jobs, job) {
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: refused.name}, job); err != nil || ownJob(deleteWork(r.JobSigner, fresh), fresh.Status.Jobs, job) {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	r.Recorder.Eventf(b, corev1.EventTypeWarning, echov1alpha1.EventReasonJobNotOwned, "Could not delete the artifact at %s: %s", b.Status.Location,
@@ -153,7 +153,7 @@ func (r *EchoBackupReconciler) startDeleteJob(ctx context.Context, b *echov1alph
 	}
 	job := deleteJob(b, storage, moverSettings{image: r.MoverImage, env: r.MoverEnv})
 	orig := b.DeepCopy()
-	created, err := createJob(ctx, r.Client, r.APIReader, nil, &b.Status.Jobs, job)
+	created, err := createJob(ctx, r.Client, r.APIReader, deleteWork(r.JobSigner, b), &b.Status.Jobs, job)
 	if refused, ok := asJobNotOwned(err); ok {
 		return r.deleteJobNotOwned(ctx, b, refused)
 	}

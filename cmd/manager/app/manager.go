@@ -242,6 +242,7 @@ func setupReconcilers(mgr ctrl.Manager, o Options, recorder record.EventRecorder
 		Client:          mgr.GetClient(),
 		APIReader:       mgr.GetAPIReader(),
 		ReleaseVerifier: o.Helm.Signer,
+		JobSigner:       o.Helm.Signer,
 		Scheme:          mgr.GetScheme(),
 		Recorder:        recorder,
 		MoverImage:      o.MoverImage,
@@ -275,6 +276,7 @@ func setupReconcilers(mgr ctrl.Manager, o Options, recorder record.EventRecorder
 		Recorder:   recorder,
 		MoverImage: o.MoverImage,
 		MoverEnv:   o.MoverEnv,
+		JobSigner:  o.Helm.Signer,
 		Clock:      o.Now,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the EchoRestore controller: %w", err)
