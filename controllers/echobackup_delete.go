@@ -78,6 +78,9 @@ func (r *EchoBackupReconciler) reconcileDelete(ctx context.Context, b *echov1alp
 		// reconcile, which starts the next attempt.
 		return ctrl.Result{}, nil
 	}
+	if err := r.recordDeleteJob(ctx, b, job); err != nil {
+		return ctrl.Result{}, err
+	}
 	out, err := readMoverJob(ctx, r.Client, r.APIReader, job, r.Clock.Now(), nil)
 	switch {
 	case err != nil:
@@ -116,6 +119,18 @@ func (r *EchoBackupReconciler) finishBeforeDelete(ctx context.Context, b *echov1
 		return false, ctrl.Result{}, patchErr
 	}
 	return job != nil, result, err
+}
+
+// recordDeleteJob records the delete Job taken by its signature when the
+// status write that follows its creation was lost: from then on, its UID
+// alone is taken under its name, and no copy of its signature.
+func (r *EchoBackupReconciler) recordDeleteJob(ctx context.Context, b *echov1alpha1.EchoBackup, job *batchv1.Job) error {
+	if recordedJob(b.Status.Jobs, job.Name) != nil {
+		return nil
+	}
+	orig := b.DeepCopy()
+	recordJob(&b.Status.Jobs, job)
+	return r.patchStatus(ctx, orig, b)
 }
 
 // deleteJobNotOwned reports that the name of the backup's delete Job is
