@@ -9,13 +9,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
-	"github.com/echo-operator/echo-operator/internal/chart"
 	opmetrics "github.com/echo-operator/echo-operator/internal/metrics"
 )
 
@@ -243,15 +243,19 @@ func retryWait(failedAt, now time.Time) time.Duration {
 // removeOrphanedDeleteJob removes the finished delete Job of an EchoBackup
 // that is gone. An operator stopped between letting the EchoBackup go and
 // removing the Job (which nothing owns) leaves it: it goes now, not at its
-// TTL an hour later. A Job still running is left to finish (its end is
-// watched), and the API server, not the cache, says the EchoBackup is gone.
+// TTL an hour later. Only a Job signed for the EchoBackup its annotation
+// names goes: one a tenant made under that name is left alone, as is an
+// unsigned one of an earlier version (its TTL removes it). A Job still
+// running is left to finish (its end is watched), and the API server, not
+// the cache, says the EchoBackup is gone.
 func (r *EchoBackupReconciler) removeOrphanedDeleteJob(ctx context.Context, backup client.ObjectKey) error {
 	job := &batchv1.Job{}
 	name := deleteJobName(&echov1alpha1.EchoBackup{ObjectMeta: metav1.ObjectMeta{Name: backup.Name}})
 	if err := r.Get(ctx, client.ObjectKey{Namespace: backup.Namespace, Name: name}, job); err != nil || !job.DeletionTimestamp.IsZero() {
 		return client.IgnoreNotFound(err)
 	}
-	if job.Labels[chart.ManagedByLabel] != echov1alpha1.ManagedBy {
+	gone := &echov1alpha1.EchoBackup{ObjectMeta: metav1.ObjectMeta{UID: types.UID(job.Annotations[echov1alpha1.BackupUIDAnnotation])}}
+	if gone.UID == "" || !deleteWork(r.JobSigner, gone).signed(job) {
 		return nil
 	}
 	if complete, failed := jobFinished(job); !complete && !failed {
