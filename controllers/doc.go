@@ -24,7 +24,8 @@
 // What the kinds share: datamover_job.go (the data mover's pod, storage
 // and failure policy), jobs.go (creating, reading and removing Jobs: one
 // way to read a Job's outcome, and only of a Job the operator created for
-// its owner, recorded by UID in the owner's status), echo_data.go (an
+// its owner, recorded by UID in the owner's status or, the record lost,
+// signed with the operator's key), echo_data.go (an
 // Echo's data claim), finalizers.go, conditions.go (conditions and status
 // patches) and clock.go; child names come from internal/names. What a
 // storage may reach, checked before a Job: storage_secrets.go (opted-in

@@ -40,6 +40,9 @@ type EchoBackupReconciler struct {
 	// ReleaseVerifier tells the release records echo-operator wrote from
 	// the others, which a backup never records.
 	ReleaseVerifier *releasetrust.Signer
+	// JobSigner signs the Jobs the operator creates, and tells them from
+	// Jobs of their names that anyone else created (jobs.go).
+	JobSigner *releasetrust.Signer
 	// MoverImage is the operator's image, whose backup subcommand the Job runs.
 	MoverImage string
 	// MoverEnv is passed on to the data mover's pods: the cluster's proxy
@@ -205,7 +208,7 @@ func (r *EchoBackupReconciler) ensureJob(ctx context.Context, b *echov1alpha1.Ec
 	if err != nil {
 		return nil, err
 	}
-	job, created, err := ensureOwnedJob(ctx, r.Client, r.APIReader, r.Scheme, b, &b.Status.Jobs,
+	job, created, err := ensureOwnedJob(ctx, r.Client, r.APIReader, r.Scheme, backupWork(r.JobSigner, b), &b.Status.Jobs,
 		backupJob(b, echo, storage, moverSettings{image: r.MoverImage, env: r.MoverEnv}),
 		allChecks(dataClaimCheck(r.APIReader, echo), newArtifactCheck(r.APIReader, b.Namespace, loc, storage)))
 	if err != nil || !created {
@@ -261,6 +264,9 @@ func backupJobNotOwnedMessage(b *echov1alpha1.EchoBackup, refused *jobNotOwned) 
 // unfinished backups through a cache index (IndexFields); an opted-in
 // Secret to the backups of its namespace that wait for one.
 func (r *EchoBackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.JobSigner == nil {
+		return errNoJobSigner
+	}
 	if err := indexSecretWaiters(context.Background(), mgr.GetFieldIndexer(), &echov1alpha1.EchoBackup{}, func(o client.Object) []metav1.Condition {
 		return o.(*echov1alpha1.EchoBackup).Status.Conditions
 	}); err != nil {

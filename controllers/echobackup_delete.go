@@ -9,13 +9,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
-	"github.com/echo-operator/echo-operator/internal/chart"
 	opmetrics "github.com/echo-operator/echo-operator/internal/metrics"
 )
 
@@ -64,7 +64,7 @@ func (r *EchoBackupReconciler) reconcileDelete(ctx context.Context, b *echov1alp
 		return ctrl.Result{}, r.releaseBackup(ctx, b)
 	}
 
-	job, err := getOwnJob(ctx, r.Client, nil, b.Status.Jobs, b.Namespace, deleteJobName(b))
+	job, err := getOwnJob(ctx, r.Client, deleteWork(r.JobSigner, b), b.Status.Jobs, b.Namespace, deleteJobName(b))
 	if refused, ok := asJobNotOwned(err); ok {
 		return r.deleteJobNotOwned(ctx, b, refused)
 	}
@@ -77,6 +77,9 @@ func (r *EchoBackupReconciler) reconcileDelete(ctx context.Context, b *echov1alp
 		// A failed attempt on its way out: its removal brings the next
 		// reconcile, which starts the next attempt.
 		return ctrl.Result{}, nil
+	}
+	if err := r.recordDeleteJob(ctx, b, job); err != nil {
+		return ctrl.Result{}, err
 	}
 	out, err := readMoverJob(ctx, r.Client, r.APIReader, job, r.Clock.Now(), nil)
 	switch {
@@ -101,7 +104,7 @@ func (r *EchoBackupReconciler) reconcileDelete(ctx context.Context, b *echov1alp
 // that the operator did not create for the backup fails the backup.
 func (r *EchoBackupReconciler) finishBeforeDelete(ctx context.Context, b *echov1alpha1.EchoBackup) (running bool, _ ctrl.Result, _ error) {
 	orig := b.DeepCopy()
-	job, err := getOwnJob(ctx, r.Client, b, b.Status.Jobs, b.Namespace, backupJobName(b))
+	job, err := getOwnJob(ctx, r.Client, backupWork(r.JobSigner, b), b.Status.Jobs, b.Namespace, backupJobName(b))
 	var result ctrl.Result
 	switch refused, foreign := asJobNotOwned(err); {
 	case foreign:
@@ -118,6 +121,18 @@ func (r *EchoBackupReconciler) finishBeforeDelete(ctx context.Context, b *echov1
 	return job != nil, result, err
 }
 
+// recordDeleteJob records the delete Job taken by its signature when the
+// status write that follows its creation was lost: from then on, its UID
+// alone is taken under its name, and no copy of its signature.
+func (r *EchoBackupReconciler) recordDeleteJob(ctx context.Context, b *echov1alpha1.EchoBackup, job *batchv1.Job) error {
+	if recordedJob(b.Status.Jobs, job.Name) != nil {
+		return nil
+	}
+	orig := b.DeepCopy()
+	recordJob(&b.Status.Jobs, job)
+	return r.patchStatus(ctx, orig, b)
+}
+
 // deleteJobNotOwned reports that the name of the backup's delete Job is
 // taken by a Job the operator did not create for it, and looks again after
 // artifactDeleteBackoff: once that Job is gone, the next attempt starts.
@@ -129,7 +144,7 @@ func (r *EchoBackupReconciler) deleteJobNotOwned(ctx context.Context, b *echov1a
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(b), fresh); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: refused.name}, job); err != nil || ownJob(nil, fresh.Status.Jobs, job) {
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: refused.name}, job); err != nil || ownJob(deleteWork(r.JobSigner, fresh), fresh.Status.Jobs, job) {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	r.Recorder.Eventf(b, corev1.EventTypeWarning, echov1alpha1.EventReasonJobNotOwned, "Could not delete the artifact at %s: %s", b.Status.Location,
@@ -153,7 +168,7 @@ func (r *EchoBackupReconciler) startDeleteJob(ctx context.Context, b *echov1alph
 	}
 	job := deleteJob(b, storage, moverSettings{image: r.MoverImage, env: r.MoverEnv})
 	orig := b.DeepCopy()
-	created, err := createJob(ctx, r.Client, r.APIReader, nil, &b.Status.Jobs, job)
+	created, err := createJob(ctx, r.Client, r.APIReader, deleteWork(r.JobSigner, b), &b.Status.Jobs, job)
 	if refused, ok := asJobNotOwned(err); ok {
 		return r.deleteJobNotOwned(ctx, b, refused)
 	}
@@ -233,15 +248,19 @@ func retryWait(failedAt, now time.Time) time.Duration {
 // removeOrphanedDeleteJob removes the finished delete Job of an EchoBackup
 // that is gone. An operator stopped between letting the EchoBackup go and
 // removing the Job (which nothing owns) leaves it: it goes now, not at its
-// TTL an hour later. A Job still running is left to finish (its end is
-// watched), and the API server, not the cache, says the EchoBackup is gone.
+// TTL an hour later. Only a Job signed for the EchoBackup its annotation
+// names goes: one a tenant made under that name is left alone, as is an
+// unsigned one of an earlier version (its TTL removes it). A Job still
+// running is left to finish (its end is watched), and the API server, not
+// the cache, says the EchoBackup is gone.
 func (r *EchoBackupReconciler) removeOrphanedDeleteJob(ctx context.Context, backup client.ObjectKey) error {
 	job := &batchv1.Job{}
 	name := deleteJobName(&echov1alpha1.EchoBackup{ObjectMeta: metav1.ObjectMeta{Name: backup.Name}})
 	if err := r.Get(ctx, client.ObjectKey{Namespace: backup.Namespace, Name: name}, job); err != nil || !job.DeletionTimestamp.IsZero() {
 		return client.IgnoreNotFound(err)
 	}
-	if job.Labels[chart.ManagedByLabel] != echov1alpha1.ManagedBy {
+	gone := &echov1alpha1.EchoBackup{ObjectMeta: metav1.ObjectMeta{UID: types.UID(job.Annotations[echov1alpha1.BackupUIDAnnotation])}}
+	if gone.UID == "" || !deleteWork(r.JobSigner, gone).signed(job) {
 		return nil
 	}
 	if complete, failed := jobFinished(job); !complete && !failed {

@@ -26,6 +26,7 @@ import (
 	"github.com/echo-operator/echo-operator/internal/chart"
 	opmetrics "github.com/echo-operator/echo-operator/internal/metrics"
 	"github.com/echo-operator/echo-operator/internal/moverprotocol"
+	"github.com/echo-operator/echo-operator/internal/releasetrust"
 )
 
 // Cache index fields of the restore controller.
@@ -65,6 +66,9 @@ type EchoRestoreReconciler struct {
 	// MoverEnv is passed on to the data mover's pods: the cluster's proxy
 	// settings, as the operator's environment has them.
 	MoverEnv []corev1.EnvVar
+	// JobSigner signs the Jobs the operator creates, and tells them from
+	// Jobs of their names that anyone else created (jobs.go).
+	JobSigner *releasetrust.Signer
 	// Clock tells the time; nil is the wall clock.
 	Clock Clock
 	// StorageSecrets holds the metadata of opted-in storage Secrets
@@ -274,7 +278,7 @@ func (r *EchoRestoreReconciler) restoreData(ctx context.Context, rs *echov1alpha
 // not one the operator created for the restore, and the restore failed.
 func (r *EchoRestoreReconciler) ensureJob(ctx context.Context, rs *echov1alpha1.EchoRestore, want *batchv1.Job,
 	check func(context.Context) error) (*batchv1.Job, error) {
-	job, created, err := ensureOwnedJob(ctx, r.Client, r.APIReader, r.Scheme, rs, &rs.Status.Jobs, want, check)
+	job, created, err := ensureOwnedJob(ctx, r.Client, r.APIReader, r.Scheme, restoreWork(r.JobSigner, rs), &rs.Status.Jobs, want, check)
 	if refused, ok := asJobNotOwned(err); ok {
 		r.failWith(rs, echov1alpha1.ReasonJobNotOwned, echov1alpha1.EventReasonJobNotOwned,
 			refused.message("EchoRestore "+rs.Name, "then restore again, or restore now under another EchoRestore name: this EchoRestore has failed for good"))
@@ -442,6 +446,9 @@ func restoreFinished(rs *echov1alpha1.EchoRestore) bool {
 // restores, found through cache indexes, and the opted-in Secrets of its
 // namespace while it waits for one.
 func (r *EchoRestoreReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.JobSigner == nil {
+		return errNoJobSigner
+	}
 	ctx := context.Background()
 	indexer := mgr.GetFieldIndexer()
 	if err := indexer.IndexField(ctx, &echov1alpha1.EchoRestore{}, restoreBackupField, func(o client.Object) []string {

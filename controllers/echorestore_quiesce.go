@@ -122,7 +122,7 @@ func (r *EchoRestoreReconciler) reconcileRelease(ctx context.Context, rs *echov1
 // Job of its name that the operator did not create for the restore is
 // not its restore Job, and is left alone.
 func (r *EchoRestoreReconciler) stopRestoreJob(ctx context.Context, rs *echov1alpha1.EchoRestore) (bool, error) {
-	job, err := getOwnJob(ctx, r.Client, rs, rs.Status.Jobs, rs.Namespace, restoreJobName(rs))
+	job, err := getOwnJob(ctx, r.Client, restoreWork(r.JobSigner, rs), rs.Status.Jobs, rs.Namespace, restoreJobName(rs))
 	if _, foreign := asJobNotOwned(err); foreign || (err == nil && job == nil) {
 		return true, nil
 	}

@@ -17,28 +17,76 @@ import (
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	"github.com/echo-operator/echo-operator/internal/moverprotocol"
+	"github.com/echo-operator/echo-operator/internal/releasetrust"
 )
 
 // The Jobs of every kind that runs the data mover (backups, artifact
-// deletion, restores): creating them once, taking only those the operator
-// created for their owner (by controller reference and the UID recorded in
-// the owner's status), reading what they came to, and removing them with
-// their pods.
+// deletion, restores): creating them once, signed, taking only those the
+// operator created for their owner (by the UID recorded in the owner's
+// status or, with none recorded, by their signature), reading what they
+// came to, and removing them with their pods.
 
 // resultGracePeriod is how long a finished Job may take to show its
 // result: the kubelet reports the termination message with the pod's
 // final status, so past this the result is taken as lost.
 const resultGracePeriod = 2 * time.Minute
 
-// ensureOwnedJob returns the owner's Job named like want, creating want,
-// controlled by owner, on first sight once mayCreate allows it (its error is
-// returned as it is); created says whether this call created it. The Job's
-// UID goes into jobs, the record in the owner's status. A Job of that name
-// that is not the owner's (ownJob) is neither read nor touched: the error is
-// then a *jobNotOwned. The deterministic name makes AlreadyExists a lock
-// against a stale cache; the Job is then read from the API server (api),
-// as is one the cache does not hold at all (it lacks the managed-by label).
-func ensureOwnedJob(ctx context.Context, c client.Client, api client.Reader, scheme *runtime.Scheme, owner client.Object,
+// jobWork is what a Job works for: the backup or restore (owner), which
+// controls it unless controlled is false (a delete Job outlives the
+// reference, and carries none), and the key the operator signs its Jobs
+// with.
+type jobWork struct {
+	signer     *releasetrust.Signer
+	owner      client.Object
+	kind       string
+	controlled bool
+}
+
+// errNoJobSigner refuses to set up a controller that creates Jobs without
+// the key to sign them with.
+var errNoJobSigner = errors.New("a controller that creates Jobs needs the key to sign them (JobSigner)")
+
+// backupWork is what the Job backing up b works for.
+func backupWork(signer *releasetrust.Signer, b *echov1alpha1.EchoBackup) jobWork {
+	return jobWork{signer: signer, owner: b, kind: "EchoBackup", controlled: true}
+}
+
+// deleteWork is what the Job deleting the artifact of b works for.
+func deleteWork(signer *releasetrust.Signer, b *echov1alpha1.EchoBackup) jobWork {
+	return jobWork{signer: signer, owner: b, kind: "EchoBackup"}
+}
+
+// restoreWork is what the inspect and restore Jobs of rs work for.
+func restoreWork(signer *releasetrust.Signer, rs *echov1alpha1.EchoRestore) jobWork {
+	return jobWork{signer: signer, owner: rs, kind: "EchoRestore", controlled: true}
+}
+
+// sign signs a Job about to be created for the work.
+func (w jobWork) sign(job *batchv1.Job) {
+	w.signer.SignJob(job, w.kind, w.owner.GetUID())
+}
+
+// signed says whether the operator created job for the work: the
+// signature verifies for the owner and, where the owner controls its Jobs,
+// the owner controls it. Anyone may write a controller reference naming
+// the owner; only the operator holds the key.
+func (w jobWork) signed(job *batchv1.Job) bool {
+	if w.controlled && !metav1.IsControlledBy(job, w.owner) {
+		return false
+	}
+	return w.signer.VerifyJob(job, w.kind, w.owner.GetUID())
+}
+
+// ensureOwnedJob returns the Job named like want that the operator created
+// for the work, creating want, controlled by the owner and signed, on first
+// sight once mayCreate allows it (its error is returned as it is); created
+// says whether this call created it. The Job's UID goes into jobs, the
+// record in the owner's status. A Job of that name that is not the owner's
+// (ownJob) is neither read nor touched: the error is then a *jobNotOwned.
+// The deterministic name makes AlreadyExists a lock against a stale cache;
+// the Job is then read from the API server (api), as is one the cache does
+// not hold at all (it lacks the managed-by label).
+func ensureOwnedJob(ctx context.Context, c client.Client, api client.Reader, scheme *runtime.Scheme, w jobWork,
 	jobs *[]echov1alpha1.JobReference, want *batchv1.Job, mayCreate func(context.Context) error) (job *batchv1.Job, created bool, err error) {
 	job = &batchv1.Job{}
 	err = c.Get(ctx, client.ObjectKeyFromObject(want), job)
@@ -46,7 +94,7 @@ func ensureOwnedJob(ctx context.Context, c client.Client, api client.Reader, sch
 		if err != nil {
 			return nil, false, fmt.Errorf("reading Job %s: %w", want.Name, err)
 		}
-		if err := acceptJob(owner, jobs, job); err != nil {
+		if err := acceptJob(w, jobs, job); err != nil {
 			return nil, false, err
 		}
 		return job, false, nil
@@ -54,21 +102,23 @@ func ensureOwnedJob(ctx context.Context, c client.Client, api client.Reader, sch
 	if err := mayCreate(ctx); err != nil {
 		return nil, false, err
 	}
-	if err := controllerutil.SetControllerReference(owner, want, scheme); err != nil {
+	if err := controllerutil.SetControllerReference(w.owner, want, scheme); err != nil {
 		return nil, false, fmt.Errorf("owning Job %s: %w", want.Name, err)
 	}
-	if created, err := createJob(ctx, c, api, owner, jobs, want); err != nil || !created {
+	if created, err := createJob(ctx, c, api, w, jobs, want); err != nil || !created {
 		return nil, false, err
 	}
 	return want, true, nil
 }
 
-// createJob creates want and records it in jobs. When a Job of its name
-// exists already, created is false, and the error says whether that Job is
-// the owner's: a *jobNotOwned when it is not; nil when it is the owner's own,
-// which the cache has yet to show (its event brings the next reconcile).
-func createJob(ctx context.Context, c client.Client, api client.Reader, owner client.Object, jobs *[]echov1alpha1.JobReference,
+// createJob signs want, creates it and records it in jobs. When a Job of
+// its name exists already, created is false, and the error says whether
+// that Job is the owner's: a *jobNotOwned when it is not; nil when it is
+// the owner's own, which the cache has yet to show (its event brings the
+// next reconcile).
+func createJob(ctx context.Context, c client.Client, api client.Reader, w jobWork, jobs *[]echov1alpha1.JobReference,
 	want *batchv1.Job) (created bool, _ error) {
+	w.sign(want)
 	err := c.Create(ctx, want)
 	switch {
 	case err == nil:
@@ -82,28 +132,28 @@ func createJob(ctx context.Context, c client.Client, api client.Reader, owner cl
 		// Gone meanwhile: the next reconcile creates it.
 		return false, client.IgnoreNotFound(fmt.Errorf("reading Job %s: %w", want.Name, err))
 	}
-	return false, acceptJob(owner, jobs, existing)
+	return false, acceptJob(w, jobs, existing)
 }
 
-// ownJob says whether job is one the operator created for the owner whose
+// ownJob says whether job is one the operator created for the work whose
 // record of its Jobs is jobs: the Job whose UID is recorded there or, with
 // none recorded under its name (the status write that follows the Job's
-// creation was lost, or the Job predates the record), one that owner
-// controls. A nil owner controls nothing: the Jobs deleting an artifact
-// have no owner, so one whose record was lost is refused too, until it is
-// deleted or its TTL removes it. A Job anyone else created under that
-// name, labels and template alike, is not the owner's.
-func ownJob(owner client.Object, jobs []echov1alpha1.JobReference, job *batchv1.Job) bool {
+// creation was lost), one whose signature verifies for the work (signed).
+// A Job anyone else created under that name, labels, template and a
+// controller reference naming the owner alike, is not the owner's; nor is
+// an unsigned Job whose UID is not recorded, such as one an earlier version
+// of the operator created and did not record (see docs/backup-restore.md).
+func ownJob(w jobWork, jobs []echov1alpha1.JobReference, job *batchv1.Job) bool {
 	if ref := recordedJob(jobs, job.Name); ref != nil {
 		return ref.UID == job.UID
 	}
-	return owner != nil && metav1.IsControlledBy(job, owner)
+	return w.signed(job)
 }
 
 // acceptJob records job in jobs if it is the owner's (ownJob), and
 // refuses it with a *jobNotOwned otherwise.
-func acceptJob(owner client.Object, jobs *[]echov1alpha1.JobReference, job *batchv1.Job) error {
-	if !ownJob(owner, *jobs, job) {
+func acceptJob(w jobWork, jobs *[]echov1alpha1.JobReference, job *batchv1.Job) error {
+	if !ownJob(w, *jobs, job) {
 		return &jobNotOwned{namespace: job.Namespace, name: job.Name}
 	}
 	recordJob(jobs, job)
@@ -132,7 +182,7 @@ func recordJob(jobs *[]echov1alpha1.JobReference, job *batchv1.Job) {
 // getOwnJob returns the owner's Job of that name (ownJob), nil when there is
 // none; a Job of that name that is not the owner's is left alone, and is a
 // *jobNotOwned.
-func getOwnJob(ctx context.Context, c client.Reader, owner client.Object, jobs []echov1alpha1.JobReference,
+func getOwnJob(ctx context.Context, c client.Reader, w jobWork, jobs []echov1alpha1.JobReference,
 	namespace, name string) (*batchv1.Job, error) {
 	job := &batchv1.Job{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, job); err != nil {
@@ -141,7 +191,7 @@ func getOwnJob(ctx context.Context, c client.Reader, owner client.Object, jobs [
 		}
 		return nil, fmt.Errorf("reading Job %s: %w", name, err)
 	}
-	if !ownJob(owner, jobs, job) {
+	if !ownJob(w, jobs, job) {
 		return nil, &jobNotOwned{namespace: namespace, name: name}
 	}
 	return job, nil

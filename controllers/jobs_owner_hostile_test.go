@@ -59,7 +59,8 @@ func plantJob(t *testing.T, job *batchv1.Job, result string) *batchv1.Job {
 }
 
 // expectUntouched checks for a while that a planted Job is still there as
-// it was made: not deleted, not adopted.
+// it was made: not deleted, not adopted (its owner references are those
+// the tenant wrote).
 func expectUntouched(t *testing.T, planted *batchv1.Job) {
 	t.Helper()
 	Consistently(func(g Gomega) {
@@ -67,7 +68,7 @@ func expectUntouched(t *testing.T, planted *batchv1.Job) {
 		g.Expect(k8sClient.Get(context.Background(), client.ObjectKeyFromObject(planted), got)).To(Succeed())
 		g.Expect(got.UID).To(Equal(planted.UID))
 		g.Expect(got.DeletionTimestamp).To(BeNil(), "the planted Job is not deleted")
-		g.Expect(got.OwnerReferences).To(BeEmpty(), "the planted Job is not adopted")
+		g.Expect(got.OwnerReferences).To(Equal(planted.OwnerReferences), "the planted Job is not adopted")
 	}, "1s", interval).Should(Succeed())
 }
 

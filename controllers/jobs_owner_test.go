@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/internal/releasetrust"
 )
 
 // jobOwnerScheme knows Jobs and the operator's kinds.
@@ -43,33 +44,64 @@ func ownedBy(owner *echov1alpha1.EchoBackup, uid types.UID) *batchv1.Job {
 	return job
 }
 
+// testJobSigner signs the Jobs of the unit tests.
+func testJobSigner(t *testing.T) *releasetrust.Signer {
+	t.Helper()
+	s, err := releasetrust.NewSigner([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 func TestOwnJob(t *testing.T) {
+	signer := testJobSigner(t)
 	owner := &echov1alpha1.EchoBackup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b1", UID: "backup-uid"}}
 	earlier := &echov1alpha1.EchoBackup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b1", UID: "earlier-backup-uid"}}
 	recorded := []echov1alpha1.JobReference{{Name: "b1-backup", UID: "job-uid"}}
+	// signedFor is ownedBy(controller, uid), signed for w.
+	signedFor := func(w jobWork, controller *echov1alpha1.EchoBackup, uid types.UID) *batchv1.Job {
+		job := ownedBy(controller, uid)
+		w.sign(job)
+		return job
+	}
+	// copiedFrom is ownedBy(controller, "planted-uid"), bearing the
+	// signature of the Job of name that w signed.
+	copiedFrom := func(name string, w jobWork, controller *echov1alpha1.EchoBackup) *batchv1.Job {
+		original := ownedBy(nil, "job-uid")
+		original.Name = name
+		w.sign(original)
+		job := ownedBy(controller, "planted-uid")
+		job.Annotations = original.Annotations
+		return job
+	}
+	backup, deletion := backupWork(signer, owner), deleteWork(signer, owner)
 	for _, tc := range []struct {
-		name  string
-		owner *echov1alpha1.EchoBackup
-		jobs  []echov1alpha1.JobReference
-		job   *batchv1.Job
-		want  bool
+		name string
+		work jobWork
+		jobs []echov1alpha1.JobReference
+		job  *batchv1.Job
+		want bool
 	}{
-		{"the recorded Job", owner, recorded, ownedBy(owner, "job-uid"), true},
-		{"the recorded Job, whatever its owner references say", owner, recorded, ownedBy(nil, "job-uid"), true},
-		{"another Job of the recorded name, though it names the owner as its controller", owner, recorded, ownedBy(owner, "planted-uid"), false},
-		{"nothing recorded: a Job the owner controls (the status write was lost)", owner, nil, ownedBy(owner, "job-uid"), true},
-		{"nothing recorded: a Job with the operator's labels that nothing controls", owner, nil, ownedBy(nil, "planted-uid"), false},
-		{"nothing recorded: the Job of an earlier owner of the same name", owner, nil, ownedBy(earlier, "old-uid"), false},
-		{"another name recorded", owner, []echov1alpha1.JobReference{{Name: "b1-delete", UID: "job-uid"}}, ownedBy(owner, "job-uid"), true},
-		{"no owner (a delete Job), nothing recorded", nil, nil, ownedBy(nil, "job-uid"), false},
-		{"no owner (a delete Job), recorded", nil, recorded, ownedBy(nil, "job-uid"), true},
+		{"the recorded Job", backup, recorded, ownedBy(owner, "job-uid"), true},
+		{"the recorded Job, whatever its owner references say", backup, recorded, ownedBy(nil, "job-uid"), true},
+		{"another Job of the recorded name, though it names the owner as its controller", backup, recorded, ownedBy(owner, "planted-uid"), false},
+		{"another Job of the recorded name, signed (a copied signature)", backup, recorded, signedFor(backup, owner, "planted-uid"), false},
+		{"nothing recorded: a signed Job the owner controls (the status write was lost)", backup, nil, signedFor(backup, owner, "job-uid"), true},
+		{"nothing recorded: a Job with a forged controller reference to the owner", backup, nil, ownedBy(owner, "planted-uid"), false},
+		{"nothing recorded: a Job with the operator's labels that nothing controls", backup, nil, ownedBy(nil, "planted-uid"), false},
+		{"nothing recorded: a signed Job the owner does not control", backup, nil, signedFor(backup, nil, "planted-uid"), false},
+		{"nothing recorded: the signed Job of an earlier owner of the same name", backup, nil, signedFor(backupWork(signer, earlier), owner, "old-uid"), false},
+		{"nothing recorded: a Job the owner controls, bearing the signature of its delete Job", backup, nil, copiedFrom("b1-delete", deletion, owner), false},
+		{"another name recorded", backup, []echov1alpha1.JobReference{{Name: "b1-delete", UID: "job-uid"}}, signedFor(backup, owner, "job-uid"), true},
+		{"a delete Job, nothing recorded, unsigned", deletion, nil, ownedBy(nil, "job-uid"), false},
+		{"a delete Job, nothing recorded, signed (the status write was lost)", deletion, nil, signedFor(deletion, nil, "job-uid"), true},
+		{"a delete Job, nothing recorded, signed for an earlier backup of the same name", deletion, nil,
+			signedFor(deleteWork(signer, earlier), nil, "job-uid"), false},
+		{"a delete Job, recorded", deletion, recorded, ownedBy(nil, "job-uid"), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var o client.Object
-			if tc.owner != nil {
-				o = tc.owner
-			}
-			if got := ownJob(o, tc.jobs, tc.job); got != tc.want {
+			if got := ownJob(tc.work, tc.jobs, tc.job); got != tc.want {
 				t.Errorf("ownJob = %v, want %v", got, tc.want)
 			}
 		})
@@ -104,7 +136,8 @@ func TestEnsureOwnedJobRefusesAPlantedJob(t *testing.T) {
 		want := ownedBy(nil, "")
 		want.Spec.Template.Spec = moverPodSpec()
 		var jobs []echov1alpha1.JobReference
-		job, created, err := ensureOwnedJob(context.Background(), cache, api, scheme, owner, &jobs, want, func(context.Context) error { return nil })
+		job, created, err := ensureOwnedJob(context.Background(), cache, api, scheme, backupWork(testJobSigner(t), owner), &jobs, want,
+			func(context.Context) error { return nil })
 		refused, ok := asJobNotOwned(err)
 		if !ok || job != nil || created {
 			t.Fatalf("cached %v: got job %v, created %v, err %v; want a *jobNotOwned", cached, job, created, err)
@@ -142,17 +175,18 @@ func TestEnsureOwnedJobRecordsTheJobItCreates(t *testing.T) {
 		}}).Build()
 	var jobs []echov1alpha1.JobReference
 	want := ownedBy(nil, "")
-	job, created, err := ensureOwnedJob(context.Background(), c, c, scheme, owner, &jobs, want, func(context.Context) error { return nil })
+	w := backupWork(testJobSigner(t), owner)
+	job, created, err := ensureOwnedJob(context.Background(), c, c, scheme, w, &jobs, want, func(context.Context) error { return nil })
 	if err != nil || !created || job.UID == "" {
 		t.Fatalf("got job %v, created %v, err %v", job, created, err)
 	}
-	if !metav1.IsControlledBy(job, owner) {
-		t.Errorf("the Job is controlled by its backup: %v", job.OwnerReferences)
+	if !metav1.IsControlledBy(job, owner) || !w.signed(job) {
+		t.Errorf("the Job is controlled by its backup, and signed: %v, %v", job.OwnerReferences, job.Annotations)
 	}
 	if len(jobs) != 1 || jobs[0] != (echov1alpha1.JobReference{Name: "b1-backup", UID: job.UID}) {
 		t.Errorf("recorded %+v, want the Job's UID", jobs)
 	}
-	again, created, err := ensureOwnedJob(context.Background(), c, c, scheme, owner, &jobs, ownedBy(nil, ""), func(context.Context) error {
+	again, created, err := ensureOwnedJob(context.Background(), c, c, scheme, w, &jobs, ownedBy(nil, ""), func(context.Context) error {
 		return errors.New("not asked again")
 	})
 	if err != nil || created || again.UID != job.UID {

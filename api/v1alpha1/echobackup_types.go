@@ -63,7 +63,8 @@ const (
 	// serves, for whoever reads the Job: its name alone does not, as a
 	// name is reused once its EchoBackup is gone. The operator does not
 	// trust it (anyone may set it): it takes only the delete Job whose UID
-	// the EchoBackup's status records (status.jobs).
+	// the EchoBackup's status records (status.jobs) or, with none
+	// recorded, whose signature verifies for the EchoBackup's UID.
 	BackupUIDAnnotation = "echo.dev/backup-uid"
 	// FinalBackupOfLabel marks a final backup with the name of its Echo.
 	FinalBackupOfLabel = "echo.dev/final-backup-of"

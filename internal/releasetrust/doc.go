@@ -1,5 +1,6 @@
 // Package releasetrust authenticates the Helm release records the operator
-// writes, so that no record it did not write is ever acted on.
+// writes, so that no record it did not write is ever acted on, and the Jobs
+// it creates (jobs.go), with the same key.
 // It must not import controllers, cmd or test/: they build on it.
 //
 // Helm keeps a release's history in Secrets of the release's namespace,

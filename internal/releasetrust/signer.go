@@ -99,7 +99,7 @@ func (s *Signer) Verify(secret *corev1.Secret) bool {
 // hashed as stored (encoded), so a record is verified before anything
 // decompresses or parses it.
 func (s *Signer) mac(secret *corev1.Secret, version string) []byte {
-	h := hmac.New(sha256.New, s.key)
+	h := s.newMAC()
 	writeField(h, "scheme", version)
 	writeField(h, "namespace", secret.Namespace)
 	writeField(h, "name", secret.Name)
@@ -115,6 +115,12 @@ func (s *Signer) mac(secret *corev1.Secret, version string) []byte {
 	writeField(h, "type", string(secret.Type))
 	writeField(h, "release", string(secret.Data[ReleaseDataKey]))
 	return h.Sum(nil)
+}
+
+// newMAC is an HMAC-SHA256 keyed with the signer's key: the one home of
+// the key's use, for release records and Jobs alike.
+func (s *Signer) newMAC() hash.Hash {
+	return hmac.New(sha256.New, s.key)
 }
 
 // controllerUID is the UID of the object that controls secret, if any.

@@ -250,6 +250,7 @@ func setupReconcilers(mgr ctrl.Manager, o Options, recorder record.EventRecorder
 		Client:          mgr.GetClient(),
 		APIReader:       mgr.GetAPIReader(),
 		ReleaseVerifier: o.Helm.Signer,
+		JobSigner:       o.Helm.Signer,
 		Scheme:          mgr.GetScheme(),
 		Recorder:        recorder,
 		MoverImage:      o.MoverImage,
@@ -284,6 +285,7 @@ func setupReconcilers(mgr ctrl.Manager, o Options, recorder record.EventRecorder
 		Recorder:       recorder,
 		MoverImage:     o.MoverImage,
 		MoverEnv:       o.MoverEnv,
+		JobSigner:      o.Helm.Signer,
 		Clock:          o.Now,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the EchoRestore controller: %w", err)
