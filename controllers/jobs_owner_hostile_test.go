@@ -116,20 +116,28 @@ func TestBackupRefusesAJobItDidNotCreate(t *testing.T) {
 
 			b := newBackup(ns, "b1", "journal")
 			Expect(k8sClient.Create(ctx, b)).To(Succeed())
-			c := waitBackupFailed(t, client.ObjectKeyFromObject(b))
-			Expect(c.Reason).To(Equal(echov1alpha1.ReasonJobNotOwned))
-			Expect(c.Message).To(And(ContainSubstring("Job b1-backup in namespace "+ns), ContainSubstring("EchoBackup b1"),
-				ContainSubstring("kubectl delete job -n "+ns+" b1-backup")))
-			got := getBackup(Default, client.ObjectKeyFromObject(b))
-			Expect(meta.FindStatusCondition(got.Status.Conditions, echov1alpha1.BackupConditionComplete)).To(BeNil(), "no success is reported")
-			Expect(got.Status.Location).To(BeEmpty())
-			Expect(got.Status.Checksum).To(BeEmpty())
-			Expect(got.Status.Jobs).To(BeEmpty(), "the planted Job is not recorded as the backup's")
-			expectJobNotOwnedEvent(t, b, "b1-backup")
-			Expect(eventReasonsOf(Default, b)).NotTo(ContainElement(echov1alpha1.EventReasonBackupCompleted))
-			expectUntouched(t, planted)
+			expectBackupRefusedJob(t, b, planted)
 		})
 	}
+}
+
+// expectBackupRefusedJob waits for the backup to fail for the planted Job,
+// with nothing of the Job's report taken, and checks the Job is left as
+// the tenant made it.
+func expectBackupRefusedJob(t *testing.T, b *echov1alpha1.EchoBackup, planted *batchv1.Job) {
+	t.Helper()
+	c := waitBackupFailed(t, client.ObjectKeyFromObject(b))
+	Expect(c.Reason).To(Equal(echov1alpha1.ReasonJobNotOwned))
+	Expect(c.Message).To(And(ContainSubstring("Job "+planted.Name+" in namespace "+b.Namespace), ContainSubstring("EchoBackup "+b.Name),
+		ContainSubstring("kubectl delete job -n "+b.Namespace+" "+planted.Name)))
+	got := getBackup(Default, client.ObjectKeyFromObject(b))
+	Expect(meta.FindStatusCondition(got.Status.Conditions, echov1alpha1.BackupConditionComplete)).To(BeNil(), "no success is reported")
+	Expect(got.Status.Location).To(BeEmpty())
+	Expect(got.Status.Checksum).To(BeEmpty())
+	Expect(got.Status.Jobs).To(BeEmpty(), "the planted Job is not recorded as the backup's")
+	expectJobNotOwnedEvent(t, b, planted.Name)
+	Expect(eventReasonsOf(Default, got)).NotTo(ContainElement(echov1alpha1.EventReasonBackupCompleted))
+	expectUntouched(t, planted)
 }
 
 // TestBackupRecordsItsJob: the Job the operator creates is controlled by
@@ -227,21 +235,29 @@ func TestRestoreRefusesARestoreJobItDidNotCreate(t *testing.T) {
 			ExistingData: echov1alpha1.ExistingDataReplace},
 	}
 	Expect(k8sClient.Create(ctx, rs)).To(Succeed())
-	key := client.ObjectKeyFromObject(rs)
 	inspect := waitJob(t, ns, "back-inspect")
 	finishMoverJob(t, inspect, inspectResult(`{"persistence":{"enabled":true}}`, 1), true)
 	Eventually(func(g Gomega) string { return holder(g, echoKey) }, timeout, interval).Should(Equal("back"))
 	quiesce(t, echoKey)
 
+	expectRestoreRefusedRestoreJob(t, rs, inspect, planted, echoKey)
+}
+
+// expectRestoreRefusedRestoreJob waits for the restore to fail for the
+// planted restore Job, after its own inspect Job: no data is reported
+// restored, the Echo is given back and the Job left as the tenant made it.
+func expectRestoreRefusedRestoreJob(t *testing.T, rs *echov1alpha1.EchoRestore, inspect, planted *batchv1.Job, echoKey types.NamespacedName) {
+	t.Helper()
+	key := client.ObjectKeyFromObject(rs)
 	c := waitRestoreFailed(t, key)
 	Expect(c.Reason).To(Equal(echov1alpha1.ReasonJobNotOwned))
-	Expect(c.Message).To(ContainSubstring("Job back-restore in namespace " + ns))
+	Expect(c.Message).To(ContainSubstring("Job " + planted.Name + " in namespace " + rs.Namespace))
 	got := getRestore(Default, key)
 	Expect(meta.FindStatusCondition(got.Status.Conditions, echov1alpha1.RestoreConditionDataRestored)).To(BeNil(), "no data is reported restored")
-	Expect(got.Status.Jobs).To(ConsistOf(echov1alpha1.JobReference{Name: "back-inspect", UID: inspect.UID}),
+	Expect(got.Status.Jobs).To(ConsistOf(echov1alpha1.JobReference{Name: inspect.Name, UID: inspect.UID}),
 		"the inspect Job, the restore's own, is recorded; the planted one is not")
 	Eventually(func(g Gomega) string { return holder(g, echoKey) }, timeout, interval).Should(BeEmpty(), "the Echo is given back")
-	expectJobNotOwnedEvent(t, rs, "back-restore")
+	expectJobNotOwnedEvent(t, rs, planted.Name)
 	expectUntouched(t, planted)
 }
 

@@ -74,15 +74,7 @@ func TestBackupRefusesAJobWithAForgedControllerReference(t *testing.T) {
 	Expect(metav1.IsControlledBy(planted, getBackup(Default, key))).To(BeTrue(), "the forged reference names the backup")
 	updateEcho(t, echoKey, func(e *echov1alpha1.Echo) { delete(e.Annotations, echov1alpha1.RestoreAnnotation) })
 
-	c := waitBackupFailed(t, key)
-	Expect(c.Reason).To(Equal(echov1alpha1.ReasonJobNotOwned))
-	Expect(c.Message).To(ContainSubstring("Job b1-backup in namespace " + ns))
-	got := getBackup(Default, key)
-	Expect(meta.FindStatusCondition(got.Status.Conditions, echov1alpha1.BackupConditionComplete)).To(BeNil(), "no success is reported")
-	Expect(got.Status.Location).To(BeEmpty())
-	Expect(got.Status.Jobs).To(BeEmpty(), "the planted Job is not recorded as the backup's")
-	expectJobNotOwnedEvent(t, b, "b1-backup")
-	expectUntouched(t, planted)
+	expectBackupRefusedJob(t, b, planted)
 }
 
 // TestArtifactDeletionRefusesAJobWithAForgedControllerReference: a delete
@@ -172,15 +164,7 @@ func TestRestoreRefusesARestoreJobWithAForgedControllerReference(t *testing.T) {
 	Eventually(func(g Gomega) string { return holder(g, echoKey) }, timeout, interval).Should(Equal("back"))
 	quiesce(t, echoKey)
 
-	c := waitRestoreFailed(t, key)
-	Expect(c.Reason).To(Equal(echov1alpha1.ReasonJobNotOwned))
-	Expect(c.Message).To(ContainSubstring("Job back-restore in namespace " + ns))
-	got := getRestore(Default, key)
-	Expect(meta.FindStatusCondition(got.Status.Conditions, echov1alpha1.RestoreConditionDataRestored)).To(BeNil(), "no data is reported restored")
-	Expect(got.Status.Jobs).To(ConsistOf(echov1alpha1.JobReference{Name: "back-inspect", UID: inspect.UID}))
-	Eventually(func(g Gomega) string { return holder(g, echoKey) }, timeout, interval).Should(BeEmpty(), "the Echo is given back")
-	expectJobNotOwnedEvent(t, rs, "back-restore")
-	expectUntouched(t, planted)
+	expectRestoreRefusedRestoreJob(t, rs, inspect, planted, echoKey)
 }
 
 // TestBackupTakesItsSignedJobWhoseRecordWasLost: the backup's own Job,
