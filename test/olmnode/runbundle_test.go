@@ -64,6 +64,8 @@ func TestOperatorSDKRunBundle(t *testing.T) {
 		if out, err := kubectl.Run("get", "crd", "echoes.echo.dev"); err == nil {
 			t.Errorf("cleanup left the CRDs, which the documentation says it deletes: %s", out)
 		}
+		// What operator-sdk cleanup leaves, as docs/install.md says to delete it.
+		runDocumented(t, documented("delete", "clusterrole", "-l", "olm.owner=echo-operator.v0.1.0"))
 		checkNoLiveAPIService(t)
 		run(t, "delete", "namespace", ns, team, "--timeout=180s")
 	})
