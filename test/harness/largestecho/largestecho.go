@@ -48,7 +48,7 @@ func Spec() map[string]any {
 // labels.
 func RunnableSpec(storageClass string) map[string]any {
 	s := Spec()
-	s["resources"] = map[string]any{"limits": map[string]any{"cpu": "100m", "memory": "64Mi"}, "requests": map[string]any{"cpu": "100m", "memory": "64Mi"}}
+	s["resources"] = map[string]any{"limits": map[string]any{"cpu": "10m", "memory": "16Mi"}, "requests": map[string]any{"cpu": "10m", "memory": "16Mi"}}
 	for _, t := range s["tolerations"].([]any) {
 		t.(map[string]any)["effect"] = "NoExecute"
 	}
