@@ -51,13 +51,13 @@ func echoBounds() []bound {
 
 func mapBounds() []bound {
 	return []bound{
-		{"nodeSelector entries", 16, func(n int) map[string]any { return spec("nodeSelector", entries(n, 1)) }, "spec.nodeSelector: Too many: 17: must have at most 16 items"},
+		{"nodeSelector entries", 16, func(n int) map[string]any { return spec("nodeSelector", entries(n)) }, "spec.nodeSelector: Too many: 17: must have at most 16 items"},
 		{"nodeSelector key", 317, func(n int) map[string]any { return spec("nodeSelector", map[string]any{key(n): "v"}) }, "nodeSelector keys are label keys: at most 317 characters"},
 		{"nodeSelector value", 63, func(n int) map[string]any { return spec("nodeSelector", map[string]any{"zone": chars(n)}) }, "nodeSelector values are label values: at most 63 characters"},
-		{"podAnnotations entries", 64, func(n int) map[string]any { return spec("podAnnotations", entries(n, 1)) }, "spec.podAnnotations: Too many: 65: must have at most 64 items"},
+		{"podAnnotations entries", 64, func(n int) map[string]any { return spec("podAnnotations", entries(n)) }, "spec.podAnnotations: Too many: 65: must have at most 64 items"},
 		{"podAnnotations key", 317, func(n int) map[string]any { return spec("podAnnotations", map[string]any{key(n): "v"}) }, "podAnnotations keys are at most 317 characters"},
 		{"podAnnotations in all", 8192, func(n int) map[string]any { return spec("podAnnotations", map[string]any{"a": chars(n - 1)}) }, "podAnnotations hold at most 8192 characters"},
-		{"service annotations entries", 64, func(n int) map[string]any { return spec("service", map[string]any{"annotations": entries(n, 1)}) }, "spec.service.annotations: Too many: 65: must have at most 64 items"},
+		{"service annotations entries", 64, func(n int) map[string]any { return spec("service", map[string]any{"annotations": entries(n)}) }, "spec.service.annotations: Too many: 65: must have at most 64 items"},
 		{"service annotations key", 317, func(n int) map[string]any {
 			return spec("service", map[string]any{"annotations": map[string]any{key(n): "v"}})
 		}, "service.annotations keys are at most 317 characters"},
@@ -130,7 +130,7 @@ func affinityBounds() []bound {
 			return podAffinity(map[string]any{"topologyKey": "zone", "mismatchLabelKeys": []any{key(n)}})
 		}, "mismatchLabelKeys[0]: Too long: may not be more than 317 bytes"},
 		{"matchLabels entries", 8, func(n int) map[string]any {
-			return podAffinity(map[string]any{"topologyKey": "zone", "namespaceSelector": map[string]any{"matchLabels": entries(n, 1)}})
+			return podAffinity(map[string]any{"topologyKey": "zone", "namespaceSelector": map[string]any{"matchLabels": entries(n)}})
 		}, "matchLabels: Too many: 9: must have at most 8 items"},
 		{"matchLabels key", 317, func(n int) map[string]any {
 			return podAffinity(map[string]any{"topologyKey": "z", "labelSelector": map[string]any{"matchLabels": map[string]any{key(n): "v"}}})
@@ -230,13 +230,11 @@ func repeat(n int, item func(i int) any) []any {
 	return out
 }
 
-// entries is a map of n entries whose keys and values take size
-// characters each.
-func entries(n, size int) map[string]any {
+// entries is a map of n entries with short keys and empty values.
+func entries(n int) map[string]any {
 	m := map[string]any{}
 	for i := range n {
-		k := fmt.Sprintf("k%03d", i)
-		m[k] = chars(max(size-len(k), 0))
+		m[fmt.Sprintf("k%03d", i)] = ""
 	}
 	return m
 }

@@ -41,7 +41,10 @@ func Spec() map[string]any {
 //     effect only.
 //   - affinity: a topologyKey is a qualified name, whose name part holds
 //     at most 63 characters; the same length as a prefixed key.
-//   - persistence: the claim names the StorageClass storageClass.
+//   - persistence: the claim names the StorageClass storageClass, and its
+//     size is written as the manager writes quantities back ("1Gi", not
+//     "1.000…"), so that its first update of the Echo, which adds its
+//     finalizer, leaves the spec and generation as they are.
 //   - backup.beforeDelete is off: a deletion backs up to no storage.
 //
 // Its nodeSelector is Spec's: the nodes that run it carry NodeSelector's
@@ -53,7 +56,7 @@ func RunnableSpec(storageClass string) map[string]any {
 		t.(map[string]any)["effect"] = "NoExecute"
 	}
 	s["affinity"] = runnableAffinity()
-	s["persistence"].(map[string]any)["storageClassName"] = storageClass
+	s["persistence"] = map[string]any{"enabled": true, "size": "1Gi", "storageClassName": storageClass}
 	s["backup"].(map[string]any)["beforeDelete"].(map[string]any)["enabled"] = false
 	return s
 }
