@@ -39,9 +39,8 @@ type echoMemory struct {
 // size costs the running manager: it creates N Echoes of the default spec
 // in one namespace, then N of largestecho.RunnableSpec in another, waits
 // until each set's releases are deployed and its Deployments available
-// (KWOK runs the pods), and reports the growth of
-// the manager's resident memory (VmRSS) and of its peak (VmHWM) per Echo
-// of each size, the bytes of one Echo of each as stored, and the growth
+// (KWOK runs the pods), and reports the growth of the manager's resident
+// memory (VmRSS) and of its peak (VmHWM) per Echo of each size, the bytes of one Echo of each as stored, and the growth
 // per KiB of spec between them (make bench-largest; results in
 // docs/benchmarks.md). N is BENCH_LARGEST_ECHOES, 200 unless set.
 func BenchmarkLargestEchoes(b *testing.B) {
