@@ -276,7 +276,7 @@ test-chaos: control-plane minio test-manager ## Run the full fault-injection sui
 	CHAOS_FULL=1 $(TEST_MANAGER_ENV) $(CONTROL_PLANE_ENV) go test ./test/chaos/... ./test/failover/... -timeout 150m -count=1 -v $(TEST_FLAGS)
 
 .PHONY: bench
-bench: bench-datamover bench-failover bench-live bench-scale ## Run the benchmarks: the data mover's, the leader takeover, the live API's listings and the scale comparison (not part of make test; see docs/benchmarks.md).
+bench: bench-datamover bench-failover bench-live bench-largest bench-scale ## Run the benchmarks: the data mover's, the leader takeover, the live API's listings, the largest Echoes' memory and the scale comparison (not part of make test; see docs/benchmarks.md).
 
 # The data mover's benchmark: 1 GiB through backup and restore, against
 # tar | gzip. It needs about 4 GiB of free space in $TMPDIR.
@@ -297,6 +297,15 @@ bench-failover: control-plane ## Measure how long a standby replica takes to lea
 .PHONY: bench-live
 bench-live: control-plane minio ## Measure listings of 1,000 revisions and 1,000 stored backups through the live API (see docs/benchmarks.md).
 	$(CONTROL_PLANE_ENV) go test -tags linux -run '^$$' -bench LiveAPIListings -benchtime 1x -timeout 30m ./test/e2e/... $(TEST_FLAGS)
+
+# How many Echoes of each size bench-largest creates.
+BENCH_LARGEST_ECHOES ?= 200
+
+# The largest Echoes' benchmark: the manager's memory per Echo at the
+# largest admitted size, beside as many default Echoes.
+.PHONY: bench-largest
+bench-largest: control-plane ## Measure the manager's memory per Echo at the largest admitted size, beside default Echoes (BENCH_LARGEST_ECHOES of each; see docs/benchmarks.md).
+	$(CONTROL_PLANE_ENV) BENCH_LARGEST_ECHOES=$(BENCH_LARGEST_ECHOES) go test -tags linux -run '^$$' -bench LargestEchoes -benchtime 1x -timeout 60m ./test/e2e/... $(TEST_FLAGS)
 
 # Flags of the scale benchmark (go run ./test/bench -h), e.g.
 # BENCH_SCALE_FLAGS="-n 100 -operators echo,stock -idle 2m".

@@ -14,14 +14,9 @@ import (
 
 	"github.com/echo-operator/echo-operator/internal/chart"
 	"github.com/echo-operator/echo-operator/internal/helmreconciler"
+	"github.com/echo-operator/echo-operator/test/harness/largestecho"
 	"github.com/echo-operator/echo-operator/test/harness/reporoot"
 )
-
-// largestSpecBytes bounds the JSON of the largest Echo spec admitted, as
-// docs/api.md states it: every map, list and string of the spec is
-// bounded, and TestLargestEchoIsAdmitted fills every bound with ASCII
-// characters (the bounds count characters, as Kubernetes' own do).
-const largestSpecBytes = 80 * 1024
 
 // bound is one bound of the Echo spec: spec(n) is a spec with n of what it
 // bounds, admitted up to max and refused past it with a message that says.
@@ -56,13 +51,13 @@ func echoBounds() []bound {
 
 func mapBounds() []bound {
 	return []bound{
-		{"nodeSelector entries", 16, func(n int) map[string]any { return spec("nodeSelector", entries(n, 1)) }, "spec.nodeSelector: Too many: 17: must have at most 16 items"},
+		{"nodeSelector entries", 16, func(n int) map[string]any { return spec("nodeSelector", entries(n)) }, "spec.nodeSelector: Too many: 17: must have at most 16 items"},
 		{"nodeSelector key", 317, func(n int) map[string]any { return spec("nodeSelector", map[string]any{key(n): "v"}) }, "nodeSelector keys are label keys: at most 317 characters"},
 		{"nodeSelector value", 63, func(n int) map[string]any { return spec("nodeSelector", map[string]any{"zone": chars(n)}) }, "nodeSelector values are label values: at most 63 characters"},
-		{"podAnnotations entries", 64, func(n int) map[string]any { return spec("podAnnotations", entries(n, 1)) }, "spec.podAnnotations: Too many: 65: must have at most 64 items"},
+		{"podAnnotations entries", 64, func(n int) map[string]any { return spec("podAnnotations", entries(n)) }, "spec.podAnnotations: Too many: 65: must have at most 64 items"},
 		{"podAnnotations key", 317, func(n int) map[string]any { return spec("podAnnotations", map[string]any{key(n): "v"}) }, "podAnnotations keys are at most 317 characters"},
 		{"podAnnotations in all", 8192, func(n int) map[string]any { return spec("podAnnotations", map[string]any{"a": chars(n - 1)}) }, "podAnnotations hold at most 8192 characters"},
-		{"service annotations entries", 64, func(n int) map[string]any { return spec("service", map[string]any{"annotations": entries(n, 1)}) }, "spec.service.annotations: Too many: 65: must have at most 64 items"},
+		{"service annotations entries", 64, func(n int) map[string]any { return spec("service", map[string]any{"annotations": entries(n)}) }, "spec.service.annotations: Too many: 65: must have at most 64 items"},
 		{"service annotations key", 317, func(n int) map[string]any {
 			return spec("service", map[string]any{"annotations": map[string]any{key(n): "v"}})
 		}, "service.annotations keys are at most 317 characters"},
@@ -135,7 +130,7 @@ func affinityBounds() []bound {
 			return podAffinity(map[string]any{"topologyKey": "zone", "mismatchLabelKeys": []any{key(n)}})
 		}, "mismatchLabelKeys[0]: Too long: may not be more than 317 bytes"},
 		{"matchLabels entries", 8, func(n int) map[string]any {
-			return podAffinity(map[string]any{"topologyKey": "zone", "namespaceSelector": map[string]any{"matchLabels": entries(n, 1)}})
+			return podAffinity(map[string]any{"topologyKey": "zone", "namespaceSelector": map[string]any{"matchLabels": entries(n)}})
 		}, "matchLabels: Too many: 9: must have at most 8 items"},
 		{"matchLabels key", 317, func(n int) map[string]any {
 			return podAffinity(map[string]any{"topologyKey": "z", "labelSelector": map[string]any{"matchLabels": map[string]any{key(n): "v"}}})
@@ -177,17 +172,17 @@ func TestEchoSchedulingOperatorsAreChecked(t *testing.T) {
 }
 
 // An Echo that fills every bound of its spec is admitted, takes at most
-// largestSpecBytes, and renders: the chart's values.schema.json admits
+// largestecho.SpecBytesBound, and renders: the chart's values.schema.json admits
 // whatever the CRD does.
 func TestLargestEchoIsAdmitted(t *testing.T) {
 	RegisterTestingT(t)
 	ns := newNamespace(t)
-	u := echoObject(ns, "largest", largestSpec())
+	u := echoObject(ns, "largest", largestecho.Spec())
 	Expect(k8sClient.Create(context.Background(), u, client.FieldValidation("Strict"))).To(Succeed())
 	raw, err := json.Marshal(u.Object["spec"])
 	Expect(err).NotTo(HaveOccurred())
 	t.Logf("the largest spec takes %d bytes of JSON", len(raw))
-	Expect(len(raw)).To(BeNumerically("<=", largestSpecBytes))
+	Expect(len(raw)).To(BeNumerically("<=", largestecho.SpecBytesBound))
 
 	vals, err := helmreconciler.EchoTranslator{DefaultImage: "registry.example.test/echo:1"}.Translate(context.Background(), u)
 	Expect(err).NotTo(HaveOccurred())
@@ -195,71 +190,6 @@ func TestLargestEchoIsAdmitted(t *testing.T) {
 	Expect(err).NotTo(HaveOccurred())
 	_, err = chart.Render(ch, u.GetName(), ns, vals)
 	Expect(err).NotTo(HaveOccurred(), "the chart refuses a spec the CRD admits")
-}
-
-// largestSpec fills every bound of the spec, with as many entries as the
-// bounds allow, each as long as they allow.
-func largestSpec() map[string]any {
-	s := map[string]any{
-		"replicas": 1, "image": "registry.example.test/" + chars(490), "imagePullPolicy": "IfNotPresent",
-		"imagePullSecrets": repeat(16, func(int) any { return map[string]any{"name": chars(253)} }),
-		"message":          chars(1024),
-		"resources":        map[string]any{"limits": quantities(), "requests": quantities()},
-		"service":          map[string]any{"type": "LoadBalancer", "port": 80, "annotations": entries(64, 8192/64)},
-		"ingress":          map[string]any{"enabled": true, "className": chars(253), "host": chars(253), "tlsSecretName": chars(253)},
-		"persistence":      map[string]any{"enabled": true, "size": "1." + strings.Repeat("0", 62), "storageClassName": chars(253)},
-		"nodeSelector":     largestNodeSelector(),
-		"tolerations": repeat(32, func(int) any {
-			return map[string]any{"key": key(65), "operator": "Equal", "value": chars(63), "effect": "PreferNoSchedule", "tolerationSeconds": int64(-1) << 62}
-		}),
-		"affinity":       largestAffinity(),
-		"podAnnotations": entries(64, 8192/64),
-		"backup":         map[string]any{"beforeDelete": map[string]any{"enabled": true, "storage": largestStorage()}},
-	}
-	return s
-}
-
-func largestNodeSelector() map[string]any {
-	m := map[string]any{}
-	for i := range 16 {
-		m[fmt.Sprintf("%03d", i)+key(314)] = chars(63)
-	}
-	return m
-}
-
-func quantities() map[string]any {
-	m := map[string]any{}
-	for i := range 16 {
-		m[fmt.Sprintf("%03d", i)+key(314)] = "1." + strings.Repeat("0", 62)
-	}
-	return m
-}
-
-// largestAffinity is 8 preferred pod affinity terms, each with 8
-// requirements of 32 values, as many characters as a term may hold.
-func largestAffinity() map[string]any {
-	term := func(int) any {
-		reqs := repeat(8, func(int) any {
-			values := repeat(32, func(i int) any { return chars(boolInt(i < 12) * 7) })
-			return map[string]any{"key": chars(20), "operator": "NotIn", "values": values}
-		})
-		return map[string]any{"weight": 100, "podAffinityTerm": map[string]any{"topologyKey": chars(1024 - 8*(20+12*7)),
-			"labelSelector": map[string]any{"matchExpressions": reqs}}}
-	}
-	return map[string]any{
-		"podAffinity":     map[string]any{"preferredDuringSchedulingIgnoredDuringExecution": repeat(4, term)},
-		"podAntiAffinity": map[string]any{"preferredDuringSchedulingIgnoredDuringExecution": repeat(4, term)},
-	}
-}
-
-func largestStorage() map[string]any {
-	url := "https://s3.example.test/" + chars(2048-len("https://s3.example.test/"))
-	return map[string]any{"s3": map[string]any{
-		"bucket": chars(63), "endpoint": url, "region": chars(64), "prefix": chars(512), "forcePathStyle": true,
-		"identity":   map[string]any{"serviceAccountName": chars(253), "audience": chars(253), "roleARN": chars(2048), "stsEndpoint": url},
-		"caBundle":   map[string]any{"name": chars(253), "key": chars(253)},
-		"encryption": map[string]any{"type": "SSE-KMS", "kmsKeyID": chars(2048)},
-	}}
 }
 
 func spec(field string, value any) map[string]any { return map[string]any{field: value} }
@@ -300,13 +230,11 @@ func repeat(n int, item func(i int) any) []any {
 	return out
 }
 
-// entries is a map of n entries whose keys and values take size
-// characters each.
-func entries(n, size int) map[string]any {
+// entries is a map of n entries with short keys and empty values.
+func entries(n int) map[string]any {
 	m := map[string]any{}
 	for i := range n {
-		k := fmt.Sprintf("k%03d", i)
-		m[k] = chars(max(size-len(k), 0))
+		m[fmt.Sprintf("k%03d", i)] = ""
 	}
 	return m
 }

@@ -122,17 +122,21 @@ func countItems(g Gomega, path string) int {
 }
 
 // managerRSS is the manager process's resident set size in bytes.
-func managerRSS() int64 {
+func managerRSS() int64 { return managerMemory("VmRSS") }
+
+// managerMemory is a size the manager process's /proc/PID/status gives in
+// kB (VmRSS, VmHWM), in bytes.
+func managerMemory(field string) int64 {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", op.pid()))
 	Expect(err).NotTo(HaveOccurred())
 	for _, line := range strings.Split(string(raw), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 			Expect(err).NotTo(HaveOccurred())
 			return kb << 10
 		}
 	}
-	panic("no VmRSS in /proc/<manager>/status")
+	panic("no " + field + " in /proc/<manager>/status")
 }
 
 // writeSignedReleaseRecords writes n release records as the operator

@@ -1,0 +1,149 @@
+package largestecho
+
+import (
+	"fmt"
+	"strings"
+)
+
+// SpecBytesBound bounds the JSON of the largest Echo spec admitted, as
+// docs/api.md states it ("Size bounds"): every bound is filled with ASCII
+// characters, as the bounds count characters, as Kubernetes' own do.
+const SpecBytesBound = 80 * 1024
+
+// Spec fills every bound of the Echo spec, with as many entries as the
+// bounds allow, each as long as they allow.
+func Spec() map[string]any {
+	return map[string]any{
+		"replicas": 1, "image": "registry.example.test/" + chars(490), "imagePullPolicy": "IfNotPresent",
+		"imagePullSecrets": repeat(16, func(int) any { return map[string]any{"name": chars(253)} }),
+		"message":          chars(1024),
+		"resources":        map[string]any{"limits": quantities(), "requests": quantities()},
+		"service":          map[string]any{"type": "LoadBalancer", "port": 80, "annotations": entries(64, 8192/64)},
+		"ingress":          map[string]any{"enabled": true, "className": chars(253), "host": chars(253), "tlsSecretName": chars(253)},
+		"persistence":      map[string]any{"enabled": true, "size": "1." + strings.Repeat("0", 62), "storageClassName": chars(253)},
+		"nodeSelector":     NodeSelector(),
+		"tolerations": repeat(32, func(int) any {
+			return map[string]any{"key": key(65), "operator": "Equal", "value": chars(63), "effect": "PreferNoSchedule", "tolerationSeconds": int64(-1) << 62}
+		}),
+		"affinity":       affinity(),
+		"podAnnotations": entries(64, 8192/64),
+		"backup":         map[string]any{"beforeDelete": map[string]any{"enabled": true, "storage": storage()}},
+	}
+}
+
+// RunnableSpec is Spec changed only where a cluster would refuse its pods
+// or never schedule them, keeping every string that a pod admits at its
+// length:
+//   - resources: the bound admits resource names of 317 characters, but a
+//     pod's extended resource name is a qualified name after "requests.",
+//     so at most 308; and no node has them. cpu and memory instead.
+//   - tolerations: a pod admits tolerationSeconds with the NoExecute
+//     effect only.
+//   - affinity: a topologyKey is a qualified name, whose name part holds
+//     at most 63 characters; the same length as a prefixed key.
+//   - persistence: the claim names the StorageClass storageClass, and its
+//     size is written as the manager writes quantities back ("1Gi", not
+//     "1.000…"), so that its first update of the Echo, which adds its
+//     finalizer, leaves the spec and generation as they are.
+//   - backup.beforeDelete is off: a deletion backs up to no storage.
+//
+// Its nodeSelector is Spec's: the nodes that run it carry NodeSelector's
+// labels.
+func RunnableSpec(storageClass string) map[string]any {
+	s := Spec()
+	s["resources"] = map[string]any{"limits": map[string]any{"cpu": "10m", "memory": "16Mi"}, "requests": map[string]any{"cpu": "10m", "memory": "16Mi"}}
+	for _, t := range s["tolerations"].([]any) {
+		t.(map[string]any)["effect"] = "NoExecute"
+	}
+	s["affinity"] = runnableAffinity()
+	s["persistence"] = map[string]any{"enabled": true, "size": "1Gi", "storageClassName": storageClass}
+	s["backup"].(map[string]any)["beforeDelete"].(map[string]any)["enabled"] = false
+	return s
+}
+
+// NodeSelector is the largest nodeSelector: 16 label keys of 317
+// characters, with values of 63.
+func NodeSelector() map[string]any {
+	m := map[string]any{}
+	for i := range 16 {
+		m[fmt.Sprintf("%03d", i)+key(314)] = chars(63)
+	}
+	return m
+}
+
+func quantities() map[string]any {
+	m := map[string]any{}
+	for i := range 16 {
+		m[fmt.Sprintf("%03d", i)+key(314)] = "1." + strings.Repeat("0", 62)
+	}
+	return m
+}
+
+// affinity is 8 preferred pod affinity terms, each with 8 requirements of
+// 32 values, as many characters as a term may hold.
+func affinity() map[string]any { return affinityWith(chars) }
+
+func runnableAffinity() map[string]any { return affinityWith(key) }
+
+// affinityWith is affinity whose topology keys topologyKey makes.
+func affinityWith(topologyKey func(n int) string) map[string]any {
+	term := func(int) any {
+		reqs := repeat(8, func(int) any {
+			values := repeat(32, func(i int) any { return chars(boolInt(i < 12) * 7) })
+			return map[string]any{"key": chars(20), "operator": "NotIn", "values": values}
+		})
+		return map[string]any{"weight": 100, "podAffinityTerm": map[string]any{"topologyKey": topologyKey(1024 - 8*(20+12*7)),
+			"labelSelector": map[string]any{"matchExpressions": reqs}}}
+	}
+	return map[string]any{
+		"podAffinity":     map[string]any{"preferredDuringSchedulingIgnoredDuringExecution": repeat(4, term)},
+		"podAntiAffinity": map[string]any{"preferredDuringSchedulingIgnoredDuringExecution": repeat(4, term)},
+	}
+}
+
+func storage() map[string]any {
+	url := "https://s3.example.test/" + chars(2048-len("https://s3.example.test/"))
+	return map[string]any{"s3": map[string]any{
+		"bucket": chars(63), "endpoint": url, "region": chars(64), "prefix": chars(512), "forcePathStyle": true,
+		"identity":   map[string]any{"serviceAccountName": chars(253), "audience": chars(253), "roleARN": chars(2048), "stsEndpoint": url},
+		"caBundle":   map[string]any{"name": chars(253), "key": chars(253)},
+		"encryption": map[string]any{"type": "SSE-KMS", "kmsKeyID": chars(2048)},
+	}}
+}
+
+func repeat(n int, item func(i int) any) []any {
+	out := make([]any, 0, n)
+	for i := range n {
+		out = append(out, item(i))
+	}
+	return out
+}
+
+// entries is a map of n entries whose keys and values take size
+// characters each.
+func entries(n, size int) map[string]any {
+	m := map[string]any{}
+	for i := range n {
+		k := fmt.Sprintf("k%03d", i)
+		m[k] = chars(max(size-len(k), 0))
+	}
+	return m
+}
+
+// key is a label key of n characters: a DNS prefix, '/' and a name.
+func key(n int) string {
+	if n <= 63 {
+		return chars(n)
+	}
+	name := min(63, n-2)
+	return chars(n-name-1) + "/" + chars(name)
+}
+
+func chars(n int) string { return strings.Repeat("a", max(n, 0)) }
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
