@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/internal/cachetrim"
 )
 
 // StatusFieldOwner is the server-side apply field manager of the status
@@ -33,7 +34,10 @@ const StatusFieldOwner = "echo-operator-status"
 // the children: the Helm release reconciler does that.
 type EchoReconciler struct {
 	client.Client
-	Recorder record.EventRecorder
+	// APIReader reads from the API server what the cache keeps only as a
+	// stub (see cachetrim): a Deployment rendered from a large Echo.
+	APIReader client.Reader
+	Recorder  record.EventRecorder
 	// MaxConcurrentReconciles is the number of workers; 0 means 1.
 	MaxConcurrentReconciles int
 	// ProgressStatusDelay holds back status changes that only report
@@ -97,7 +101,7 @@ func (r *EchoReconciler) observe(ctx context.Context, echo *echov1alpha1.Echo) (
 	var w echoWorld
 	key := client.ObjectKeyFromObject(echo)
 	var err error
-	if w.deployment, err = getOptional(ctx, r.Client, key, &appsv1.Deployment{}); err != nil {
+	if w.deployment, err = r.getDeployment(ctx, key); err != nil {
 		return w, err
 	}
 	if w.service, err = getOptional(ctx, r.Client, key, &corev1.Service{}); err != nil {
@@ -110,6 +114,18 @@ func (r *EchoReconciler) observe(ctx context.Context, echo *echov1alpha1.Echo) (
 	}
 	w.untrustedRecords, err = untrustedReleaseRecords(ctx, r.Client, echo)
 	return w, err
+}
+
+// getDeployment reads the Echo's Deployment from the cache or, when the
+// cache keeps it only as a stub (a large Echo renders one past the bound
+// of cachetrim.MaxObjectBytes), from the API server: readiness needs its
+// annotations and status, which a stub lacks.
+func (r *EchoReconciler) getDeployment(ctx context.Context, key client.ObjectKey) (*appsv1.Deployment, error) {
+	d, err := getOptional(ctx, r.Client, key, &appsv1.Deployment{})
+	if err != nil || d == nil || !cachetrim.IsStub(d) {
+		return d, err
+	}
+	return getOptional(ctx, r.APIReader, key, &appsv1.Deployment{})
 }
 
 // ensureStatus applies the desired workload status over the current one,

@@ -14,12 +14,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/internal/cachetrim"
 	"github.com/echo-operator/echo-operator/internal/chart"
+	"github.com/echo-operator/echo-operator/test/harness/largestecho"
 )
 
 func TestEchoCreateRendersChildrenAndBecomesReady(t *testing.T) {
@@ -395,4 +398,23 @@ func TestPausedEchoCanBeDeleted(t *testing.T) {
 	Expect(k8sClient.Delete(context.Background(), getEcho(Default, key))).To(Succeed())
 	expectGone(t, &echov1alpha1.Echo{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name}})
 	expectGone(t, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name}})
+}
+
+// TestLargestEchoBecomesReady: the Deployment of an Echo at the largest
+// admitted size is past what the cache keeps whole, so the cache holds a
+// stub of it; readiness reads it from the API server and the Echo becomes
+// Ready as any other.
+func TestLargestEchoBecomesReady(t *testing.T) {
+	RegisterTestingT(t)
+	ns := newNamespace(t)
+	key := types.NamespacedName{Namespace: ns, Name: "largest"}
+	e := &echov1alpha1.Echo{}
+	Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(map[string]any{"spec": largestecho.RunnableSpec("standard")}, e)).To(Succeed())
+	e.Namespace, e.Name = key.Namespace, key.Name
+	createEcho(t, e)
+	d := getDeployment(t, key, 1)
+	d.ManagedFields = nil // as the cache strips them
+	Expect(d.Size()).To(BeNumerically(">", cachetrim.MaxObjectBytes), "the Deployment is past the cache's bound, which this test is about")
+	markDeploymentAvailable(t, key)
+	waitReady(t, key)
 }

@@ -87,7 +87,6 @@ func claimMetadata(ctx context.Context, api client.Reader, namespace, name strin
 // claim is not its release's.
 type dataClaimNotOwned struct {
 	namespace, claim, echo string
-	missing                bool
 }
 
 func (e *dataClaimNotOwned) Error() string { return e.message("", "") }
@@ -99,10 +98,6 @@ func (e *dataClaimNotOwned) message(then, _ string) string {
 		"(its annotations %s and %s do not name release %s of namespace %s, or its controller is not this Echo), so it may hold another workload's data; "+
 		"rename or remove that claim so that the release creates the Echo's own (its annotations and owner references show who made it)",
 		e.claim, e.echo, chart.ReleaseNameAnnotation, chart.ReleaseNamespaceAnnotation, chart.ReleaseName(e.echo), e.namespace)
-	if e.missing {
-		msg = fmt.Sprintf("PersistentVolumeClaim %q, the data claim of Echo %s, does not exist: its release creates it; wait until the Echo is Ready",
-			e.claim, e.echo)
-	}
 	if then != "" {
 		msg += ", then " + then
 	}
@@ -115,7 +110,11 @@ func (e *dataClaimNotOwned) message(then, _ string) string {
 // reconciler sets it on every object of the release). Both mark a claim
 // the release made; whoever may edit a claim can copy them onto it, but
 // could mount it in a pod of their own anyway: the check keeps those who
-// may only write Echoes and backups from reaching claims they cannot.
+// may only write Echoes and backups from reaching claims they cannot. A
+// claim that does not exist yet passes: the Echo's release is about to
+// create it (an install interrupted by a restart, a backup asked for with
+// the Echo), and the Job's pod starts once it exists, as it always has; a
+// claim made meanwhile by anyone else is one they could mount themselves.
 func dataClaimOwned(ctx context.Context, api client.Reader, echo *echov1alpha1.Echo) error {
 	if !persistent(echo) {
 		return nil
@@ -126,7 +125,7 @@ func dataClaimOwned(ctx context.Context, api client.Reader, echo *echov1alpha1.E
 	case err != nil:
 		return err
 	case claim == nil:
-		return &dataClaimNotOwned{namespace: echo.Namespace, claim: name, echo: echo.Name, missing: true}
+		return nil
 	}
 	owner := metav1.GetControllerOf(claim)
 	if !chart.OwnedByRelease(claim.Annotations, echo.Namespace, chart.ReleaseName(echo.Name)) ||

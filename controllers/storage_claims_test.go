@@ -39,7 +39,7 @@ func TestDataClaimOwned(t *testing.T) {
 			"is not the data claim"},
 		{"the claim of an earlier Echo of the same name", &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Annotations: helm, OwnerReferences: controller("old-uid")}},
 			"is not the data claim"},
-		{"no claim yet", nil, "does not exist: its release creates it"},
+		{"no claim yet: the release is about to create it, and the pod waits for it", nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme)

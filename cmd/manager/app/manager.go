@@ -232,6 +232,7 @@ func setupReconcilers(mgr ctrl.Manager, o Options, recorder record.EventRecorder
 	}
 	if err := (&controllers.EchoReconciler{
 		Client:                  mgr.GetClient(),
+		APIReader:               mgr.GetAPIReader(),
 		Recorder:                recorder,
 		MaxConcurrentReconciles: o.Helm.DefaultMaxConcurrentReconciles,
 		ProgressStatusDelay:     o.ProgressStatusDelay,
