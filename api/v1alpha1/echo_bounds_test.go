@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -239,20 +238,8 @@ func entries(n int) map[string]any {
 	return m
 }
 
-// key is a label key of n characters: a DNS prefix, '/' and a name.
-func key(n int) string {
-	if n <= 63 {
-		return chars(n)
-	}
-	name := min(63, n-2)
-	return chars(n-name-1) + "/" + chars(name)
-}
-
-func chars(n int) string { return strings.Repeat("a", max(n, 0)) }
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
+var (
+	key     = largestecho.Key
+	chars   = largestecho.Chars
+	boolInt = largestecho.BoolInt
+)

@@ -14,16 +14,16 @@ const SpecBytesBound = 80 * 1024
 // bounds allow, each as long as they allow.
 func Spec() map[string]any {
 	return map[string]any{
-		"replicas": 1, "image": "registry.example.test/" + chars(490), "imagePullPolicy": "IfNotPresent",
-		"imagePullSecrets": repeat(16, func(int) any { return map[string]any{"name": chars(253)} }),
-		"message":          chars(1024),
+		"replicas": 1, "image": "registry.example.test/" + Chars(490), "imagePullPolicy": "IfNotPresent",
+		"imagePullSecrets": repeat(16, func(int) any { return map[string]any{"name": Chars(253)} }),
+		"message":          Chars(1024),
 		"resources":        map[string]any{"limits": quantities(), "requests": quantities()},
 		"service":          map[string]any{"type": "LoadBalancer", "port": 80, "annotations": entries(64, 8192/64)},
-		"ingress":          map[string]any{"enabled": true, "className": chars(253), "host": chars(253), "tlsSecretName": chars(253)},
-		"persistence":      map[string]any{"enabled": true, "size": "1." + strings.Repeat("0", 62), "storageClassName": chars(253)},
+		"ingress":          map[string]any{"enabled": true, "className": Chars(253), "host": Chars(253), "tlsSecretName": Chars(253)},
+		"persistence":      map[string]any{"enabled": true, "size": "1." + strings.Repeat("0", 62), "storageClassName": Chars(253)},
 		"nodeSelector":     NodeSelector(),
 		"tolerations": repeat(32, func(int) any {
-			return map[string]any{"key": key(65), "operator": "Equal", "value": chars(63), "effect": "PreferNoSchedule", "tolerationSeconds": int64(-1) << 62}
+			return map[string]any{"key": Key(65), "operator": "Equal", "value": Chars(63), "effect": "PreferNoSchedule", "tolerationSeconds": int64(-1) << 62}
 		}),
 		"affinity":       affinity(),
 		"podAnnotations": entries(64, 8192/64),
@@ -66,7 +66,7 @@ func RunnableSpec(storageClass string) map[string]any {
 func NodeSelector() map[string]any {
 	m := map[string]any{}
 	for i := range 16 {
-		m[fmt.Sprintf("%03d", i)+key(314)] = chars(63)
+		m[fmt.Sprintf("%03d", i)+Key(314)] = Chars(63)
 	}
 	return m
 }
@@ -74,23 +74,23 @@ func NodeSelector() map[string]any {
 func quantities() map[string]any {
 	m := map[string]any{}
 	for i := range 16 {
-		m[fmt.Sprintf("%03d", i)+key(314)] = "1." + strings.Repeat("0", 62)
+		m[fmt.Sprintf("%03d", i)+Key(314)] = "1." + strings.Repeat("0", 62)
 	}
 	return m
 }
 
 // affinity is 8 preferred pod affinity terms, each with 8 requirements of
 // 32 values, as many characters as a term may hold.
-func affinity() map[string]any { return affinityWith(chars) }
+func affinity() map[string]any { return affinityWith(Chars) }
 
-func runnableAffinity() map[string]any { return affinityWith(key) }
+func runnableAffinity() map[string]any { return affinityWith(Key) }
 
 // affinityWith is affinity whose topology keys topologyKey makes.
 func affinityWith(topologyKey func(n int) string) map[string]any {
 	term := func(int) any {
 		reqs := repeat(8, func(int) any {
-			values := repeat(32, func(i int) any { return chars(boolInt(i < 12) * 7) })
-			return map[string]any{"key": chars(20), "operator": "NotIn", "values": values}
+			values := repeat(32, func(i int) any { return Chars(BoolInt(i < 12) * 7) })
+			return map[string]any{"key": Chars(20), "operator": "NotIn", "values": values}
 		})
 		return map[string]any{"weight": 100, "podAffinityTerm": map[string]any{"topologyKey": topologyKey(1024 - 8*(20+12*7)),
 			"labelSelector": map[string]any{"matchExpressions": reqs}}}
@@ -102,12 +102,12 @@ func affinityWith(topologyKey func(n int) string) map[string]any {
 }
 
 func storage() map[string]any {
-	url := "https://s3.example.test/" + chars(2048-len("https://s3.example.test/"))
+	url := "https://s3.example.test/" + Chars(2048-len("https://s3.example.test/"))
 	return map[string]any{"s3": map[string]any{
-		"bucket": chars(63), "endpoint": url, "region": chars(64), "prefix": chars(512), "forcePathStyle": true,
-		"identity":   map[string]any{"serviceAccountName": chars(253), "audience": chars(253), "roleARN": chars(2048), "stsEndpoint": url},
-		"caBundle":   map[string]any{"name": chars(253), "key": chars(253)},
-		"encryption": map[string]any{"type": "SSE-KMS", "kmsKeyID": chars(2048)},
+		"bucket": Chars(63), "endpoint": url, "region": Chars(64), "prefix": Chars(512), "forcePathStyle": true,
+		"identity":   map[string]any{"serviceAccountName": Chars(253), "audience": Chars(253), "roleARN": Chars(2048), "stsEndpoint": url},
+		"caBundle":   map[string]any{"name": Chars(253), "key": Chars(253)},
+		"encryption": map[string]any{"type": "SSE-KMS", "kmsKeyID": Chars(2048)},
 	}}
 }
 
@@ -125,23 +125,25 @@ func entries(n, size int) map[string]any {
 	m := map[string]any{}
 	for i := range n {
 		k := fmt.Sprintf("k%03d", i)
-		m[k] = chars(max(size-len(k), 0))
+		m[k] = Chars(max(size-len(k), 0))
 	}
 	return m
 }
 
-// key is a label key of n characters: a DNS prefix, '/' and a name.
-func key(n int) string {
+// Key is a label key of n characters: a DNS prefix, '/' and a name.
+func Key(n int) string {
 	if n <= 63 {
-		return chars(n)
+		return Chars(n)
 	}
 	name := min(63, n-2)
-	return chars(n-name-1) + "/" + chars(name)
+	return Chars(n-name-1) + "/" + Chars(name)
 }
 
-func chars(n int) string { return strings.Repeat("a", max(n, 0)) }
+// Chars is a string of n characters.
+func Chars(n int) string { return strings.Repeat("a", max(n, 0)) }
 
-func boolInt(b bool) int {
+// BoolInt is 1 for true, 0 for false: for spreading n characters over items.
+func BoolInt(b bool) int {
 	if b {
 		return 1
 	}
