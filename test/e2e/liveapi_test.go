@@ -201,7 +201,10 @@ func TestLiveAPIReleaseHistory(t *testing.T) {
 
 	t.Run("kubectl explains the kind and refuses a watch", func(t *testing.T) {
 		RegisterTestingT(t)
-		Expect(d.run(Default, documented("explain", "echorevisions"))).To(ContainSubstring("one revision of an Echo's Helm release"))
+		// kube-apiserver aggregates the live API's OpenAPI on its own
+		// schedule, after the APIService is available.
+		Eventually(func(g Gomega) string { return d.run(g, documented("explain", "echorevisions")) }, timeout, interval).
+			Should(ContainSubstring("one revision of an Echo's Helm release"))
 		Expect(d.run(Default, documented("explain", "echorevisions.manifest"))).To(ContainSubstring("rendered manifest"))
 		out, err := d.output(documented("get", "echorevisions", "--watch"))
 		Expect(err).To(HaveOccurred())
