@@ -194,46 +194,27 @@ func TestRestoreRefusesAnInspectJobItDidNotCreate(t *testing.T) {
 	RegisterTestingT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
-	echoKey := types.NamespacedName{Namespace: ns, Name: "web"}
-	createEcho(t, newEcho(ns, "web", persistentEcho))
-	rollOut(t, echoKey)
+	echoKey := rolledOutPersistentEcho(t, ns)
 	completedBackup(t, ns, "web-1", "web")
 	planted := plantJob(t, plantedJob(ns, "back-inspect", "web", echov1alpha1.RestoreLabel, "back", "inspect", true),
 		inspectResult(`{"persistence":{"enabled":true}}`, 1))
 
-	rs := &echov1alpha1.EchoRestore{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "back"},
-		Spec: echov1alpha1.EchoRestoreSpec{Source: echov1alpha1.RestoreSource{BackupName: "web-1"},
-			ExistingData: echov1alpha1.ExistingDataReplace},
-	}
+	rs := replaceRestore(ns)
 	Expect(k8sClient.Create(ctx, rs)).To(Succeed())
-	c := waitRestoreFailed(t, client.ObjectKeyFromObject(rs))
-	Expect(c.Reason).To(Equal(echov1alpha1.ReasonJobNotOwned))
-	Expect(c.Message).To(And(ContainSubstring("Job back-inspect in namespace "+ns), ContainSubstring("EchoRestore back")))
-	Expect(holder(Default, echoKey)).To(BeEmpty(), "the Echo was never taken")
-	expectNoJob(t, ns, "back-restore")
-	expectJobNotOwnedEvent(t, rs, "back-inspect")
-	Expect(getRestore(Default, client.ObjectKeyFromObject(rs)).Status.Jobs).To(BeEmpty())
-	expectUntouched(t, planted)
+	expectRestoreRefusedInspectJob(t, rs, planted, echoKey)
 }
 
 func TestRestoreRefusesARestoreJobItDidNotCreate(t *testing.T) {
 	RegisterTestingT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
-	echoKey := types.NamespacedName{Namespace: ns, Name: "web"}
-	createEcho(t, newEcho(ns, "web", persistentEcho))
-	rollOut(t, echoKey)
+	echoKey := rolledOutPersistentEcho(t, ns)
 	completedBackup(t, ns, "web-1", "web")
 	// Still running: a restore Job of the restore's own is stopped before
 	// the Echo is given back; this one is not the restore's to stop.
 	planted := plantJob(t, plantedJob(ns, "back-restore", "web", echov1alpha1.RestoreLabel, "back", "restore", true), "")
 
-	rs := &echov1alpha1.EchoRestore{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "back"},
-		Spec: echov1alpha1.EchoRestoreSpec{Source: echov1alpha1.RestoreSource{BackupName: "web-1"},
-			ExistingData: echov1alpha1.ExistingDataReplace},
-	}
+	rs := replaceRestore(ns)
 	Expect(k8sClient.Create(ctx, rs)).To(Succeed())
 	inspect := waitJob(t, ns, "back-inspect")
 	finishMoverJob(t, inspect, inspectResult(`{"persistence":{"enabled":true}}`, 1), true)
@@ -241,6 +222,40 @@ func TestRestoreRefusesARestoreJobItDidNotCreate(t *testing.T) {
 	quiesce(t, echoKey)
 
 	expectRestoreRefusedRestoreJob(t, rs, inspect, planted, echoKey)
+}
+
+// rolledOutPersistentEcho is a Ready Echo "web" that keeps its data.
+func rolledOutPersistentEcho(t *testing.T, ns string) types.NamespacedName {
+	t.Helper()
+	key := types.NamespacedName{Namespace: ns, Name: "web"}
+	createEcho(t, newEcho(ns, key.Name, persistentEcho))
+	rollOut(t, key)
+	return key
+}
+
+// replaceRestore restores backup web-1 into Echo web, replacing its data.
+func replaceRestore(ns string) *echov1alpha1.EchoRestore {
+	return &echov1alpha1.EchoRestore{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "back"},
+		Spec: echov1alpha1.EchoRestoreSpec{Source: echov1alpha1.RestoreSource{BackupName: "web-1"},
+			ExistingData: echov1alpha1.ExistingDataReplace},
+	}
+}
+
+// expectRestoreRefusedInspectJob waits for the restore to fail for the
+// planted inspect Job: the Echo was never taken, no restore Job ran, and
+// the Job is left as the tenant made it.
+func expectRestoreRefusedInspectJob(t *testing.T, rs *echov1alpha1.EchoRestore, planted *batchv1.Job, echoKey types.NamespacedName) {
+	t.Helper()
+	key := client.ObjectKeyFromObject(rs)
+	c := waitRestoreFailed(t, key)
+	Expect(c.Reason).To(Equal(echov1alpha1.ReasonJobNotOwned))
+	Expect(c.Message).To(And(ContainSubstring("Job "+planted.Name+" in namespace "+rs.Namespace), ContainSubstring("EchoRestore "+rs.Name)))
+	Expect(holder(Default, echoKey)).To(BeEmpty(), "the Echo was never taken")
+	expectNoJob(t, rs.Namespace, "back-restore")
+	expectJobNotOwnedEvent(t, rs, planted.Name)
+	Expect(getRestore(Default, key).Status.Jobs).To(BeEmpty())
+	expectUntouched(t, planted)
 }
 
 // expectRestoreRefusedRestoreJob waits for the restore to fail for the

@@ -110,18 +110,12 @@ func TestRestoreRefusesAnInspectJobWithAForgedControllerReference(t *testing.T) 
 	RegisterTestingT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
-	echoKey := types.NamespacedName{Namespace: ns, Name: "web"}
-	createEcho(t, newEcho(ns, "web", persistentEcho))
-	rollOut(t, echoKey)
+	echoKey := rolledOutPersistentEcho(t, ns)
 	// The restore waits for its backup to complete: meanwhile the tenant
 	// reads its UID and plants the inspect Job.
 	backup := newBackup(ns, "web-1", "web")
 	Expect(k8sClient.Create(ctx, backup)).To(Succeed())
-	rs := &echov1alpha1.EchoRestore{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "back"},
-		Spec: echov1alpha1.EchoRestoreSpec{Source: echov1alpha1.RestoreSource{BackupName: "web-1"},
-			ExistingData: echov1alpha1.ExistingDataReplace},
-	}
+	rs := replaceRestore(ns)
 	Expect(k8sClient.Create(ctx, rs)).To(Succeed())
 	key := client.ObjectKeyFromObject(rs)
 	waitRestoreReason(t, key, echov1alpha1.RestoreReasonWaitingForBackup)
@@ -130,29 +124,16 @@ func TestRestoreRefusesAnInspectJobWithAForgedControllerReference(t *testing.T) 
 
 	finishMoverJob(t, waitJob(t, ns, "web-1-backup"),
 		`{"size":10,"checksum":"sha256:ab","location":"s3://echo-backups/`+ns+`/web/web-1","files":1}`, true)
-	c := waitRestoreFailed(t, key)
-	Expect(c.Reason).To(Equal(echov1alpha1.ReasonJobNotOwned))
-	Expect(c.Message).To(ContainSubstring("Job back-inspect in namespace " + ns))
-	Expect(holder(Default, echoKey)).To(BeEmpty(), "the Echo was never taken")
-	expectNoJob(t, ns, "back-restore")
-	expectJobNotOwnedEvent(t, rs, "back-inspect")
-	Expect(getRestore(Default, key).Status.Jobs).To(BeEmpty())
-	expectUntouched(t, planted)
+	expectRestoreRefusedInspectJob(t, rs, planted, echoKey)
 }
 
 func TestRestoreRefusesARestoreJobWithAForgedControllerReference(t *testing.T) {
 	RegisterTestingT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
-	echoKey := types.NamespacedName{Namespace: ns, Name: "web"}
-	createEcho(t, newEcho(ns, "web", persistentEcho))
-	rollOut(t, echoKey)
+	echoKey := rolledOutPersistentEcho(t, ns)
 	completedBackup(t, ns, "web-1", "web")
-	rs := &echov1alpha1.EchoRestore{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "back"},
-		Spec: echov1alpha1.EchoRestoreSpec{Source: echov1alpha1.RestoreSource{BackupName: "web-1"},
-			ExistingData: echov1alpha1.ExistingDataReplace},
-	}
+	rs := replaceRestore(ns)
 	Expect(k8sClient.Create(ctx, rs)).To(Succeed())
 	key := client.ObjectKeyFromObject(rs)
 	inspect := waitJob(t, ns, "back-inspect")
@@ -220,15 +201,9 @@ func TestArtifactDeletionTakesItsSignedJobWhoseRecordWasLost(t *testing.T) {
 func TestRestoreTakesItsSignedJobsWhoseRecordWasLost(t *testing.T) {
 	RegisterTestingT(t)
 	ns := newNamespace(t)
-	echoKey := types.NamespacedName{Namespace: ns, Name: "web"}
-	createEcho(t, newEcho(ns, "web", persistentEcho))
-	rollOut(t, echoKey)
+	echoKey := rolledOutPersistentEcho(t, ns)
 	completedBackup(t, ns, "web-1", "web")
-	rs := &echov1alpha1.EchoRestore{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "back"},
-		Spec: echov1alpha1.EchoRestoreSpec{Source: echov1alpha1.RestoreSource{BackupName: "web-1"},
-			ExistingData: echov1alpha1.ExistingDataReplace},
-	}
+	rs := replaceRestore(ns)
 	Expect(k8sClient.Create(context.Background(), rs)).To(Succeed())
 	key := client.ObjectKeyFromObject(rs)
 	records := func(g Gomega) []echov1alpha1.JobReference { return getRestore(g, key).Status.Jobs }
