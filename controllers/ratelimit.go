@@ -7,6 +7,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/echo-operator/echo-operator/internal/fairqueue"
 )
 
 // Retries after a failed reconcile back off per object from
@@ -31,7 +33,13 @@ func retryRateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
 }
 
 // controllerOptions are the options of every Go controller, with workers
-// workers (0 means 1).
+// workers (0 means 1): the retry rate limiter, and a queue that takes the
+// namespaces in turn, so that one namespace's backlog does not hold up
+// another's objects.
 func controllerOptions(workers int) controller.Options {
-	return controller.Options{MaxConcurrentReconciles: workers, RateLimiter: retryRateLimiter()}
+	return controller.Options{
+		MaxConcurrentReconciles: workers,
+		RateLimiter:             retryRateLimiter(),
+		NewQueue:                fairqueue.NewControllerQueue,
+	}
 }

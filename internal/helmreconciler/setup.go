@@ -9,8 +9,10 @@ import (
 	"github.com/go-logr/logr"
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"github.com/operator-framework/helm-operator-plugins/pkg/reconciler"
+	"github.com/operator-framework/helm-operator-plugins/pkg/values"
 	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
 	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/kube"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -61,18 +63,51 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("indexing the release Secrets: %w", err)
 	}
 	for _, w := range ws {
-		r, err := newReconciler(mgr, w, opts)
-		if err != nil {
-			return fmt.Errorf("building the reconciler of %s: %w", w.GroupVersionKind, err)
-		}
-		if err := r.SetupWithManager(mgr); err != nil {
+		if err := setupReconciler(mgr, w, opts); err != nil {
 			return fmt.Errorf("registering the reconciler of %s: %w", w.GroupVersionKind, err)
 		}
 	}
 	return nil
 }
 
-func newReconciler(mgr ctrl.Manager, w watches.Watch, opts Options) (*reconciler.Reconciler, error) {
+// setupReconciler builds and registers the reconciler of one entry. The
+// Echo's runs on a fair controller with the operator's own watches; an
+// entry of another kind (none ships) is set up by the library.
+func setupReconciler(mgr ctrl.Manager, w watches.Watch, opts Options) error {
+	rOpts, err := reconcilerOptions(mgr, w, opts)
+	if err != nil {
+		return err
+	}
+	if w.GroupVersionKind != echoGVK {
+		r, err := reconciler.New(rOpts...)
+		if err != nil {
+			return err
+		}
+		return r.SetupWithManager(mgr)
+	}
+	r, err := reconciler.New(append(rOpts, echoReconcilerOptions(mgr, opts)...)...)
+	if err != nil {
+		return err
+	}
+	setups := []reconciler.ControllerSetupFunc{watchFinalBackups(mgr)}
+	if w.WatchDependentResources == nil || *w.WatchDependentResources {
+		// The chart's objects are watched through the typed cache
+		// instead of the stock unstructured informers.
+		setups = append(setups, watchChartObjects(mgr, &echov1alpha1.Echo{}))
+	}
+	return setupFairController(mgr, r, w, workers(w, opts), setups...)
+}
+
+// workers is the entry's number of concurrent reconciles.
+func workers(w watches.Watch, opts Options) int {
+	if w.MaxConcurrentReconciles != nil {
+		return *w.MaxConcurrentReconciles
+	}
+	return opts.DefaultMaxConcurrentReconciles
+}
+
+// reconcilerOptions are the options of every entry's reconciler.
+func reconcilerOptions(mgr ctrl.Manager, w watches.Watch, opts Options) ([]reconciler.Option, error) {
 	log := ctrl.Log.WithName("helm").WithValues("kind", w.Kind)
 	acg, err := newActionClientGetter(mgr, opts.Signer, opts.Recorder, log)
 	if err != nil {
@@ -82,15 +117,10 @@ func newReconciler(mgr ctrl.Manager, w watches.Watch, opts Options) (*reconciler
 	// renders needs no OpenAPI check on top of the API server's.
 	acg.skipOpenAPIValidation = w.GroupVersionKind == echoGVK
 
-	workers := opts.DefaultMaxConcurrentReconciles
-	if w.MaxConcurrentReconciles != nil {
-		workers = *w.MaxConcurrentReconciles
-	}
 	var period time.Duration
 	if w.ReconcilePeriod != nil {
 		period = w.ReconcilePeriod.Duration
 	}
-
 	rOpts := []reconciler.Option{
 		reconciler.WithGroupVersionKind(w.GroupVersionKind),
 		reconciler.WithChart(*w.Chart),
@@ -99,7 +129,7 @@ func newReconciler(mgr ctrl.Manager, w watches.Watch, opts Options) (*reconciler
 		reconciler.WithActionClientGetter(acg),
 		reconciler.WithOverrideValues(w.OverrideValues),
 		reconciler.SkipDependentWatches(w.WatchDependentResources != nil && !*w.WatchDependentResources),
-		reconciler.WithMaxConcurrentReconciles(workers),
+		reconciler.WithMaxConcurrentReconciles(workers(w, opts)),
 		reconciler.WithReconcilePeriod(period),
 		reconciler.WithMaxReleaseHistory(opts.MaxReleaseHistory),
 		reconciler.WithPauseReconcileHandler(pauseUnlessDeleting),
@@ -107,24 +137,29 @@ func newReconciler(mgr ctrl.Manager, w watches.Watch, opts Options) (*reconciler
 	if w.Selector != nil {
 		rOpts = append(rOpts, reconciler.WithSelector(*w.Selector))
 	}
-	if w.GroupVersionKind == echoGVK {
-		rOpts = append(rOpts,
-			reconciler.WithValueTranslator(EchoTranslator{DefaultImage: opts.DefaultEchoImage}),
-			reconciler.WithClient(newStatusClient(mgr.GetClient(), echoGVK)),
-			// Echo is in the scheme as a typed kind already.
-			reconciler.SkipPrimaryGVKSchemeRegistration(true),
-			reconciler.WithControllerSetupFunc(watchFinalBackups(mgr)),
-		)
-		if w.WatchDependentResources == nil || *w.WatchDependentResources {
-			// The chart's objects are watched through the typed cache
-			// instead of the stock unstructured informers.
-			rOpts = append(rOpts,
-				reconciler.SkipDependentWatches(true),
-				reconciler.WithControllerSetupFunc(watchChartObjects(mgr, &echov1alpha1.Echo{})),
-			)
-		}
+	return rOpts, nil
+}
+
+// uninstallWaitTimeout is how long an uninstall waits for the deleted
+// object to leave the cache: the library's default.
+const uninstallWaitTimeout = 30 * time.Second
+
+// echoReconcilerOptions complete the Echo's reconciler. It is registered
+// by setupFairController rather than the library's SetupWithManager, so
+// they set every default SetupWithManager would otherwise fill in.
+func echoReconcilerOptions(mgr ctrl.Manager, opts Options) []reconciler.Option {
+	return []reconciler.Option{
+		reconciler.WithValueTranslator(EchoTranslator{DefaultImage: opts.DefaultEchoImage}),
+		//nolint:staticcheck // the library's SetupWithManager sets this identity mapper when none is given, and the reconciler calls it
+		reconciler.WithValueMapper(values.MapperFunc(func(v chartutil.Values) chartutil.Values { return v })),
+		reconciler.WithWaitForDeletionTimeout(uninstallWaitTimeout),
+		reconciler.WithClient(newStatusClient(mgr.GetClient(), echoGVK)),
+		// Echo is in the scheme as a typed kind already.
+		reconciler.SkipPrimaryGVKSchemeRegistration(true),
+		// The chart's objects are watched by setupReconciler, or not at
+		// all.
+		reconciler.SkipDependentWatches(true),
 	}
-	return reconciler.New(rOpts...)
 }
 
 // pauseUnlessDeleting pauses the release of an object annotated with
