@@ -267,6 +267,14 @@ test-unit: ## Run the tests that need no control plane.
 test-e2e: control-plane minio test-manager ## Run only the end-to-end tests against the simulated cluster.
 	$(TEST_MANAGER_ENV) $(CONTROL_PLANE_ENV) go test ./test/e2e/... -timeout $(GO_TEST_TIMEOUT) -count=1 -v $(TEST_FLAGS)
 
+# How many Echoes test-flood's tenant creates at once (make test's run of
+# the same test creates 500).
+FLOOD_ECHOES ?= 3000
+
+.PHONY: test-flood
+test-flood: control-plane minio test-manager ## Flood one namespace with FLOOD_ECHOES Echoes while another namespace's Echo becomes Ready (see docs/architecture.md).
+	$(TEST_MANAGER_ENV) $(CONTROL_PLANE_ENV) E2E_FLOOD_ECHOES=$(FLOOD_ECHOES) go test ./test/e2e/... -run '^TestHostileTenantFloodsItsNamespace$$' -timeout 60m -count=1 -v $(TEST_FLAGS)
+
 # The full fault-injection run: every kill point of every operation, 30
 # random kills, control-plane restarts during a 300-Echo rollout and leader
 # failover. `make test` runs a subset of the kills and the failover. CHAOS_SEED=<n> replays the

@@ -139,9 +139,7 @@ func TestLiveAPIBoundsEachUsersRequests(t *testing.T) {
 			CredentialsSecretRef: &echov1alpha1.S3CredentialsSecretRef{Name: "own-storage"},
 		}},
 	})).To(Succeed())
-	asTenant := rest.CopyConfig(cfg)
-	asTenant.Impersonate = rest.ImpersonationConfig{UserName: "tenant-of-" + tn.ns, Groups: []string{"system:authenticated"}}
-	tenantHTTP, err := rest.HTTPClientFor(asTenant)
+	tenantHTTP, err := rest.HTTPClientFor(impersonating(tenantUser(tn.ns)))
 	Expect(err).NotTo(HaveOccurred())
 	// get returns the status code, the Retry-After and the body of a GET
 	// of path as the tenant, without client-go's retries of a 429.

@@ -19,7 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -57,8 +56,7 @@ func newEchoEditor(t *testing.T) echoEditor {
 			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
 		})).To(Succeed())
 	}
-	asUser := rest.CopyConfig(cfg)
-	asUser.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
+	asUser := impersonating(user)
 	c, err := client.New(asUser, client.Options{Scheme: app.NewScheme()})
 	Expect(err).NotTo(HaveOccurred())
 	liveScheme := runtime.NewScheme()

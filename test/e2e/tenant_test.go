@@ -64,15 +64,13 @@ func newTenant(t *testing.T) tenant {
 func tenantOf(t *testing.T, ns string) tenant {
 	t.Helper()
 	ctx := context.Background()
-	user := "tenant-of-" + ns
+	user := tenantUser(ns)
 	Expect(k8sClient.Create(ctx, &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tenant-edit"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
 		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
 	})).To(Succeed())
-	asUser := rest.CopyConfig(cfg)
-	asUser.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
-	c, err := client.New(asUser, client.Options{Scheme: app.NewScheme()})
+	c, err := client.New(impersonating(user), client.Options{Scheme: app.NewScheme()})
 	Expect(err).NotTo(HaveOccurred())
 	// The Echo roles reach edit through kube-controller-manager's
 	// aggregation.
@@ -82,6 +80,17 @@ func tenantOf(t *testing.T, ns string) tenant {
 		}
 	}, timeout, interval).Should(Succeed())
 	return tenant{ns: ns, c: c}
+}
+
+// tenantUser is the user tenantOf binds in ns.
+func tenantUser(ns string) string { return "tenant-of-" + ns }
+
+// impersonating is the suite's configuration acting as an authenticated
+// user.
+func impersonating(user string) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
+	return c
 }
 
 // allowed asks the API server whether user may do verb on a resource.
