@@ -13,7 +13,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -74,7 +73,7 @@ func TestHostileTenantFloodsItsNamespace(t *testing.T) {
 	Expect(readyIn).To(BeNumerically("<", neighbourReadyWithin), "the neighbour's Echo took %s to become Ready", readyIn)
 	Expect(grown).To(BeNumerically("<", n*floodBytesPerEcho>>10), "the manager's resident memory grew by %d MiB", grown>>10)
 
-	expectNamespaceDeletes(t, tn.ns)
+	deleteNamespaceAndWait(tn.ns)
 	Expect(op.unexpectedExits()).To(BeEmpty(), "the operator exited")
 }
 
@@ -134,15 +133,4 @@ func chartDeployments(ns string) int {
 	l.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("DeploymentList"))
 	Expect(k8sClient.List(context.Background(), l, client.InNamespace(ns))).To(Succeed())
 	return len(l.Items)
-}
-
-// expectNamespaceDeletes deletes ns and waits until it is gone: every
-// Echo's release uninstalled.
-func expectNamespaceDeletes(t *testing.T, ns string) {
-	t.Helper()
-	obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
-	Expect(k8sClient.Delete(context.Background(), obj)).To(Succeed())
-	Eventually(func() error {
-		return k8sClient.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
-	}, 10*time.Minute, time.Second).Should(MatchError(ContainSubstring("not found")), "the namespace %s did not delete", ns)
 }
