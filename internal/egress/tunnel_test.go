@@ -127,6 +127,7 @@ func TestTunnelRefusesBeforeAskingTheProxy(t *testing.T) {
 		"http://100.100.100.200/latest":     "CGNAT shared address space 100.64.0.0/10",
 		"http://[fd00::1]:9000/bucket":      "unique local fc00::/7",
 		"http://127.0.0.3:9000/bucket":      "loopback 127.0.0.0/8",
+		"http://localhost:9000/bucket":      "loopback 127.0.0.0/8",
 		"http://[::ffff:a9fe:a9fe]/latest/": "link-local 169.254.0.0/16",
 		"https://169.254.169.254/latest/":   "link-local 169.254.0.0/16",
 	}
@@ -210,6 +211,32 @@ func TestTunnelAuthenticatesToTheProxy(t *testing.T) {
 	tr = proxiedTransport(t, p, withCreds, noDNS, nil)
 	if code, err := get(tr, target.URL); err != nil || code != http.StatusOK {
 		t.Fatalf("with credentials: %d, %v", code, err)
+	}
+}
+
+// An https:// proxy is reached over TLS, its certificate verified for its
+// host name.
+func TestTunnelThroughAnHTTPSProxy(t *testing.T) {
+	target := newCountingServer(t, "127.0.0.2", nil)
+	proxy := connectproxy.StartTLS(t)
+	p := New(Config{Allow: prefixes(t, "127.0.0.2/32")})
+
+	_, err := get(proxiedTransport(t, p, proxy.URL, noDNS, nil), target.URL)
+	var unknownAuthority x509.UnknownAuthorityError
+	if !errors.As(err, &unknownAuthority) {
+		t.Fatalf("a proxy whose certificate is not trusted: %v, want an unknown authority", err)
+	}
+	if len(proxy.Targets()) != 0 || len(target.requests()) != 0 {
+		t.Fatal("a connection went through a proxy whose certificate is not trusted")
+	}
+
+	p.proxyRoots = x509.NewCertPool()
+	p.proxyRoots.AddCert(proxy.Certificate())
+	if code, err := get(proxiedTransport(t, p, proxy.URL, noDNS, nil), target.URL); err != nil || code != http.StatusOK {
+		t.Fatalf("through a trusted https proxy: %d, %v", code, err)
+	}
+	if got := proxy.Targets(); !slices.Equal(got, []string{target.Listener.Addr().String()}) {
+		t.Fatalf("the proxy was asked for %v, want %s", got, target.Listener.Addr())
 	}
 }
 

@@ -7,6 +7,7 @@
 package connectproxy
 
 import (
+	"crypto/x509"
 	"io"
 	"net"
 	"net/http"
@@ -37,6 +38,21 @@ func Start(tb testing.TB) *Proxy {
 	tb.Helper()
 	p := &Proxy{}
 	p.server = httptest.NewServer(http.HandlerFunc(p.serve))
+	return p.started(tb)
+}
+
+// StartTLS is Start with the proxy on HTTPS, https://127.0.0.1:port,
+// with httptest's certificate (Certificate): for 127.0.0.1, ::1 and
+// example.com.
+func StartTLS(tb testing.TB) *Proxy {
+	tb.Helper()
+	p := &Proxy{}
+	p.server = httptest.NewTLSServer(http.HandlerFunc(p.serve))
+	return p.started(tb)
+}
+
+func (p *Proxy) started(tb testing.TB) *Proxy {
+	tb.Helper()
 	u, err := url.Parse(p.server.URL)
 	if err != nil {
 		tb.Fatal(err)
@@ -44,6 +60,11 @@ func Start(tb testing.TB) *Proxy {
 	p.URL = u
 	tb.Cleanup(p.close)
 	return p
+}
+
+// Certificate is the certificate of a proxy on HTTPS.
+func (p *Proxy) Certificate() *x509.Certificate {
+	return p.server.Certificate()
 }
 
 // Targets are the addresses the proxy opened tunnels to, in order.
