@@ -79,6 +79,8 @@ func (p *Policy) checkedAddrs(ctx context.Context, host string) ([]netip.Addr, e
 	return addrs, nil
 }
 
+// lookup is host's addresses: host itself when it is an address literal,
+// else one answer of the policy's resolver.
 func (p *Policy) lookup(ctx context.Context, host string) ([]netip.Addr, error) {
 	if addr, err := netip.ParseAddr(host); err == nil {
 		return []netip.Addr{addr}, nil
