@@ -118,7 +118,7 @@ func parseFlags() app.Options {
 	}
 	flag.Var(&storageAllow, egress.AllowFlag, "CIDRs (comma-separated, or the flag repeated) that the live API's listings of EchoBackupLocations may connect to although a denied range (loopback, private, CGNAT, link-local, unique local, NAT64, --"+egress.ClusterNetworksFlag+", ...) holds them, e.g. an in-cluster S3 service's address: the most specific range decides. Adds to $"+egress.AllowEnv+".")
 	flag.Var(&clusterNetworks, egress.ClusterNetworksFlag, "The cluster's Service and pod CIDRs (comma-separated, or the flag repeated): the live API's listings of EchoBackupLocations never connect there, unless --"+egress.AllowFlag+" names a range as specific or more. Adds to $"+egress.ClusterNetworksEnv+".")
-	flag.Func(egress.ProxyFlag, "HTTP proxy (http://host:port) that the live API's listings of EchoBackupLocations go through, once the egress policy allowed every address of the endpoint; the proxy is trusted with what it connects to. Replaces $"+egress.ProxyEnv+"; neither: no proxy, whatever HTTP_PROXY says.", func(v string) (err error) {
+	flag.Func(egress.ProxyFlag, "HTTP proxy (http://host:port) that the live API's listings of EchoBackupLocations go through: the manager resolves the endpoint's host, checks every address with the egress policy, and asks the proxy to CONNECT to a checked address (let it tunnel to the storage's ports, 80 and 9000 included, not only 443). Replaces $"+egress.ProxyEnv+"; neither: no proxy, whatever HTTP_PROXY says.", func(v string) (err error) {
 		storageProxy, err = egress.ParseProxy(v)
 		return err
 	})

@@ -5,7 +5,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"net/url"
 	"syscall"
 	"time"
 )
@@ -44,53 +43,58 @@ func (p *Policy) connecting(address string) error {
 	return p.beforeConnect(address)
 }
 
-// ConfigureTransport makes tr connect only where the policy allows.
-// Without a proxy, every connection goes through Dialer and the
-// environment's proxy settings are dropped. With one, tr connects only to
-// the proxy, and each request is refused before it is sent unless every
-// address its host resolves to is allowed (CheckHost): the proxy resolves
-// the host again and is trusted with what it then connects to.
+// ConfigureTransport makes tr connect only where the policy allows, and
+// drops the environment's proxy settings. Without a proxy, every
+// connection goes through Dialer. With one, every connection goes through
+// the proxy to an address the policy checked (tunnelDialer): the host is
+// resolved once per connection, by the operator, and the proxy is asked to
+// CONNECT to the checked address, never to the name, so it resolves
+// nothing. TLS still verifies the storage's certificate for the host name,
+// and a plain HTTP request keeps its Host header: only the tunnel goes to
+// the address.
 func (p *Policy) ConfigureTransport(tr *http.Transport) {
+	tr.Proxy = nil
 	if p.proxy == nil {
-		tr.Proxy = nil
 		tr.DialContext = p.Dialer().DialContext
 		return
 	}
-	proxy := *p.proxy
-	tr.Proxy = func(req *http.Request) (*url.URL, error) {
-		if err := p.CheckHost(req.Context(), req.URL.Hostname()); err != nil {
-			return nil, err
-		}
-		return &proxy, nil
-	}
-	// The administrator's proxy, wherever it is.
-	tr.DialContext = (&net.Dialer{Timeout: dialTimeout, KeepAlive: keepAlive, Control: func(_, address string, _ syscall.RawConn) error {
-		return p.connecting(address)
-	}}).DialContext
+	tr.DialContext = p.tunnelDialer().DialContext
 }
 
-// CheckHost checks every address host resolves to (host itself when it
-// is an address literal): nil when all are allowed, else the refusal of
-// the first one that is not.
-func (p *Policy) CheckHost(ctx context.Context, host string) error {
-	if addr, err := netip.ParseAddr(host); err == nil {
-		return p.Check(addr)
+// checkedAddrs resolves host once (host itself when it is an address
+// literal) and returns its addresses when every one is allowed, else the
+// refusal of the first that is not: the addresses a connection through
+// the proxy may then be made to.
+func (p *Policy) checkedAddrs(ctx context.Context, host string) ([]netip.Addr, error) {
+	addrs, err := p.lookup(ctx, host)
+	if err != nil {
+		return nil, err
 	}
-	resolver := p.resolver
-	if resolver == nil {
-		resolver = net.DefaultResolver
+	for i, addr := range addrs {
+		if err := p.Check(addr); err != nil {
+			return nil, err
+		}
+		addrs[i] = addr.Unmap().WithZone("")
+	}
+	return addrs, nil
+}
+
+// lookup is host's addresses: host itself when it is an address literal,
+// else one answer of the policy's resolver.
+func (p *Policy) lookup(ctx context.Context, host string) ([]netip.Addr, error) {
+	if addr, err := netip.ParseAddr(host); err == nil {
+		return []netip.Addr{addr}, nil
+	}
+	var resolver resolver = net.DefaultResolver
+	if p.resolver != nil {
+		resolver = p.resolver
 	}
 	addrs, err := resolver.LookupNetIP(ctx, "ip", host)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(addrs) == 0 {
-		return &net.DNSError{Err: "no address", Name: host, IsNotFound: true}
+		return nil, &net.DNSError{Err: "no address", Name: host, IsNotFound: true}
 	}
-	for _, addr := range addrs {
-		if err := p.Check(addr); err != nil {
-			return err
-		}
-	}
-	return nil
+	return addrs, nil
 }

@@ -27,13 +27,19 @@
 // to (Policy.Dialer): a host name, however it resolves, a DNS answer that
 // changes between two requests, or a redirect to another host are all
 // checked on the address actually dialled. Through an HTTP proxy
-// (ProxyFlag), the operator connects only to the proxy, so the policy is
-// checked on the addresses the request's host resolves to before the
-// request is handed to the proxy (Policy.ConfigureTransport); the proxy
-// resolves the name again and is trusted to enforce its own rules. The
-// environment's proxy settings (HTTP_PROXY, HTTPS_PROXY) are never used.
+// (ProxyFlag), the same holds: for each connection the operator resolves
+// the host once, refuses it unless every address is allowed, and asks the
+// proxy to CONNECT to a checked address, never to the name
+// (Policy.ConfigureTransport). The proxy resolves nothing, so a name that
+// answers an allowed address to the check and a denied one next (DNS
+// rebinding) never reaches the denied one. TLS still verifies the
+// storage's certificate for the host name, and plain HTTP goes through
+// the tunnel too, so that the Host header S3 signs stays the host name.
+// The environment's proxy settings (HTTP_PROXY, HTTPS_PROXY) are never
+// used.
 //
 // The policy applies to the manager's process only. The data mover Jobs
 // run in the tenant's namespace, on the tenant's network, and reach
-// nothing the tenant's own pods could not.
+// nothing the tenant's own pods could not: they use the cluster's proxy
+// settings, which any of the tenant's pods may use too.
 package egress

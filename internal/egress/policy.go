@@ -1,8 +1,9 @@
 package egress
 
 import (
+	"context"
+	"crypto/x509"
 	"fmt"
-	"net"
 	"net/netip"
 	"net/url"
 )
@@ -28,14 +29,23 @@ type Policy struct {
 	// deny holds the cluster's networks, then the built-in rules.
 	deny  []Rule
 	proxy *url.URL
-	// resolver looks up host names for the proxy's check; nil: the
-	// default resolver.
-	resolver *net.Resolver
+	// resolver looks up host names for the connections through the
+	// proxy; nil: the default resolver.
+	resolver resolver
+	// proxyRoots, when set, replaces the system's roots in verifying an
+	// https:// proxy's certificate: for the tests.
+	proxyRoots *x509.CertPool
 	// beforeConnect, when set, is called with every address a connection
 	// is about to be made to, once the policy has allowed it: the tests
 	// refuse there whatever is off loopback, so that a broken policy
 	// sends nothing anywhere.
 	beforeConnect func(address string) error
+}
+
+// resolver is what the policy asks for a host's addresses: a
+// *net.Resolver.
+type resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 }
 
 // New returns the policy of c.

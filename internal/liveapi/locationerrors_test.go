@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -25,6 +26,7 @@ import (
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	"github.com/echo-operator/echo-operator/internal/datamover"
 	"github.com/echo-operator/echo-operator/internal/egress"
+	"github.com/echo-operator/echo-operator/test/harness/connectproxy"
 )
 
 // A remote answer the tenant must never read back.
@@ -241,35 +243,32 @@ func TestListingsDoNotFollowARedirect(t *testing.T) {
 }
 
 // Through a proxy, the endpoint's addresses are checked before the proxy
-// is asked anything; an allowed endpoint is asked through the proxy, not
-// directly.
+// is asked anything; an allowed endpoint is reached through a tunnel the
+// proxy opens to the checked address, not directly.
 func TestListingsThroughAProxy(t *testing.T) {
 	ctx := context.Background()
-	proxy := newS3Stub(t, "127.0.0.1", answerWith(403, s3Error("AccessDenied")))
-	proxyURL, err := url.Parse(proxy.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	policy := egress.New(egress.Config{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.2/32")}, Proxy: proxyURL})
+	proxy := connectproxy.Start(t)
+	policy := egress.New(egress.Config{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.2/32")}, Proxy: proxy.URL})
 	refused := map[string]string{
-		"http://10.1.2.3:9000":                     "the operator does not connect to 10.1.2.3: private network 10.0.0.0/8 (allow it with --storage-egress-allow)",
-		"http://100.64.0.1:9000":                   "the operator does not connect to 100.64.0.1: CGNAT shared address space 100.64.0.0/10 (allow it with --storage-egress-allow)",
-		"http://[fd00::1]:9000":                    "the operator does not connect to fd00::1: unique local fc00::/7 (allow it with --storage-egress-allow)",
-		"http://localhost:9000":                    "the operator does not connect to 127.0.0.1: loopback 127.0.0.0/8 (allow it with --storage-egress-allow)",
-		"https://169.254.169.254":                  "the operator does not connect to 169.254.169.254: link-local 169.254.0.0/16 (allow it with --storage-egress-allow)",
-		"http://[::ffff:a00:1]:9000":               "the operator does not connect to 10.0.0.1: private network 10.0.0.0/8 (allow it with --storage-egress-allow)",
-		"http://" + proxy.Listener.Addr().String(): "the operator does not connect to 127.0.0.1: loopback 127.0.0.0/8 (allow it with --storage-egress-allow)",
+		"http://10.1.2.3:9000":       "the operator does not connect to 10.1.2.3: private network 10.0.0.0/8 (allow it with --storage-egress-allow)",
+		"http://100.64.0.1:9000":     "the operator does not connect to 100.64.0.1: CGNAT shared address space 100.64.0.0/10 (allow it with --storage-egress-allow)",
+		"http://[fd00::1]:9000":      "the operator does not connect to fd00::1: unique local fc00::/7 (allow it with --storage-egress-allow)",
+		"http://localhost:9000":      "the operator does not connect to 127.0.0.1: loopback 127.0.0.0/8 (allow it with --storage-egress-allow)",
+		"https://169.254.169.254":    "the operator does not connect to 169.254.169.254: link-local 169.254.0.0/16 (allow it with --storage-egress-allow)",
+		"http://[::ffff:a00:1]:9000": "the operator does not connect to 10.0.0.1: private network 10.0.0.0/8 (allow it with --storage-egress-allow)",
+		"http://" + proxy.URL.Host:   "the operator does not connect to 127.0.0.1: loopback 127.0.0.0/8 (allow it with --storage-egress-allow)",
 	}
 	for endpoint, want := range refused {
 		expectMessage(t, listAt(t, ctx, policy, endpoint), want)
 	}
-	if n := proxy.requests.Load(); n != 0 {
-		t.Fatalf("the proxy got %d requests for refused endpoints", n)
+	if got, refused := proxy.Targets(), proxy.Refused(); len(got) != 0 || len(refused) != 0 {
+		t.Fatalf("the proxy was asked for %v and refused %v for refused endpoints", got, refused)
 	}
 
-	direct := newS3Stub(t, "127.0.0.2", answerWith(200, ""))
-	expectMessage(t, listAt(t, ctx, policy, direct.URL), outcomeAccessDenied)
-	if proxy.requests.Load() == 0 || direct.requests.Load() != 0 {
-		t.Errorf("the proxy got %d requests and the endpoint %d, want the proxy only", proxy.requests.Load(), direct.requests.Load())
+	storage := newS3Stub(t, "127.0.0.2", answerWith(403, s3Error("AccessDenied")))
+	expectMessage(t, listAt(t, ctx, policy, storage.URL), outcomeAccessDenied)
+	want := "127.0.0.2:" + storage.port()
+	if got := proxy.Targets(); len(got) == 0 || slices.ContainsFunc(got, func(s string) bool { return s != want }) || storage.requests.Load() == 0 {
+		t.Errorf("the proxy opened tunnels to %v and the storage got %d requests, want tunnels to %s only", got, storage.requests.Load(), want)
 	}
 }
