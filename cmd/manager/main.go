@@ -135,7 +135,7 @@ func parseFlags() app.Options {
 		fmt.Fprintf(os.Stderr, "$%s: %v\n", storagesecrets.ClusterEndpointsEnv, err)
 		os.Exit(2)
 	}
-	flag.Var(&storageEndpoints, storagesecrets.ClusterEndpointsFlag, "Storage endpoints (http(s)://host[:port], comma-separated, or the flag repeated; no wildcards) that every ServiceAccount's token (storage.s3.identity: its STS and storage) and every SSE-C key may be sent to, besides those the ServiceAccount or Secret lists in its annotation "+echov1alpha1.StorageEndpointsAnnotation+". Adds to $"+storagesecrets.ClusterEndpointsEnv+".")
+	flag.Var(&storageEndpoints, storagesecrets.ClusterEndpointsFlag, "Storage endpoints (http(s)://host[:port], comma-separated, or the flag repeated; no wildcards) that every ServiceAccount's token (storage.s3.identity: its STS, over https only, and storage) and every SSE-C key may be sent to, besides those the ServiceAccount or Secret lists in its annotation "+echov1alpha1.StorageEndpointsAnnotation+". Adds to $"+storagesecrets.ClusterEndpointsEnv+".")
 	flag.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints; 0 disables them.")
 	flag.StringVar(&o.PprofAddr, "pprof-bind-address", "", "Address of the pprof endpoints; empty disables them.")
 	flag.BoolVar(&o.LeaderElect, "leader-elect", false, "Elect a leader so that only one replica reconciles at a time.")
