@@ -24,6 +24,7 @@ import (
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	"github.com/echo-operator/echo-operator/internal/moverprotocol"
 	"github.com/echo-operator/echo-operator/internal/releasetrust"
+	"github.com/echo-operator/echo-operator/internal/storagesecrets"
 )
 
 // EchoBackupReconciler runs each EchoBackup as a Job of the operator's own
@@ -54,6 +55,10 @@ type EchoBackupReconciler struct {
 	// (NewStorageSecretCache): their events bring back the backups that
 	// wait for one. Nil watches none.
 	StorageSecrets cache.Cache
+	// StorageEndpoints are the endpoints the operator's administrator
+	// allows every ServiceAccount's token and SSE-C key to be sent to,
+	// besides those each object lists; the zero value: none.
+	StorageEndpoints storagesecrets.ClusterEndpoints
 }
 
 // +kubebuilder:rbac:groups=echo.dev,resources=echobackups,verbs=get;list;watch;update;patch
@@ -210,7 +215,7 @@ func (r *EchoBackupReconciler) ensureJob(ctx context.Context, b *echov1alpha1.Ec
 	}
 	job, created, err := ensureOwnedJob(ctx, r.Client, r.APIReader, r.Scheme, backupWork(r.JobSigner, b), &b.Status.Jobs,
 		backupJob(b, echo, storage, moverSettings{image: r.MoverImage, env: r.MoverEnv}),
-		allChecks(dataClaimCheck(r.APIReader, echo), newArtifactCheck(r.APIReader, b.Namespace, loc, storage)))
+		allChecks(dataClaimCheck(r.APIReader, echo), newArtifactCheck(r.APIReader, b.Namespace, loc, storage, r.StorageEndpoints)))
 	if err != nil || !created {
 		return job, err
 	}

@@ -161,7 +161,7 @@ func (r *EchoBackupReconciler) deleteJobNotOwned(ctx context.Context, b *echov1a
 func (r *EchoBackupReconciler) startDeleteJob(ctx context.Context, b *echov1alpha1.EchoBackup) (ctrl.Result, error) {
 	storage, _, err := resolveStorage(ctx, r.Client, r.APIReader, b.Namespace, b.Spec.Storage)
 	if err == nil {
-		err = storageOptedIn(ctx, r.APIReader, b.Namespace, storage)
+		err = storageOptedIn(ctx, r.APIReader, b.Namespace, storage, r.StorageEndpoints)
 	}
 	if err != nil {
 		return r.deleteRefused(b, err)

@@ -27,6 +27,7 @@ import (
 	opmetrics "github.com/echo-operator/echo-operator/internal/metrics"
 	"github.com/echo-operator/echo-operator/internal/moverprotocol"
 	"github.com/echo-operator/echo-operator/internal/releasetrust"
+	"github.com/echo-operator/echo-operator/internal/storagesecrets"
 )
 
 // Cache index fields of the restore controller.
@@ -75,6 +76,10 @@ type EchoRestoreReconciler struct {
 	// (NewStorageSecretCache): their events bring back the restores that
 	// wait for one. Nil watches none.
 	StorageSecrets cache.Cache
+	// StorageEndpoints are the endpoints the operator's administrator
+	// allows every ServiceAccount's token and SSE-C key to be sent to,
+	// besides those each object lists; the zero value: none.
+	StorageEndpoints storagesecrets.ClusterEndpoints
 }
 
 // +kubebuilder:rbac:groups=echo.dev,resources=echorestores,verbs=get;list;watch;update;patch
@@ -223,7 +228,7 @@ func (r *EchoRestoreReconciler) resolveStoredBackup(ctx context.Context, rs *ech
 // has one; nil while it runs or when the restore failed.
 func (r *EchoRestoreReconciler) inspectArtifact(ctx context.Context, rs *echov1alpha1.EchoRestore, src *restoreSource) (*moverprotocol.Inspection, ctrl.Result, error) {
 	job, err := r.ensureJob(ctx, rs, inspectJob(rs, *src, moverSettings{image: r.MoverImage, env: r.MoverEnv}),
-		storageOptInCheck(r.APIReader, rs.Namespace, src.storage))
+		storageOptInCheck(r.APIReader, rs.Namespace, src.storage, r.StorageEndpoints))
 	if err != nil || job == nil {
 		return nil, ctrl.Result{}, err
 	}
@@ -255,7 +260,7 @@ func (r *EchoRestoreReconciler) restoreData(ctx context.Context, rs *echov1alpha
 		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
 	}
 	job, err := r.ensureJob(ctx, rs, restoreJob(rs, *src, echo, moverSettings{image: r.MoverImage, env: r.MoverEnv}),
-		allChecks(dataClaimCheck(r.APIReader, echo), storageOptInCheck(r.APIReader, rs.Namespace, src.storage)))
+		allChecks(dataClaimCheck(r.APIReader, echo), storageOptInCheck(r.APIReader, rs.Namespace, src.storage, r.StorageEndpoints)))
 	if err != nil || job == nil {
 		return ctrl.Result{}, err
 	}

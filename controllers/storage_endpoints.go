@@ -17,9 +17,10 @@ import (
 // opens every object written with it: whoever runs the endpoint a backup
 // names would get the role's credentials or the key. So the owner of the
 // ServiceAccount or Secret lists the endpoints they may be sent to
-// (StorageEndpointsAnnotation; the rules are internal/storagesecrets'),
-// the token goes to an STS over https only, and anything else is refused
-// before a Job names them.
+// (StorageEndpointsAnnotation), or the operator's administrator lists
+// them for every namespace (storagesecrets.ClusterEndpoints; the rules
+// are internal/storagesecrets'), the token goes to an STS over https
+// only, and anything else is refused before a Job names them.
 
 // endpointNotAllowed refuses a data mover Job that would send a token or
 // key to an endpoint its owner did not list.
@@ -62,17 +63,16 @@ func stsEndpoint(s *echov1alpha1.S3Storage) string {
 }
 
 // identityEndpointsAllowed checks that the token of sa goes to an https
-// STS that sa lists, and the credentials it buys to a storage endpoint sa
-// lists.
-func identityEndpointsAllowed(sa *metav1.PartialObjectMetadata, s *echov1alpha1.S3Storage) error {
+// STS that cluster or sa lists, and the credentials it buys to a storage
+// endpoint cluster or sa lists.
+func identityEndpointsAllowed(sa *metav1.PartialObjectMetadata, s *echov1alpha1.S3Storage, cluster storagesecrets.ClusterEndpoints) error {
 	sts := stsEndpoint(s)
 	if u, err := url.Parse(sts); err != nil || !strings.EqualFold(u.Scheme, "https") {
 		return &stsNotHTTPS{endpoint: sts}
 	}
 	for _, endpoint := range []string{sts, s.Endpoint} {
-		if !storagesecrets.EndpointAllowed(sa.Annotations, endpoint) {
-			return &endpointNotAllowed{storagesecrets.EndpointNotAllowedError{Kind: "serviceaccount", Namespace: sa.Namespace, Name: sa.Name,
-				Endpoint: endpoint, Allowed: storagesecrets.AllowedEndpoints(sa.Annotations)}}
+		if refused := cluster.Refusal("serviceaccount", sa, endpoint); refused != nil {
+			return &endpointNotAllowed{*refused}
 		}
 	}
 	return nil

@@ -175,3 +175,52 @@ func TestBackupSendsAnSSECKeyOnlyWhereAllowed(t *testing.T) {
 
 	waitJob(t, ns, backupTo("allowed", "https://s3.eu-west-3.amazonaws.com").Name+"-backup")
 }
+
+// The endpoints the operator's administrator allows (--storage-endpoints,
+// testStorageEndpoints) need no annotation: a token for its STS and
+// storage, and an SSE-C key for its storage, are given to the Job. An
+// endpoint neither lists is refused, with both ways to allow it.
+func TestBackupSendsCredentialsWhereTheAdministratorAllows(t *testing.T) {
+	RegisterTestingT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	echoKey := types.NamespacedName{Namespace: ns, Name: "journal"}
+	createEcho(t, newEcho(ns, echoKey.Name, persistentEcho))
+	rollOut(t, echoKey)
+	const s3, sts = "https://s3.shared.example.test", "https://sts.shared.example.test"
+	Expect(k8sClient.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "echo-backup",
+		Labels: map[string]string{echov1alpha1.StorageIdentityLabel: "true"}}})).To(Succeed())
+	Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "backup-key",
+		Labels: map[string]string{echov1alpha1.StorageSecretLabel: "true"}},
+		StringData: map[string]string{"key": "0123456789abcdef0123456789abcdef"}})).To(Succeed())
+	backupAs := func(name, endpoint string) *echov1alpha1.EchoBackup {
+		b := newBackup(ns, name, echoKey.Name)
+		b.Spec.Storage.S3.Endpoint = endpoint
+		b.Spec.Storage.S3.CredentialsSecretRef = nil
+		b.Spec.Storage.S3.Identity = &echov1alpha1.S3Identity{ServiceAccountName: "echo-backup",
+			RoleARN: "arn:aws:iam::111122223333:role/echo-backup", STSEndpoint: sts}
+		Expect(k8sClient.Create(ctx, b)).To(Succeed())
+		return b
+	}
+	encrypted := newBackup(ns, "encrypted", echoKey.Name)
+	encrypted.Spec.Storage.S3.Endpoint = s3
+	encrypted.Spec.Storage.S3.Encryption = &echov1alpha1.S3Encryption{Type: echov1alpha1.EncryptionSSEC,
+		CustomerKey: &echov1alpha1.SecretKeyRef{Name: "backup-key", Key: "key"}}
+	Expect(k8sClient.Create(ctx, encrypted)).To(Succeed())
+
+	waitJob(t, ns, backupAs("identity", s3).Name+"-backup")
+	waitJob(t, ns, encrypted.Name+"-backup")
+
+	b := backupAs("elsewhere", "https://s3.attacker.example.test")
+	c := waitBackupFailed(t, client.ObjectKeyFromObject(b))
+	Expect(c.Reason).To(Equal(echov1alpha1.ReasonEndpointNotAllowed))
+	for _, says := range []string{
+		`the ServiceAccount "echo-backup" does not allow its token to be sent to https://s3.attacker.example.test, nor does the operator's administrator`,
+		"kubectl annotate serviceaccount -n " + ns + " echo-backup --overwrite echo.dev/storage-endpoints=https://s3.attacker.example.test",
+		"or the operator's administrator adds it to STORAGE_ENDPOINTS (--storage-endpoints) on the operator's Deployment",
+	} {
+		Expect(c.Message).To(ContainSubstring(says))
+	}
+	expectWarning(t, b, echov1alpha1.EventReasonEndpointNotAllowed, "STORAGE_ENDPOINTS")
+	expectNoJob(t, ns, b.Name+"-backup")
+}

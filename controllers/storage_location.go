@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/internal/storagesecrets"
 )
 
 // Storage that refers to an EchoBackupLocation (storage.locationRef) is
@@ -75,13 +76,14 @@ func resolveStorage(ctx context.Context, cached, api client.Reader, namespace st
 
 // newArtifactCheck is the check before a Job that writes a new artifact is
 // created: its location, if any, is not being deleted (the artifact would
-// hold the deletion back), and the Secrets of the resolved storage opted
-// in.
-func newArtifactCheck(api client.Reader, namespace string, loc *echov1alpha1.EchoBackupLocation, resolved echov1alpha1.BackupStorage) func(context.Context) error {
+// hold the deletion back), and what the resolved storage names opted in
+// (storageOptedIn, with cluster, the administrator's endpoints).
+func newArtifactCheck(api client.Reader, namespace string, loc *echov1alpha1.EchoBackupLocation, resolved echov1alpha1.BackupStorage,
+	cluster storagesecrets.ClusterEndpoints) func(context.Context) error {
 	return func(ctx context.Context) error {
 		if loc != nil && !loc.DeletionTimestamp.IsZero() {
 			return &locationUnavailable{namespace: namespace, name: loc.Name, deleting: true}
 		}
-		return storageOptedIn(ctx, api, namespace, resolved)
+		return storageOptedIn(ctx, api, namespace, resolved, cluster)
 	}
 }

@@ -139,11 +139,11 @@ func asSecretsNotOptedIn(err error) (*secretsNotOptedIn, bool) {
 // exists (else a *secretsNotFound: no Job may name a Secret that whoever
 // creates it later chooses) and carries StorageSecretLabel (else a
 // *secretsNotOptedIn); the Secret of an SSE-C key allows the storage's
-// endpoint; and when the storage authenticates with an identity, its
+// endpoint, unless cluster, the administrator's, does; and when the storage authenticates with an identity, its
 // ServiceAccount opted in (identityOptedIn). It reads only metadata, from
 // the API server (api): the operator neither caches these Secrets nor
 // reads their data for this.
-func storageOptedIn(ctx context.Context, api client.Reader, namespace string, storage echov1alpha1.BackupStorage) error {
+func storageOptedIn(ctx context.Context, api client.Reader, namespace string, storage echov1alpha1.BackupStorage, cluster storagesecrets.ClusterEndpoints) error {
 	if err := claimOptedIn(ctx, api, namespace, storage.PersistentVolumeClaim); err != nil {
 		return err
 	}
@@ -158,25 +158,23 @@ func storageOptedIn(ctx context.Context, api client.Reader, namespace string, st
 	if refused := found.NotOptedIn(names); len(refused) > 0 {
 		return &secretsNotOptedIn{namespace: namespace, secrets: refused}
 	}
-	if err := customerKeyAllowed(found, storage.S3); err != nil {
+	if err := customerKeyAllowed(found, storage.S3, cluster); err != nil {
 		return err
 	}
-	return identityOptedIn(ctx, api, namespace, storage.S3)
+	return identityOptedIn(ctx, api, namespace, storage.S3, cluster)
 }
 
-// customerKeyAllowed checks that the Secret of s's SSE-C key, if any,
-// lists s's endpoint, where every request sends the key.
-func customerKeyAllowed(found storagesecrets.Found, s *echov1alpha1.S3Storage) error {
+// customerKeyAllowed checks that s's endpoint, where every request sends
+// the SSE-C key, if any, is listed by cluster or by the key's Secret.
+func customerKeyAllowed(found storagesecrets.Found, s *echov1alpha1.S3Storage, cluster storagesecrets.ClusterEndpoints) error {
 	key := s.CustomerKey()
 	if key == nil {
 		return nil
 	}
-	secret := found[key.Name]
-	if storagesecrets.EndpointAllowed(secret.Annotations, s.Endpoint) {
-		return nil
+	if refused := cluster.Refusal("secret", found[key.Name], s.Endpoint); refused != nil {
+		return &endpointNotAllowed{*refused}
 	}
-	return &endpointNotAllowed{storagesecrets.EndpointNotAllowedError{Kind: "secret", Namespace: secret.Namespace, Name: secret.Name,
-		Endpoint: s.Endpoint, Allowed: storagesecrets.AllowedEndpoints(secret.Annotations)}}
+	return nil
 }
 
 // allChecks runs checks in order, up to the first that fails: one check
@@ -194,9 +192,9 @@ func allChecks(checks ...func(context.Context) error) func(context.Context) erro
 
 // storageOptInCheck is storageOptedIn as ensureOwnedJob's check
 // before it creates a Job.
-func storageOptInCheck(api client.Reader, namespace string, storage echov1alpha1.BackupStorage) func(context.Context) error {
+func storageOptInCheck(api client.Reader, namespace string, storage echov1alpha1.BackupStorage, cluster storagesecrets.ClusterEndpoints) func(context.Context) error {
 	return func(ctx context.Context) error {
-		return storageOptedIn(ctx, api, namespace, storage)
+		return storageOptedIn(ctx, api, namespace, storage, cluster)
 	}
 }
 
@@ -238,9 +236,10 @@ func (e *identityNotOptedIn) message(then, _ string) string {
 
 // identityOptedIn checks the ServiceAccount of s's identity, if any: it
 // exists, carries StorageIdentityLabel, allows the audience and the
-// endpoints its token and credentials go to (identityEndpointsAllowed). It reads
-// only the ServiceAccount's metadata, from the API server (api).
-func identityOptedIn(ctx context.Context, api client.Reader, namespace string, s *echov1alpha1.S3Storage) error {
+// endpoints its token and credentials go to, unless cluster does
+// (identityEndpointsAllowed). It reads only the ServiceAccount's
+// metadata, from the API server (api).
+func identityOptedIn(ctx context.Context, api client.Reader, namespace string, s *echov1alpha1.S3Storage, cluster storagesecrets.ClusterEndpoints) error {
 	name := s.ServiceAccountName()
 	if name == "" {
 		return nil
@@ -262,7 +261,7 @@ func identityOptedIn(ctx context.Context, api client.Reader, namespace string, s
 	case !slices.Contains(allowedAudiences(sa.Annotations), audience):
 		return refused
 	}
-	return identityEndpointsAllowed(sa, s)
+	return identityEndpointsAllowed(sa, s, cluster)
 }
 
 // allowedAudiences are the audiences an opted-in ServiceAccount with these

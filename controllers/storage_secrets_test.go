@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/internal/storagesecrets"
 )
 
 func TestStorageSecretsOptedIn(t *testing.T) {
@@ -61,7 +62,7 @@ func TestStorageSecretsOptedIn(t *testing.T) {
 					reads = append(reads, obj)
 					return c.Get(ctx, key, obj, opts...)
 				}}).Build()
-			err := storageOptedIn(context.Background(), api, "team", tc.storage)
+			err := storageOptedIn(context.Background(), api, "team", tc.storage, storagesecrets.ClusterEndpoints{})
 			refused, ok := asSecretsNotOptedIn(err)
 			switch {
 			case tc.refused == nil && err != nil:
@@ -95,7 +96,7 @@ func TestStorageSecretsMissingWait(t *testing.T) {
 	storage := echov1alpha1.BackupStorage{S3: &echov1alpha1.S3Storage{Endpoint: "https://s3.example.test", Bucket: "b",
 		CredentialsSecretRef: &echov1alpha1.S3CredentialsSecretRef{Name: "creds"},
 		CABundle:             &echov1alpha1.SecretKeyRef{Name: "not-yet", Key: "ca.crt"}}}
-	err := storageOptedIn(context.Background(), api, "team", storage)
+	err := storageOptedIn(context.Background(), api, "team", storage, storagesecrets.ClusterEndpoints{})
 	missing, ok := asSecretsNotFound(err)
 	if !ok || !slices.Equal(missing.secrets, []string{"not-yet"}) {
 		t.Fatalf("err = %v, want a wait for Secret not-yet", err)
@@ -166,7 +167,7 @@ func TestStorageOptInRefusals(t *testing.T) {
 		{"a token and credentials where the ServiceAccount allows", identity("aws", "https://s3.eu-west-1.amazonaws.com", "https://sts.amazonaws.com"), "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := storageOptedIn(context.Background(), api, "team", tc.storage)
+			err := storageOptedIn(context.Background(), api, "team", tc.storage, storagesecrets.ClusterEndpoints{})
 			if tc.reason == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
@@ -184,13 +185,62 @@ func TestStorageOptInRefusals(t *testing.T) {
 	}
 }
 
+// TestStorageOptInClusterEndpoints: the endpoints the operator's
+// administrator allows need no annotation; any other is refused with
+// both ways to allow it.
+func TestStorageOptInClusterEndpoints(t *testing.T) {
+	cluster, err := storagesecrets.ParseClusterEndpoints("https://s3.shared.test, https://sts.shared.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	optedInSecret := map[string]string{echov1alpha1.StorageSecretLabel: "true"}
+	api := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "creds", Labels: optedInSecret}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "key", Labels: optedInSecret}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "backup", Labels: map[string]string{echov1alpha1.StorageIdentityLabel: "true"},
+			Annotations: map[string]string{echov1alpha1.StorageEndpointsAnnotation: "https://s3.team.test"}}},
+	).Build()
+	sseC := func(endpoint string) echov1alpha1.BackupStorage {
+		return echov1alpha1.BackupStorage{S3: &echov1alpha1.S3Storage{Endpoint: endpoint, Bucket: "b",
+			CredentialsSecretRef: &echov1alpha1.S3CredentialsSecretRef{Name: "creds"},
+			Encryption:           &echov1alpha1.S3Encryption{Type: echov1alpha1.EncryptionSSEC, CustomerKey: &echov1alpha1.SecretKeyRef{Name: "key", Key: "key"}}}}
+	}
+	identity := func(endpoint, sts string) echov1alpha1.BackupStorage {
+		return echov1alpha1.BackupStorage{S3: &echov1alpha1.S3Storage{Endpoint: endpoint, Bucket: "b",
+			Identity: &echov1alpha1.S3Identity{ServiceAccountName: "backup", STSEndpoint: sts}}}
+	}
+	for name, storage := range map[string]echov1alpha1.BackupStorage{
+		"an SSE-C key with no annotation, for the administrator's endpoint":    sseC("https://s3.shared.test:443"),
+		"a token for the administrator's STS and storage":                      identity("https://s3.shared.test", "https://sts.shared.test"),
+		"a token for the administrator's STS and the ServiceAccount's storage": identity("https://s3.team.test", "https://sts.shared.test"),
+	} {
+		if err := storageOptedIn(context.Background(), api, "team", storage, cluster); err != nil {
+			t.Errorf("%s: refused: %v", name, err)
+		}
+	}
+	for name, storage := range map[string]echov1alpha1.BackupStorage{
+		"an SSE-C key for an endpoint nobody lists":     sseC("https://s3.attacker.test"),
+		"credentials bought for a storage nobody lists": identity("https://s3.attacker.test", "https://sts.shared.test"),
+	} {
+		refused, ok := asOptInRefusal(storageOptedIn(context.Background(), api, "team", storage, cluster))
+		if !ok || refused.reason() != echov1alpha1.ReasonEndpointNotAllowed {
+			t.Fatalf("%s: %v, want a refusal %s", name, refused, echov1alpha1.ReasonEndpointNotAllowed)
+		}
+		for _, says := range []string{"kubectl annotate", "adds it to STORAGE_ENDPOINTS (--storage-endpoints) on the operator's Deployment"} {
+			if msg := refused.message("", ""); !strings.Contains(msg, says) {
+				t.Errorf("%s: %q does not say %q", name, msg, says)
+			}
+		}
+	}
+}
+
 func TestStorageSecretsOptedInReportsAPIErrors(t *testing.T) {
 	api := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).
 		WithInterceptorFuncs(interceptor.Funcs{Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
 			return apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "creds", errors.New("no"))
 		}}).Build()
 	storage := echov1alpha1.BackupStorage{S3: &echov1alpha1.S3Storage{CredentialsSecretRef: &echov1alpha1.S3CredentialsSecretRef{Name: "creds"}}}
-	err := storageOptedIn(context.Background(), api, "team", storage)
+	err := storageOptedIn(context.Background(), api, "team", storage, storagesecrets.ClusterEndpoints{})
 	if _, refused := asSecretsNotOptedIn(err); refused || !apierrors.IsForbidden(err) {
 		t.Fatalf("err = %v, want the API server's Forbidden, retried rather than a refusal", err)
 	}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/echo-operator/echo-operator/cmd/manager/app"
 	"github.com/echo-operator/echo-operator/internal/helmreconciler"
+	"github.com/echo-operator/echo-operator/internal/storagesecrets"
 )
 
 // The integration tests run the operator's whole manager (Helm release
@@ -37,6 +38,10 @@ const (
 	testMoverImage = "registry.example.test/echo-operator:test"
 	// testOperatorNamespace is the operator's own namespace.
 	testOperatorNamespace = "echo-operator-system"
+	// testStorageEndpoints are the endpoints the operator's administrator
+	// allows every token and SSE-C key to be sent to
+	// (--storage-endpoints): no other test names them.
+	testStorageEndpoints = "https://s3.shared.example.test, https://sts.shared.example.test"
 )
 
 // testMoverEnv is the proxy settings the operator passes on to the data
@@ -152,6 +157,10 @@ func startManager(ctx context.Context) (<-chan struct{}, error) {
 	if err != nil {
 		return nil, err
 	}
+	storageEndpoints, err := storagesecrets.ParseClusterEndpoints(testStorageEndpoints)
+	if err != nil {
+		return nil, err
+	}
 	mgrCfg := rest.CopyConfig(cfg)
 	mgrCfg.Wrap(managerRequests.wrap)
 	mgr, err := app.NewManager(mgrCfg, app.Options{
@@ -164,6 +173,7 @@ func startManager(ctx context.Context) (<-chan struct{}, error) {
 		ProgressStatusDelay: time.Second,
 		// The release signing key is created there on start.
 		OperatorNamespace: testOperatorNamespace,
+		StorageEndpoints:  storageEndpoints,
 		Helm: helmreconciler.Options{
 			WatchesFile:                    watches,
 			DefaultEchoImage:               testEchoImage,

@@ -18,10 +18,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	livev1alpha1 "github.com/echo-operator/echo-operator/api/live/v1alpha1"
+	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	"github.com/echo-operator/echo-operator/cmd/manager/app"
 	"github.com/echo-operator/echo-operator/internal/datamover"
 	"github.com/echo-operator/echo-operator/internal/egress"
 	"github.com/echo-operator/echo-operator/internal/managerpolicy"
+	"github.com/echo-operator/echo-operator/internal/storagesecrets"
 )
 
 // defaultEchoImage is the echo server image when RELATED_IMAGE_ECHO is unset.
@@ -128,6 +130,12 @@ func parseFlags() app.Options {
 		os.Exit(2)
 	}
 	flag.Var(&liveAPISources, managerpolicy.LiveAPISourcesFlag, "CIDRs (comma-separated, or the flag repeated) of the control plane, the addresses kube-apiserver connects to the manager's pods from: the manager's NetworkPolicy admits only them to the live API's port. None: any source. Adds to $"+managerpolicy.LiveAPISourcesEnv+".")
+	storageEndpoints, err := storagesecrets.ParseClusterEndpoints(os.Getenv(storagesecrets.ClusterEndpointsEnv))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "$%s: %v\n", storagesecrets.ClusterEndpointsEnv, err)
+		os.Exit(2)
+	}
+	flag.Var(&storageEndpoints, storagesecrets.ClusterEndpointsFlag, "Storage endpoints (http(s)://host[:port], comma-separated, or the flag repeated; no wildcards) that every ServiceAccount's token (storage.s3.identity: its STS, over https only, and storage) and every SSE-C key may be sent to, besides those the ServiceAccount or Secret lists in its annotation "+echov1alpha1.StorageEndpointsAnnotation+". Adds to $"+storagesecrets.ClusterEndpointsEnv+".")
 	flag.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints; 0 disables them.")
 	flag.StringVar(&o.PprofAddr, "pprof-bind-address", "", "Address of the pprof endpoints; empty disables them.")
 	flag.BoolVar(&o.LeaderElect, "leader-elect", false, "Elect a leader so that only one replica reconciles at a time.")
@@ -157,6 +165,8 @@ func parseFlags() app.Options {
 	o.QPS, o.Burst = float32(qps), burst
 	o.LiveAPI.Kubeconfig = kubeconfigFile()
 	o.LiveAPISources = liveAPISources
+	o.StorageEndpoints = storageEndpoints
+	ctrl.Log.WithName("setup").Info("Storage endpoints allowed in every namespace", "endpoints", storageEndpoints.String())
 	o.LiveAPI.StorageEgress = egress.New(egress.Config{Allow: storageAllow, ClusterNetworks: clusterNetworks, Proxy: storageProxy})
 	ctrl.Log.WithName("setup").Info("Storage egress policy", "allow", storageAllow.String(),
 		"clusterNetworks", clusterNetworks.String(), "proxy", redacted(storageProxy))

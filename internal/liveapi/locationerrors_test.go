@@ -26,6 +26,7 @@ import (
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	"github.com/echo-operator/echo-operator/internal/datamover"
 	"github.com/echo-operator/echo-operator/internal/egress"
+	"github.com/echo-operator/echo-operator/internal/storagesecrets"
 	"github.com/echo-operator/echo-operator/test/harness/connectproxy"
 )
 
@@ -145,7 +146,7 @@ func listAt(t *testing.T, ctx context.Context, policy *egress.Policy, endpoint s
 		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "s3", Labels: map[string]string{echov1alpha1.StorageSecretLabel: "true"}},
 		Data:       map[string][]byte{"id": []byte("AKID"), "secret": []byte("tenant-secret-key")},
 	}).Build()
-	_, err := newLocationListings(api, policy, defaultListingLimits).list(ctx, loc)
+	_, err := newLocationListings(api, policy, storagesecrets.ClusterEndpoints{}, defaultListingLimits).list(ctx, loc)
 	if err == nil {
 		t.Fatalf("listing %s succeeded", endpoint)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/echo-operator/echo-operator/internal/datamover"
 	"github.com/echo-operator/echo-operator/internal/egress"
 	"github.com/echo-operator/echo-operator/internal/moverprotocol"
+	"github.com/echo-operator/echo-operator/internal/storagesecrets"
 )
 
 const (
@@ -78,9 +79,12 @@ type locationListings struct {
 	cache                       *listingCache
 	// egress decides where the storage connections may go.
 	egress *egress.Policy
+	// endpoints are those the administrator allows an SSE-C key to be
+	// sent to, besides those its Secret lists.
+	endpoints storagesecrets.ClusterEndpoints
 }
 
-func newLocationListings(api client.Reader, policy *egress.Policy, limits listingLimits) *locationListings {
+func newLocationListings(api client.Reader, policy *egress.Policy, endpoints storagesecrets.ClusterEndpoints, limits listingLimits) *locationListings {
 	if policy == nil {
 		policy = &egress.Policy{}
 	}
@@ -91,6 +95,7 @@ func newLocationListings(api client.Reader, policy *egress.Policy, limits listin
 		manifestSlots: newNamespaceLimiter(limits.manifests, limits.manifestsPerNamespace),
 		cache:         newListingCache(limits.cachedBackups, limits.cachedBytes),
 		egress:        policy,
+		endpoints:     endpoints,
 	}
 }
 

@@ -26,6 +26,7 @@ import (
 	livev1alpha1 "github.com/echo-operator/echo-operator/api/live/v1alpha1"
 	"github.com/echo-operator/echo-operator/internal/egress"
 	"github.com/echo-operator/echo-operator/internal/releasetrust"
+	"github.com/echo-operator/echo-operator/internal/storagesecrets"
 )
 
 // Options configure the server.
@@ -51,6 +52,10 @@ type Options struct {
 	// may connect; nil: the default policy, which allows only the public
 	// internet, with no proxy.
 	StorageEgress *egress.Policy
+	// StorageEndpoints are the endpoints the operator's administrator
+	// allows every SSE-C key to be sent to, besides those its Secret
+	// lists; the zero value: none.
+	StorageEndpoints storagesecrets.ClusterEndpoints
 }
 
 // Sources are what the live resources are read from.
@@ -104,7 +109,7 @@ func New(o Options, src Sources) (*Server, error) {
 		},
 		livev1alpha1.StoredBackupResource: &storedBackups{
 			cache:    src.Cache,
-			listings: newLocationListings(src.API, o.StorageEgress, defaultListingLimits),
+			listings: newLocationListings(src.API, o.StorageEgress, o.StorageEndpoints, defaultListingLimits),
 			readOnlyResource: readOnlyResource{resource: storedBackupsResource,
 				access: accessCheck{authz: config.Authorization.Authorizer, resource: "echobackups"}},
 		},

@@ -16,7 +16,8 @@ import (
 // then uses (storagesecrets.Usable): it carries
 // echov1alpha1.StorageSecretLabel and, when endpoint is given (an SSE-C
 // key, which goes there with every request), lists it in
-// echov1alpha1.StorageEndpointsAnnotation. A user who may create
+// echov1alpha1.StorageEndpointsAnnotation, unless the administrator's
+// l.endpoints do. A user who may create
 // EchoBackupLocations but not read Secrets could otherwise have the
 // operator send any Secret of the namespace (a database password) to an
 // endpoint of theirs; and a Secret checked, then read again, could have
@@ -27,7 +28,7 @@ func (l *locationListings) optedInSecret(ctx context.Context, loc *echov1alpha1.
 	if err := l.api.Get(ctx, client.ObjectKey{Namespace: loc.Namespace, Name: name}, secret); err != nil {
 		return nil, &locationError{fmt.Errorf("reading the %s Secret %s: %w", what, name, err)}
 	}
-	if err := storagesecrets.Usable(secret, endpoint); err != nil {
+	if err := storagesecrets.Usable(secret, endpoint, l.endpoints); err != nil {
 		return nil, &locationError{err}
 	}
 	return secret, nil

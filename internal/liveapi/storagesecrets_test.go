@@ -20,6 +20,7 @@ import (
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	"github.com/echo-operator/echo-operator/internal/egress"
+	"github.com/echo-operator/echo-operator/internal/storagesecrets"
 )
 
 // endpoint is an S3 endpoint that answers every request with an empty
@@ -114,7 +115,7 @@ func TestListingNeedsOptedInSecrets(t *testing.T) {
 					CredentialsSecretRef: tc.creds, CABundle: tc.ca,
 				}},
 			}
-			_, err := newLocationListings(api, allowLoopback(), defaultListingLimits).list(context.Background(), loc)
+			_, err := newLocationListings(api, allowLoopback(), storagesecrets.ClusterEndpoints{}, defaultListingLimits).list(context.Background(), loc)
 
 			if tc.wantError == "" {
 				if err != nil {
@@ -141,7 +142,7 @@ func TestListingNeedsOptedInSecrets(t *testing.T) {
 		loc := &echov1alpha1.EchoBackupLocation{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "offsite"},
 			Spec: echov1alpha1.EchoBackupLocationSpec{S3: echov1alpha1.S3Storage{Endpoint: "https://s3.example.test", Bucket: "backups",
 				CredentialsSecretRef: &echov1alpha1.S3CredentialsSecretRef{Name: "db-credentials"}}}}
-		_, err := newLocationListings(api, allowLoopback(), defaultListingLimits).list(context.Background(), loc)
+		_, err := newLocationListings(api, allowLoopback(), storagesecrets.ClusterEndpoints{}, defaultListingLimits).list(context.Background(), loc)
 		want := "kubectl label secret -n team db-credentials echo.dev/storage-credentials=true"
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("refusal %v does not say %q", err, want)
@@ -173,7 +174,7 @@ func TestListingChecksTheSecretItUses(t *testing.T) {
 	loc := &echov1alpha1.EchoBackupLocation{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "offsite", ResourceVersion: "1"},
 		Spec: echov1alpha1.EchoBackupLocationSpec{S3: echov1alpha1.S3Storage{Endpoint: server.URL, Bucket: "backups", ForcePathStyle: true,
 			CredentialsSecretRef: &echov1alpha1.S3CredentialsSecretRef{Name: "s3-credentials"}}}}
-	_, err := newLocationListings(api, allowLoopback(), defaultListingLimits).list(context.Background(), loc)
+	_, err := newLocationListings(api, allowLoopback(), storagesecrets.ClusterEndpoints{}, defaultListingLimits).list(context.Background(), loc)
 	if want := `the Secret "s3-credentials" has no label`; err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("listing: %v, want a refusal saying %q", err, want)
 	}
@@ -183,9 +184,10 @@ func TestListingChecksTheSecretItUses(t *testing.T) {
 }
 
 // TestListingSendsAnSSECKeyOnlyWhereAllowed: the SSE-C key goes with every
-// request of a listing, so its Secret must list the location's endpoint;
-// a key for another endpoint is refused before anything is sent, with
-// how to allow it, and one that lists it is listed.
+// request of a listing, so its Secret, or the operator's administrator,
+// must list the location's endpoint; a key for another endpoint is
+// refused before anything is sent, with both ways to allow it, and one
+// that either lists is listed.
 func TestListingSendsAnSSECKeyOnlyWhereAllowed(t *testing.T) {
 	server := newTLSEndpoint(t)
 	optedIn := map[string]string{echov1alpha1.StorageSecretLabel: "true"}
@@ -196,7 +198,7 @@ func TestListingSendsAnSSECKeyOnlyWhereAllowed(t *testing.T) {
 			Annotations: map[string]string{echov1alpha1.StorageEndpointsAnnotation: allowed}},
 			Data: map[string][]byte{"key": []byte(strings.Repeat("k", 32))}}
 	}
-	list := func(key *corev1.Secret) error {
+	list := func(key *corev1.Secret, cluster storagesecrets.ClusterEndpoints) error {
 		api := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(creds, key).Build()
 		loc := &echov1alpha1.EchoBackupLocation{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "vault", ResourceVersion: "1"},
 			Spec: echov1alpha1.EchoBackupLocationSpec{S3: echov1alpha1.S3Storage{Endpoint: server.URL, Bucket: "backups", ForcePathStyle: true,
@@ -204,23 +206,40 @@ func TestListingSendsAnSSECKeyOnlyWhereAllowed(t *testing.T) {
 				CABundle:             &echov1alpha1.SecretKeyRef{Name: "s3-credentials", Key: "ca.crt"},
 				Encryption: &echov1alpha1.S3Encryption{Type: echov1alpha1.EncryptionSSEC,
 					CustomerKey: &echov1alpha1.SecretKeyRef{Name: "backup-key", Key: "key"}}}}}
-		_, err := newLocationListings(api, allowLoopback(), defaultListingLimits).list(context.Background(), loc)
+		_, err := newLocationListings(api, allowLoopback(), cluster, defaultListingLimits).list(context.Background(), loc)
 		return err
 	}
 	creds.Data["ca.crt"] = server.caPEM
-	err := list(key("https://s3.eu-west-1.amazonaws.com"))
-	want := "kubectl annotate secret -n team backup-key --overwrite echo.dev/storage-endpoints=https://s3.eu-west-1.amazonaws.com:443," + server.URL
-	if err == nil || !strings.Contains(err.Error(), want) {
-		t.Fatalf("listing with a key for another endpoint: %v, want a refusal saying %q", err, want)
+	elsewhere, err := storagesecrets.ParseClusterEndpoints("https://s3.shared.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = list(key("https://s3.eu-west-1.amazonaws.com"), elsewhere)
+	for _, want := range []string{"kubectl annotate secret -n team backup-key --overwrite echo.dev/storage-endpoints=https://s3.eu-west-1.amazonaws.com:443," + server.URL,
+		"or the operator's administrator adds it to STORAGE_ENDPOINTS"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("listing with a key for another endpoint: %v, want a refusal saying %q", err, want)
+		}
 	}
 	if auths := server.requests(); len(auths) > 0 {
 		t.Fatalf("%d requests reached the endpoint the key does not allow", len(auths))
 	}
-	if err := list(key(server.URL)); err != nil {
+	if err := list(key(server.URL), storagesecrets.ClusterEndpoints{}); err != nil {
 		t.Fatalf("listing with a key that allows the endpoint: %v", err)
 	}
 	if len(server.requests()) == 0 {
 		t.Error("the endpoint the key allows was not asked")
+	}
+	admin, err := storagesecrets.ParseClusterEndpoints("https://s3.shared.test, " + server.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := len(server.requests())
+	if err := list(key(""), admin); err != nil {
+		t.Fatalf("listing with a key the administrator allows to the endpoint: %v", err)
+	}
+	if len(server.requests()) == asked {
+		t.Error("the endpoint the administrator allows was not asked")
 	}
 }
 
@@ -246,7 +265,7 @@ func TestListingNeedsTheCABundleKey(t *testing.T) {
 		Spec: echov1alpha1.EchoBackupLocationSpec{S3: echov1alpha1.S3Storage{Endpoint: server.URL, Bucket: "backups", ForcePathStyle: true,
 			CredentialsSecretRef: &echov1alpha1.S3CredentialsSecretRef{Name: "s3-credentials", AccessKeyIDKey: "AWS_ACCESS_KEY_ID", SecretAccessKeyKey: "AWS_SECRET_ACCESS_KEY"},
 			CABundle:             &echov1alpha1.SecretKeyRef{Name: "s3-ca", Key: "ca.crt"}}}}
-	_, err := newLocationListings(api, allowLoopback(), defaultListingLimits).list(context.Background(), loc)
+	_, err := newLocationListings(api, allowLoopback(), storagesecrets.ClusterEndpoints{}, defaultListingLimits).list(context.Background(), loc)
 	if want := "the CA bundle Secret s3-ca has no ca.crt"; err == nil || !apierrors.IsServiceUnavailable(err) || !strings.Contains(err.Error(), want) {
 		t.Fatalf("listing: %v, want a 503 saying %q", err, want)
 	}
@@ -263,7 +282,7 @@ func TestListingRefusesAnIdentity(t *testing.T) {
 	loc := &echov1alpha1.EchoBackupLocation{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "offsite"},
 		Spec: echov1alpha1.EchoBackupLocationSpec{S3: echov1alpha1.S3Storage{Endpoint: server.URL, Bucket: "backups", ForcePathStyle: true,
 			Identity: &echov1alpha1.S3Identity{ServiceAccountName: "echo-backup"}}}}
-	_, err := newLocationListings(api, allowLoopback(), defaultListingLimits).list(context.Background(), loc)
+	_, err := newLocationListings(api, allowLoopback(), storagesecrets.ClusterEndpoints{}, defaultListingLimits).list(context.Background(), loc)
 	want := "the location authenticates as ServiceAccount echo-backup (storage.s3.identity)"
 	if err == nil || !apierrors.IsServiceUnavailable(err) || !strings.Contains(err.Error(), want) {
 		t.Errorf("listing: %v, want a 503 saying %q", err, want)

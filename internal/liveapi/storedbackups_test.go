@@ -28,6 +28,7 @@ import (
 	livev1alpha1 "github.com/echo-operator/echo-operator/api/live/v1alpha1"
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	"github.com/echo-operator/echo-operator/internal/datamover"
+	"github.com/echo-operator/echo-operator/internal/storagesecrets"
 	"github.com/echo-operator/echo-operator/test/harness/fakes3"
 )
 
@@ -55,7 +56,7 @@ func storedBackupsOf(t testing.TB, limits listingLimits, objects ...client.Objec
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).Build()
 	// The fake storage listens on loopback, which only an administrator
 	// allows.
-	return &storedBackups{cache: c, listings: newLocationListings(c, allowLoopback(), limits), readOnlyResource: readOnlyResource{
+	return &storedBackups{cache: c, listings: newLocationListings(c, allowLoopback(), storagesecrets.ClusterEndpoints{}, limits), readOnlyResource: readOnlyResource{
 		resource: storedBackupsResource,
 		access:   accessCheck{authz: authorizerfactory.NewAlwaysAllowAuthorizer(), resource: "echobackups"},
 	}}

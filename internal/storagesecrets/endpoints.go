@@ -12,11 +12,13 @@ import (
 
 // The endpoints a ServiceAccount's token or an SSE-C key may be sent to:
 // those the owner of the ServiceAccount or Secret listed in
-// echov1alpha1.StorageEndpointsAnnotation. An endpoint matches an entry
-// when both have the same origin: scheme, host (case aside) and port,
-// the scheme's own (443, 80) when not given. Paths, queries and user
-// information play no part; nothing is a wildcard; an entry that is no
-// http(s) URL matches nothing.
+// echov1alpha1.StorageEndpointsAnnotation, and those the operator's
+// administrator allows for every namespace (ClusterEndpoints). An
+// endpoint matches an entry when both have the same origin: scheme, host
+// (case aside) and port, the scheme's own (443, 80) when not given.
+// Paths, queries and user information play no part; nothing is a
+// wildcard; an entry of the annotation that is no http(s) URL matches
+// nothing, and one of the administrator's stops the manager.
 
 // Origin is endpoint's scheme://host:port, lower-case, with the scheme's
 // port when it has none.
@@ -52,25 +54,10 @@ func AllowedEndpoints(annotations map[string]string) []string {
 	return out
 }
 
-// EndpointAllowed reports whether an object with these annotations allows
-// its token or key to be sent to endpoint.
-func EndpointAllowed(annotations map[string]string, endpoint string) bool {
-	origin, err := Origin(endpoint)
-	if err != nil {
-		return false
-	}
-	for _, allowed := range AllowedEndpoints(annotations) {
-		if allowed == origin {
-			return true
-		}
-	}
-	return false
-}
-
 // EndpointNotAllowedError refuses to send the token of a ServiceAccount or
 // the SSE-C key of a Secret (Kind "serviceaccount" or "secret", as
-// kubectl names them) to Endpoint, which the object does not list among
-// Allowed.
+// kubectl names them) to Endpoint, which neither the object (its list is
+// Allowed) nor the operator's administrator (ClusterEndpoints) lists.
 type EndpointNotAllowedError struct {
 	Kind, Namespace, Name, Endpoint string
 	Allowed                         []string
@@ -81,8 +68,9 @@ func (e *EndpointNotAllowedError) Error() string {
 	if e.Kind == "secret" {
 		what = "the Secret %q does not allow its SSE-C key to be sent to %s"
 	}
-	return fmt.Sprintf(what+": its annotation %s lists the endpoints it may go to (comma-separated, scheme://host[:port]); "+
-		"if %s is this storage's, whoever owns the %s adds it (kubectl annotate %s -n %s %s --overwrite %s=%s); if not, correct the storage's endpoint",
-		e.Name, e.Endpoint, echov1alpha1.StorageEndpointsAnnotation, e.Endpoint, e.Kind, e.Kind, e.Namespace, e.Name,
-		echov1alpha1.StorageEndpointsAnnotation, strings.Join(append(slices.Clone(e.Allowed), e.Endpoint), ","))
+	return fmt.Sprintf(what+", nor does the operator's administrator: its annotation %s lists the endpoints it may go to (comma-separated, scheme://host[:port]), "+
+		"and the operator's setting %s those allowed in every namespace; if %s is this storage's, whoever owns the %s adds it (kubectl annotate %s -n %s %s --overwrite %s=%s), "+
+		"or the operator's administrator adds it to %s (--%s) on the operator's Deployment; if not, correct the storage's endpoint",
+		e.Name, e.Endpoint, echov1alpha1.StorageEndpointsAnnotation, ClusterEndpointsEnv, e.Endpoint, e.Kind, e.Kind, e.Namespace, e.Name,
+		echov1alpha1.StorageEndpointsAnnotation, strings.Join(append(slices.Clone(e.Allowed), e.Endpoint), ","), ClusterEndpointsEnv, ClusterEndpointsFlag)
 }

@@ -61,17 +61,19 @@ func (f Found) NotOptedIn(names []string) []string {
 
 // Usable checks a Secret read whole, just before its data is used: it
 // carries echov1alpha1.StorageSecretLabel and, when endpoint is not empty
-// (the Secret's data goes there: an SSE-C key), lists it in
-// echov1alpha1.StorageEndpointsAnnotation. Checking the very object whose
-// data is used leaves no gap in which another Secret of the same name
-// could take its place.
-func Usable(secret *corev1.Secret, endpoint string) error {
+// (the Secret's data goes there: an SSE-C key), cluster or the Secret's
+// echov1alpha1.StorageEndpointsAnnotation lists it. Checking the very
+// object whose data is used leaves no gap in which another Secret of the
+// same name could take its place.
+func Usable(secret *corev1.Secret, endpoint string, cluster ClusterEndpoints) error {
 	if !echov1alpha1.StorageSecretOptedIn(secret.Labels) {
 		return &NotOptedInError{Namespace: secret.Namespace, Name: secret.Name}
 	}
-	if endpoint != "" && !EndpointAllowed(secret.Annotations, endpoint) {
-		return &EndpointNotAllowedError{Kind: "secret", Namespace: secret.Namespace, Name: secret.Name, Endpoint: endpoint,
-			Allowed: AllowedEndpoints(secret.Annotations)}
+	if endpoint == "" {
+		return nil
+	}
+	if refused := cluster.Refusal("secret", secret, endpoint); refused != nil {
+		return refused
 	}
 	return nil
 }

@@ -37,7 +37,7 @@ func TestReadMissingNotOptedIn(t *testing.T) {
 	}
 }
 
-func TestEndpointAllowed(t *testing.T) {
+func TestAnnotationAllows(t *testing.T) {
 	allow := func(list string) map[string]string {
 		return map[string]string{echov1alpha1.StorageEndpointsAnnotation: list}
 	}
@@ -61,8 +61,8 @@ func TestEndpointAllowed(t *testing.T) {
 		{"an entry that is no URL", allow("s3.example.test"), "https://s3.example.test", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := EndpointAllowed(tc.annotations, tc.endpoint); got != tc.want {
-				t.Errorf("EndpointAllowed(%v, %q) = %v, want %v", tc.annotations, tc.endpoint, got, tc.want)
+			if got := (ClusterEndpoints{}).Allows(tc.annotations, tc.endpoint); got != tc.want {
+				t.Errorf("Allows(%v, %q) = %v, want %v", tc.annotations, tc.endpoint, got, tc.want)
 			}
 		})
 	}
@@ -71,18 +71,18 @@ func TestEndpointAllowed(t *testing.T) {
 func TestUsable(t *testing.T) {
 	labelled := map[string]string{echov1alpha1.StorageSecretLabel: "true"}
 	allowed := map[string]string{echov1alpha1.StorageEndpointsAnnotation: "https://s3.example.test"}
-	if err := Usable(secret("key", labelled, allowed), "https://s3.example.test"); err != nil {
+	if err := Usable(secret("key", labelled, allowed), "https://s3.example.test", ClusterEndpoints{}); err != nil {
 		t.Errorf("a labelled key for its listed endpoint: %v", err)
 	}
-	if err := Usable(secret("creds", labelled, nil), ""); err != nil {
+	if err := Usable(secret("creds", labelled, nil), "", ClusterEndpoints{}); err != nil {
 		t.Errorf("labelled credentials: %v", err)
 	}
 	var notOptedIn *NotOptedInError
-	if err := Usable(secret("db", nil, allowed), "https://s3.example.test"); !errors.As(err, &notOptedIn) {
+	if err := Usable(secret("db", nil, allowed), "https://s3.example.test", ClusterEndpoints{}); !errors.As(err, &notOptedIn) {
 		t.Errorf("an unlabelled Secret: %v, want a NotOptedInError", err)
 	}
 	var notAllowed *EndpointNotAllowedError
-	err := Usable(secret("key", labelled, allowed), "https://attacker.test")
+	err := Usable(secret("key", labelled, allowed), "https://attacker.test", ClusterEndpoints{})
 	if !errors.As(err, &notAllowed) {
 		t.Fatalf("a key for an endpoint not listed: %v, want an EndpointNotAllowedError", err)
 	}

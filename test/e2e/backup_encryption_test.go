@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/internal/moverprotocol"
 	"github.com/echo-operator/echo-operator/test/harness/s3server"
 )
 
@@ -119,8 +120,29 @@ func TestEncryptedBackups(t *testing.T) {
 			g.Expect(failed).NotTo(BeNil())
 			g.Expect(failed.Reason).To(Equal(echov1alpha1.ReasonEndpointNotAllowed), failed.Message)
 			g.Expect(failed.Message).To(ContainSubstring(`the Secret "backup-key" does not allow its SSE-C key to be sent to https://s3.attacker.example.test`))
+			g.Expect(failed.Message).To(ContainSubstring("or the operator's administrator adds it to STORAGE_ENDPOINTS"))
 		}, timeout, interval).Should(Succeed())
 		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "key-elsewhere-inspect"}, &batchv1.Job{})).NotTo(Succeed())
+	})
+
+	t.Run("a key goes, with no annotation, where the operator's administrator allows", func(t *testing.T) {
+		RegisterTestingT(t)
+		Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shared-key",
+			Labels: map[string]string{echov1alpha1.StorageSecretLabel: "true"}}, Data: map[string][]byte{"key": make([]byte, 32)}})).To(Succeed())
+		shared := s3.Storage("echo-backups", "vault")
+		shared.S3.Endpoint = sharedStorageEndpoint
+		shared.S3.Encryption = &echov1alpha1.S3Encryption{Type: echov1alpha1.EncryptionSSEC,
+			CustomerKey: &echov1alpha1.SecretKeyRef{Name: "shared-key", Key: "key"}}
+		restore := &echov1alpha1.EchoRestore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "key-shared"},
+			Spec: echov1alpha1.EchoRestoreSpec{EchoName: "journal-shared",
+				Source: echov1alpha1.RestoreSource{Storage: &shared, Key: ns + "/journal/journal-1"}}}
+		Expect(k8sClient.Create(ctx, restore)).To(Succeed())
+		// The Job is what the check let through; the storage is not there.
+		endMoverPod(t, waitJobNamed(t, ns, "key-shared-inspect"), func(*corev1.Pod) podEnd {
+			msg, err := moverprotocol.Encode(moverprotocol.Failure{Error: "the backup is not in the store", Reason: moverprotocol.ReasonNotFound})
+			Expect(err).NotTo(HaveOccurred())
+			return podEnd{exitCode: moverprotocol.ExitCode(false), message: string(msg)}
+		})
 	})
 
 	t.Run("a restore with another key fails and creates nothing", func(t *testing.T) {

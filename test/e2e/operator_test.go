@@ -67,7 +67,7 @@ func (p *operatorProcess) startLocked() error {
 	}
 	proc, err := simsuite.StartManager(simsuite.ManagerOptions{
 		Binary: p.binary, Dir: repoRoot, Kubeconfig: p.kubeconfig, LogPath: p.logPath, Name: "operator",
-		Env: []string{"RELATED_IMAGE_ECHO=" + echoImage, "WATCH_NAMESPACE="},
+		Env: []string{"RELATED_IMAGE_ECHO=" + echoImage, "WATCH_NAMESPACE=", "STORAGE_ENDPOINTS=" + sharedStorageEndpoint},
 		Args: []string{
 			"--leader-elect",
 			"--leader-election-namespace=" + operatorNamespace,

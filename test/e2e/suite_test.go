@@ -28,6 +28,10 @@ const (
 	// other loopback address, localhost among them, stays denied, as in a
 	// cluster.
 	storageHost = "127.0.0.3"
+	// sharedStorageEndpoint is the one endpoint the operator's
+	// administrator allows every token and SSE-C key to be sent to
+	// ($STORAGE_ENDPOINTS).
+	sharedStorageEndpoint = "https://s3.shared.example.test"
 )
 
 var (

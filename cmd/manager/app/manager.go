@@ -42,6 +42,7 @@ import (
 	"github.com/echo-operator/echo-operator/internal/releaserecords"
 	"github.com/echo-operator/echo-operator/internal/releasetrust"
 	"github.com/echo-operator/echo-operator/internal/servingcert"
+	"github.com/echo-operator/echo-operator/internal/storagesecrets"
 )
 
 // Options configure the manager.
@@ -104,6 +105,11 @@ type Options struct {
 	// LiveAPISources are the control plane's addresses, the only sources
 	// the NetworkPolicy admits to the live API's port; none: any source.
 	LiveAPISources []netip.Prefix
+	// StorageEndpoints are the endpoints the operator's administrator
+	// allows every ServiceAccount's token and SSE-C key to be sent to,
+	// besides those each ServiceAccount or Secret lists: the backups,
+	// restores and the live API's listings all check them.
+	StorageEndpoints storagesecrets.ClusterEndpoints
 
 	// Now is the clock of the backup schedules; nil means time.Now.
 	Now func() time.Time
@@ -247,15 +253,16 @@ func setupReconcilers(mgr ctrl.Manager, o Options, recorder record.EventRecorder
 		return fmt.Errorf("adding the cache of storage Secrets: %w", err)
 	}
 	if err := (&controllers.EchoBackupReconciler{
-		StorageSecrets:  storageSecrets,
-		Client:          mgr.GetClient(),
-		APIReader:       mgr.GetAPIReader(),
-		ReleaseVerifier: o.Helm.Signer,
-		JobSigner:       o.Helm.Signer,
-		Scheme:          mgr.GetScheme(),
-		Recorder:        recorder,
-		MoverImage:      o.MoverImage,
-		MoverEnv:        o.MoverEnv,
+		StorageSecrets:   storageSecrets,
+		Client:           mgr.GetClient(),
+		APIReader:        mgr.GetAPIReader(),
+		ReleaseVerifier:  o.Helm.Signer,
+		JobSigner:        o.Helm.Signer,
+		Scheme:           mgr.GetScheme(),
+		Recorder:         recorder,
+		MoverImage:       o.MoverImage,
+		MoverEnv:         o.MoverEnv,
+		StorageEndpoints: o.StorageEndpoints,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the EchoBackup controller: %w", err)
 	}
@@ -279,15 +286,16 @@ func setupReconcilers(mgr ctrl.Manager, o Options, recorder record.EventRecorder
 		return fmt.Errorf("setting up the EchoBackupLocation controller: %w", err)
 	}
 	if err := (&controllers.EchoRestoreReconciler{
-		StorageSecrets: storageSecrets,
-		Client:         mgr.GetClient(),
-		APIReader:      mgr.GetAPIReader(),
-		Scheme:         mgr.GetScheme(),
-		Recorder:       recorder,
-		MoverImage:     o.MoverImage,
-		MoverEnv:       o.MoverEnv,
-		JobSigner:      o.Helm.Signer,
-		Clock:          o.Now,
+		StorageSecrets:   storageSecrets,
+		Client:           mgr.GetClient(),
+		APIReader:        mgr.GetAPIReader(),
+		Scheme:           mgr.GetScheme(),
+		Recorder:         recorder,
+		MoverImage:       o.MoverImage,
+		MoverEnv:         o.MoverEnv,
+		JobSigner:        o.Helm.Signer,
+		Clock:            o.Now,
+		StorageEndpoints: o.StorageEndpoints,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the EchoRestore controller: %w", err)
 	}
@@ -350,6 +358,7 @@ func addLiveAPI(mgr ctrl.Manager, cfg *rest.Config, o Options) error {
 		}
 		o.LiveAPI.ServingCert = provider
 	}
+	o.LiveAPI.StorageEndpoints = o.StorageEndpoints
 	server, err := liveapi.New(o.LiveAPI, liveapi.Sources{Cache: mgr.GetCache(), API: mgr.GetAPIReader(), Verifier: o.Helm.Signer})
 	if err != nil {
 		return err
