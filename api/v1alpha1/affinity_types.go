@@ -182,10 +182,9 @@ type LabelSelector struct {
 	// MatchLabels: labels the objects carry, with these values.
 	// +kubebuilder:validation:MaxProperties=8
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317)",message="matchLabels keys are label keys: at most 317 characters (a 253-character prefix, '/' and a 63-character name)"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 63)",message="matchLabels values are label values: at most 63 characters"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) > 317 || (k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && (!k.contains('/') || k.indexOf('/') <= 253)))",message="matchLabels keys are label keys: an optional DNS subdomain prefix of at most 253 characters and '/', then a name of at most 63 characters (letters, digits, '-', '_' and '.', starting and ending with a letter or digit)"
 	// +optional
-	MatchLabels map[string]string `json:"matchLabels,omitempty"`
+	MatchLabels map[string]LabelValue `json:"matchLabels,omitempty"`
 	// MatchExpressions: requirements on the objects' labels.
 	// +kubebuilder:validation:MaxItems=8
 	// +listType=atomic

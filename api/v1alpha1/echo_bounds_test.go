@@ -52,7 +52,7 @@ func mapBounds() []bound {
 	return []bound{
 		{"nodeSelector entries", 16, func(n int) map[string]any { return spec("nodeSelector", entries(n)) }, "spec.nodeSelector: Too many: 17: must have at most 16 items"},
 		{"nodeSelector key", 317, func(n int) map[string]any { return spec("nodeSelector", map[string]any{key(n): "v"}) }, "nodeSelector keys are label keys: at most 317 characters"},
-		{"nodeSelector value", 63, func(n int) map[string]any { return spec("nodeSelector", map[string]any{"zone": chars(n)}) }, "nodeSelector values are label values: at most 63 characters"},
+		{"nodeSelector value", 63, func(n int) map[string]any { return spec("nodeSelector", map[string]any{"zone": chars(n)}) }, "spec.nodeSelector.zone: Too long: may not be more than 63 bytes"},
 		{"podAnnotations entries", 64, func(n int) map[string]any { return spec("podAnnotations", entries(n)) }, "spec.podAnnotations: Too many: 65: must have at most 64 items"},
 		{"podAnnotations key", 317, func(n int) map[string]any { return spec("podAnnotations", map[string]any{key(n): "v"}) }, "podAnnotations keys are at most 317 characters"},
 		{"podAnnotations in all", 8192, func(n int) map[string]any { return spec("podAnnotations", map[string]any{"a": chars(n - 1)}) }, "podAnnotations hold at most 8192 characters"},
@@ -78,10 +78,10 @@ func tolerationBounds() []bound {
 		{"tolerations", 32, func(n int) map[string]any {
 			return spec("tolerations", repeat(n, func(i int) any { return map[string]any{"key": fmt.Sprint("k", i), "operator": "Exists"} }))
 		}, "spec.tolerations: Too many: 33: must have at most 32 items"},
-		{"toleration key", 317, func(n int) map[string]any { return spec("tolerations", []any{toleration(key(n), "v")}) }, "tolerations[].key is a taint key: at most 317 characters"},
-		{"toleration value", 63, func(n int) map[string]any { return spec("tolerations", []any{toleration("k", chars(n))}) }, "tolerations[].value is a taint value: at most 63 characters"},
+		{"toleration key", 317, func(n int) map[string]any { return spec("tolerations", []any{toleration(key(n), "v")}) }, "spec.tolerations[0].key: Too long: may not be more than 317 bytes"},
+		{"toleration value", 63, func(n int) map[string]any { return spec("tolerations", []any{toleration("k", chars(n))}) }, "spec.tolerations[0].value: Too long: may not be more than 63 bytes"},
 		{"tolerations in all", 4096, func(n int) map[string]any {
-			return spec("tolerations", repeat(16, func(i int) any { return toleration(chars(n/16+boolInt(i < n%16)), "") }))
+			return spec("tolerations", repeat(16, func(i int) any { return toleration(key(n/16+boolInt(i < n%16)), "") }))
 		}, "tolerations hold at most 4096 characters of keys and values in all"},
 	}
 }
@@ -138,7 +138,7 @@ func affinityBounds() []bound {
 		}, "matchLabels keys are label keys: at most 317 characters"},
 		{"matchLabels value", 63, func(n int) map[string]any {
 			return podAffinity(map[string]any{"topologyKey": "z", "labelSelector": map[string]any{"matchLabels": map[string]any{"app": chars(n)}}})
-		}, "matchLabels values are label values: at most 63 characters"},
+		}, "matchLabels.app: Too long: may not be more than 63 bytes"},
 		{"label selector requirement values", 32, func(n int) map[string]any {
 			return podAffinity(map[string]any{"topologyKey": "z", "labelSelector": map[string]any{"matchExpressions": []any{
 				map[string]any{"key": "app", "operator": "In", "values": repeat(n, func(i int) any { return fmt.Sprint("a", i) })}}}})

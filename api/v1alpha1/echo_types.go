@@ -191,29 +191,23 @@ type EchoSpec struct {
 	// NodeSelector constrains the echo server pods to nodes with these labels.
 	// +kubebuilder:validation:MaxProperties=16
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317)",message="nodeSelector keys are label keys: at most 317 characters (a 253-character prefix, '/' and a 63-character name)"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 63)",message="nodeSelector values are label values: at most 63 characters"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) > 317 || (k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && (!k.contains('/') || k.indexOf('/') <= 253)))",message="nodeSelector keys are label keys: an optional DNS subdomain prefix of at most 253 characters and '/', then a name of at most 63 characters (letters, digits, '-', '_' and '.', starting and ending with a letter or digit)"
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Node Selector",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:selector:core:v1:Node"}
-	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	NodeSelector map[string]LabelValue `json:"nodeSelector,omitempty"`
 
 	// Tolerations of the echo server pods, as a pod takes them: keys and
 	// values are a taint's, operator Exists or Equal, tolerationSeconds
 	// only with the effect NoExecute; all keys and values together at most
 	// 4096 characters.
 	// +kubebuilder:validation:MaxItems=32
-	// +kubebuilder:validation:XValidation:rule="self.all(t, size(t.?key.orValue('')) <= 317)",message="tolerations[].key is a taint key: at most 317 characters (a 253-character prefix, '/' and a 63-character name)"
-	// +kubebuilder:validation:XValidation:rule="self.all(t, size(t.?value.orValue('')) <= 63)",message="tolerations[].value is a taint value: at most 63 characters"
 	// +kubebuilder:validation:XValidation:rule="self.map(t, size(t.?key.orValue('')) + size(t.?value.orValue(''))).sum() <= 4096",message="tolerations hold at most 4096 characters of keys and values in all: tolerate with operator Exists rather than listing values"
 	// +kubebuilder:validation:XValidation:rule="self.all(t, t.?operator.orValue('') in ['', 'Exists', 'Equal'])",message="tolerations[].operator must be Exists or Equal (Lt and Gt need an alpha feature of Kubernetes)"
-	// +kubebuilder:validation:XValidation:rule="self.all(t, size(t.?key.orValue('')) > 0 || t.?operator.orValue('') == 'Exists')",message="tolerations[].operator must be Exists when the key is empty (a toleration of every taint)"
-	// +kubebuilder:validation:XValidation:rule="self.all(t, t.?operator.orValue('') != 'Exists' || size(t.?value.orValue('')) == 0)",message="tolerations[].value must be empty when the operator is Exists"
-	// +kubebuilder:validation:XValidation:rule="self.all(t, !has(t.tolerationSeconds) || t.?effect.orValue('') == 'NoExecute')",message="tolerations[].tolerationSeconds needs the effect NoExecute: only a NoExecute taint evicts a pod after a while"
 	// +kubebuilder:validation:XValidation:rule="self.all(t, t.?effect.orValue('') in ['', 'NoSchedule', 'PreferNoSchedule', 'NoExecute'])",message="tolerations[].effect must be NoSchedule, PreferNoSchedule, NoExecute or empty (every effect)"
 	// +listType=atomic
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Tolerations"
-	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	Tolerations []Toleration `json:"tolerations,omitempty"`
 
 	// Affinity of the echo server pods. When set it replaces the
 	// anti-affinity that highAvailability adds. The weight of a preferred
