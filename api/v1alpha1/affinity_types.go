@@ -46,6 +46,7 @@ type NodeAffinity struct {
 // NodeSelector is a list of node selector terms, ORed.
 type NodeSelector struct {
 	// NodeSelectorTerms: a node matches when it matches one of them.
+	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=8
 	// +listType=atomic
 	// +required
@@ -58,6 +59,7 @@ type NodeSelector struct {
 // +kubebuilder:validation:XValidation:rule="(has(self.matchExpressions) ? self.matchExpressions.map(r, size(r.key) + (has(r.values) ? r.values.map(v, size(v)).sum() : 0)).sum() : 0) + (has(self.matchFields) ? self.matchFields.map(r, size(r.key) + (has(r.values) ? r.values.map(v, size(v)).sum() : 0)).sum() : 0) <= 1024",message="a node selector term's keys and values hold at most 1024 characters in all: match on a label the nodes share rather than listing values"
 // +kubebuilder:validation:XValidation:rule="!has(self.matchFields) || self.matchFields.all(r, r.key == 'metadata.name' && r.operator in ['In', 'NotIn'] && size(r.?values.orValue([])) == 1)",message="a matchFields requirement is on metadata.name, with operator In or NotIn and exactly one value"
 // +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(r, !has(r.values) || r.values.all(v, size(v) <= 63))",message="matchExpressions[].values are label values: at most 63 characters"
+// +kubebuilder:validation:XValidation:rule="!has(self.matchFields) || self.matchFields.all(r, !has(r.values) || size(r.values) != 1 || r.values[0].matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$'))",message="matchFields[].values are node names: DNS subdomains (lower-case letters, digits, '-' and '.')"
 type NodeSelectorTerm struct {
 	// MatchExpressions: requirements on the node's labels.
 	// +kubebuilder:validation:MaxItems=8
@@ -75,7 +77,7 @@ type NodeSelectorTerm struct {
 //
 // +kubebuilder:validation:XValidation:rule="!(self.operator in ['In', 'NotIn']) || size(self.?values.orValue([])) > 0",message="values must be given when the operator is In or NotIn"
 // +kubebuilder:validation:XValidation:rule="!(self.operator in ['Exists', 'DoesNotExist']) || size(self.?values.orValue([])) == 0",message="values must be empty when the operator is Exists or DoesNotExist"
-// +kubebuilder:validation:XValidation:rule="!(self.operator in ['Gt', 'Lt']) || (size(self.?values.orValue([])) == 1 && self.values[0].matches('^-?[0-9]{1,18}$'))",message="the operators Gt and Lt take exactly one value, an integer"
+// +kubebuilder:validation:XValidation:rule="!(self.operator in ['Gt', 'Lt']) || (size(self.?values.orValue([])) == 1 && self.values[0].matches('^[0-9]{1,18}$'))",message="the operators Gt and Lt take exactly one value, a non-negative integer (a label value cannot start with '-')"
 type NodeSelectorRequirement struct {
 	// Key is a label key (or, in matchFields, metadata.name).
 	// +kubebuilder:validation:MaxLength=317

@@ -22,9 +22,9 @@ type LabelValue string
 // Toleration is a pod's toleration (corev1.Toleration), field for field
 // and in the same JSON, with a pod's rules on its fields.
 //
-// +kubebuilder:validation:XValidation:rule="size(self.?key.orValue('')) > 0 || self.?operator.orValue('') == 'Exists'",message="operator must be Exists when the key is empty (a toleration of every taint)"
-// +kubebuilder:validation:XValidation:rule="self.?operator.orValue('') != 'Exists' || size(self.?value.orValue('')) == 0",message="value must be empty when the operator is Exists"
-// +kubebuilder:validation:XValidation:rule="!has(self.tolerationSeconds) || self.?effect.orValue('') == 'NoExecute'",message="tolerationSeconds needs the effect NoExecute: only a NoExecute taint evicts a pod after a while"
+// +kubebuilder:validation:XValidation:rule="(has(self.key) && size(self.key) > 0) || (has(self.operator) && self.operator == 'Exists')",message="operator must be Exists when the key is empty (a toleration of every taint)"
+// +kubebuilder:validation:XValidation:rule="!has(self.operator) || self.operator != 'Exists' || !has(self.value) || size(self.value) == 0",message="value must be empty when the operator is Exists"
+// +kubebuilder:validation:XValidation:rule="!has(self.tolerationSeconds) || (has(self.effect) && self.effect == 'NoExecute')",message="tolerationSeconds needs the effect NoExecute: only a NoExecute taint evicts a pod after a while"
 type Toleration struct {
 	// Key is the taint key the toleration applies to; empty means every key.
 	// +kubebuilder:validation:MaxLength=317
