@@ -82,11 +82,12 @@ func (q *BoundedQuantity) UnmarshalJSON(data []byte) error {
 // (a name with a '/') is counted in whole units and cannot be
 // overcommitted, so its request equals its limit. Hugepages, whose rules
 // depend on the page size, are not offered: the echo server does not use
-// them.
+// them. Each rule parses a quantity only once it has the bounded form (see
+// BoundedQuantity): the parser would take hours over a long exponent.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.requests) || !has(self.limits) || self.requests.all(k, !(k in self.limits) || quantity(string(self.requests[k])).compareTo(quantity(string(self.limits[k]))) <= 0)",message="resources.requests must not exceed resources.limits of the same resource"
-// +kubebuilder:validation:XValidation:rule="!has(self.requests) || self.requests.all(k, !k.contains('/') || (has(self.limits) && k in self.limits && quantity(string(self.requests[k])).compareTo(quantity(string(self.limits[k]))) == 0))",message="an extended resource (a name with '/') cannot be overcommitted: set resources.limits to the same quantity as resources.requests, or set the limit alone"
-// +kubebuilder:validation:XValidation:rule="[self.?limits.orValue({}), self.?requests.orValue({})].all(m, m.all(k, !k.contains('/') || quantity(string(m[k])).isInteger() || string(m[k]).matches('^[+]?[0-9]+([.]0*)?$')))",message="an extended resource (a name with '/') is counted in whole units: its limits and requests must be integers"
+// +kubebuilder:validation:XValidation:rule="!has(self.requests) || !has(self.limits) || self.requests.all(k, !(k in self.limits) || !string(self.requests[k]).matches('^[+-]?([0-9]+([.][0-9]*)?|[.][0-9]+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]{1,2})?$') || !string(self.limits[k]).matches('^[+-]?([0-9]+([.][0-9]*)?|[.][0-9]+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]{1,2})?$') || quantity(string(self.requests[k])).compareTo(quantity(string(self.limits[k]))) <= 0)",message="resources.requests must not exceed resources.limits of the same resource"
+// +kubebuilder:validation:XValidation:rule="!has(self.requests) || self.requests.all(k, !k.contains('/') || (has(self.limits) && k in self.limits && (!string(self.requests[k]).matches('^[+-]?([0-9]+([.][0-9]*)?|[.][0-9]+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]{1,2})?$') || !string(self.limits[k]).matches('^[+-]?([0-9]+([.][0-9]*)?|[.][0-9]+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]{1,2})?$') || quantity(string(self.requests[k])).compareTo(quantity(string(self.limits[k]))) == 0)))",message="an extended resource (a name with '/') cannot be overcommitted: set resources.limits to the same quantity as resources.requests, or set the limit alone"
+// +kubebuilder:validation:XValidation:rule="[self.?limits.orValue({}), self.?requests.orValue({})].all(m, m.all(k, !k.contains('/') || !string(m[k]).matches('^[+-]?([0-9]+([.][0-9]*)?|[.][0-9]+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]{1,2})?$') || quantity(string(m[k])).isInteger() || string(m[k]).matches('^[+]?[0-9]+([.]0*)?$')))",message="an extended resource (a name with '/') is counted in whole units: its limits and requests must be integers"
 type ResourceRequirements struct {
 	// Limits are the most the container may use.
 	// +kubebuilder:validation:MaxProperties=16
