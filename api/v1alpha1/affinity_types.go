@@ -140,6 +140,7 @@ type WeightedPodAffinityTerm struct {
 // +kubebuilder:validation:XValidation:rule="has(self.labelSelector) || (size(self.?matchLabelKeys.orValue([])) == 0 && size(self.?mismatchLabelKeys.orValue([])) == 0)",message="matchLabelKeys and mismatchLabelKeys need a labelSelector"
 // +kubebuilder:validation:XValidation:rule="!has(self.matchLabelKeys) || !has(self.mismatchLabelKeys) || !self.matchLabelKeys.exists(k, k in self.mismatchLabelKeys)",message="a key may not be in both matchLabelKeys and mismatchLabelKeys"
 // +kubebuilder:validation:XValidation:rule="!has(self.matchLabelKeys) || !has(self.labelSelector) || !has(self.labelSelector.matchLabels) || !self.matchLabelKeys.exists(k, k in self.labelSelector.matchLabels)",message="a key of matchLabelKeys may not also be in labelSelector.matchLabels: the pod's value of it is added there"
+// +kubebuilder:validation:XValidation:rule="!has(self.matchLabelKeys) || !has(self.labelSelector) || !has(self.labelSelector.matchExpressions) || self.labelSelector.matchExpressions.all(r, !(r.key in self.matchLabelKeys))",message="a key of matchLabelKeys may not also be in labelSelector.matchExpressions: the pod's value of it is added there"
 type PodAffinityTerm struct {
 	// LabelSelector selects the pods.
 	// +optional

@@ -158,12 +158,14 @@ func podAffinityViolations() map[string]violation {
 		return podAffinity(map[string]any{"topologyKey": "zone", "labelSelector": s})
 	}
 	return map[string]violation{
-		"topologyKey empty":                 {podAffinity(map[string]any{"topologyKey": ""}), "topologyKey: Invalid value: \"\": spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey in body should be at least 1 chars long"},
-		"topologyKey syntax":                {podAffinity(map[string]any{"topologyKey": chars(64)}), "topologyKey is a node label key"},
-		"namespace syntax":                  {podAffinity(map[string]any{"topologyKey": "zone", "namespaces": []any{"Team_A"}}), "namespaces are namespace names: DNS labels"},
-		"matchLabelKeys without selector":   {podAffinity(map[string]any{"topologyKey": "zone", "matchLabelKeys": []any{"app"}}), "matchLabelKeys and mismatchLabelKeys need a labelSelector"},
-		"matchLabelKeys and mismatch":       {podAffinity(map[string]any{"topologyKey": "zone", "labelSelector": map[string]any{}, "matchLabelKeys": []any{"app"}, "mismatchLabelKeys": []any{"app"}}), "a key may not be in both matchLabelKeys and mismatchLabelKeys"},
-		"matchLabelKeys in matchLabels":     {podAffinity(map[string]any{"topologyKey": "zone", "labelSelector": map[string]any{"matchLabels": map[string]any{"app": "a"}}, "matchLabelKeys": []any{"app"}}), "a key of matchLabelKeys may not also be in labelSelector.matchLabels"},
+		"topologyKey empty":               {podAffinity(map[string]any{"topologyKey": ""}), "topologyKey: Invalid value: \"\": spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey in body should be at least 1 chars long"},
+		"topologyKey syntax":              {podAffinity(map[string]any{"topologyKey": chars(64)}), "topologyKey is a node label key"},
+		"namespace syntax":                {podAffinity(map[string]any{"topologyKey": "zone", "namespaces": []any{"Team_A"}}), "namespaces are namespace names: DNS labels"},
+		"matchLabelKeys without selector": {podAffinity(map[string]any{"topologyKey": "zone", "matchLabelKeys": []any{"app"}}), "matchLabelKeys and mismatchLabelKeys need a labelSelector"},
+		"matchLabelKeys and mismatch":     {podAffinity(map[string]any{"topologyKey": "zone", "labelSelector": map[string]any{}, "matchLabelKeys": []any{"app"}, "mismatchLabelKeys": []any{"app"}}), "a key may not be in both matchLabelKeys and mismatchLabelKeys"},
+		"matchLabelKeys in matchLabels":   {podAffinity(map[string]any{"topologyKey": "zone", "labelSelector": map[string]any{"matchLabels": map[string]any{"app": "a"}}, "matchLabelKeys": []any{"app"}}), "a key of matchLabelKeys may not also be in labelSelector.matchLabels"},
+		"matchLabelKeys in matchExpressions": {podAffinity(map[string]any{"topologyKey": "zone", "labelSelector": map[string]any{"matchExpressions": []any{
+			map[string]any{"key": "app", "operator": "Exists"}}}, "matchLabelKeys": []any{"app"}}), "a key of matchLabelKeys may not also be in labelSelector.matchExpressions"},
 		"matchLabelKeys syntax":             {podAffinity(map[string]any{"topologyKey": "zone", "labelSelector": map[string]any{}, "matchLabelKeys": []any{"a b"}}), "matchLabelKeys are label keys"},
 		"matchLabels key syntax":            {sel(map[string]any{"matchLabels": map[string]any{"a b": "v"}}), "matchLabels keys are label keys: an optional DNS subdomain prefix"},
 		"matchLabels value syntax":          {sel(map[string]any{"matchLabels": map[string]any{"app": "a b"}}), "must be a label value"},
