@@ -12,8 +12,11 @@ import (
 // bounds of each list alone would multiply (terms of requirements of
 // values), so the rule on Affinity caps its terms in all and the rules on
 // each term cap its items and its characters; with every list bounded,
-// CEL's cost estimate of those rules stays small. docs/api.md tabulates
-// the bounds and the largest spec admitted.
+// CEL's cost estimate of those rules stays small. Each field also follows
+// a pod's rules (label keys and values, operators and their values, node
+// fields, namespace names), so that the Deployment the chart renders is
+// never refused for them. docs/api.md tabulates the bounds and rules and
+// the largest spec admitted.
 
 // Affinity of the echo server pods, as a pod's affinity.
 //
