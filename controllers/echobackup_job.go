@@ -76,8 +76,8 @@ func backupJob(b *echov1alpha1.EchoBackup, echo *echov1alpha1.Echo, storage echo
 	}
 	pod := moverPod(m, moverprotocol.Backup, args, storage, volumes, mounts, dataMoverResources)
 	pod.Affinity = dataAffinity(echo)
-	pod.NodeSelector = echo.Spec.NodeSelector
-	pod.Tolerations = echo.Spec.Tolerations
+	pod.NodeSelector = echov1alpha1.CoreNodeSelector(echo.Spec.NodeSelector)
+	pod.Tolerations = echov1alpha1.CoreTolerations(echo.Spec.Tolerations)
 	return moverJob(b.Namespace, backupJobName(b), backupLabels(b), backupDeadline, pod)
 }
 

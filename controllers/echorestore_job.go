@@ -63,8 +63,8 @@ func restoreJob(rs *echov1alpha1.EchoRestore, src restoreSource, echo *echov1alp
 	}
 	pod := moverPod(m, moverprotocol.Restore, args, src.storage,
 		[]corev1.Volume{dataVolume(echo, false)}, []corev1.VolumeMount{dataMount(false)}, dataMoverResources)
-	pod.NodeSelector = echo.Spec.NodeSelector
-	pod.Tolerations = echo.Spec.Tolerations
+	pod.NodeSelector = echov1alpha1.CoreNodeSelector(echo.Spec.NodeSelector)
+	pod.Tolerations = echov1alpha1.CoreTolerations(echo.Spec.Tolerations)
 	return moverJob(rs.Namespace, restoreJobName(rs), restoreLabels(rs, echo.Name), jobDeadline(rs, restoreJobLimit), pod)
 }
 

@@ -23,7 +23,7 @@ func TestRestoreJobs(t *testing.T) {
 			Spec: echov1alpha1.EchoRestoreSpec{ExistingData: policy}}
 	}
 	echo := &echov1alpha1.Echo{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"},
-		Spec: echov1alpha1.EchoSpec{NodeSelector: map[string]string{"disk": "ssd"}, Persistence: &echov1alpha1.PersistenceSpec{Enabled: true}}}
+		Spec: echov1alpha1.EchoSpec{NodeSelector: map[string]echov1alpha1.LabelValue{"disk": "ssd"}, Persistence: &echov1alpha1.PersistenceSpec{Enabled: true}}}
 
 	cases := []struct {
 		name        string

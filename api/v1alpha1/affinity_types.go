@@ -12,8 +12,11 @@ import (
 // bounds of each list alone would multiply (terms of requirements of
 // values), so the rule on Affinity caps its terms in all and the rules on
 // each term cap its items and its characters; with every list bounded,
-// CEL's cost estimate of those rules stays small. docs/api.md tabulates
-// the bounds and the largest spec admitted.
+// CEL's cost estimate of those rules stays small. Each field also follows
+// a pod's rules (label keys and values, operators and their values, node
+// fields, namespace names), so that the Deployment the chart renders is
+// never refused for them. docs/api.md tabulates the bounds and rules and
+// the largest spec admitted.
 
 // Affinity of the echo server pods, as a pod's affinity.
 //
@@ -46,6 +49,7 @@ type NodeAffinity struct {
 // NodeSelector is a list of node selector terms, ORed.
 type NodeSelector struct {
 	// NodeSelectorTerms: a node matches when it matches one of them.
+	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=8
 	// +listType=atomic
 	// +required
@@ -56,6 +60,9 @@ type NodeSelector struct {
 //
 // +kubebuilder:validation:XValidation:rule="size(self.?matchExpressions.orValue([])) + size(self.?matchFields.orValue([])) <= 8",message="a node selector term holds at most 8 requirements (matchExpressions and matchFields together)"
 // +kubebuilder:validation:XValidation:rule="(has(self.matchExpressions) ? self.matchExpressions.map(r, size(r.key) + (has(r.values) ? r.values.map(v, size(v)).sum() : 0)).sum() : 0) + (has(self.matchFields) ? self.matchFields.map(r, size(r.key) + (has(r.values) ? r.values.map(v, size(v)).sum() : 0)).sum() : 0) <= 1024",message="a node selector term's keys and values hold at most 1024 characters in all: match on a label the nodes share rather than listing values"
+// +kubebuilder:validation:XValidation:rule="!has(self.matchFields) || self.matchFields.all(r, r.key == 'metadata.name' && r.operator in ['In', 'NotIn'] && size(r.?values.orValue([])) == 1)",message="a matchFields requirement is on metadata.name, with operator In or NotIn and exactly one value"
+// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(r, !has(r.values) || r.values.all(v, size(v) <= 63))",message="matchExpressions[].values are label values: at most 63 characters"
+// +kubebuilder:validation:XValidation:rule="!has(self.matchFields) || self.matchFields.all(r, !has(r.values) || size(r.values) != 1 || r.values[0].matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$'))",message="matchFields[].values are node names: DNS subdomains (lower-case letters, digits, '-' and '.')"
 type NodeSelectorTerm struct {
 	// MatchExpressions: requirements on the node's labels.
 	// +kubebuilder:validation:MaxItems=8
@@ -70,9 +77,14 @@ type NodeSelectorTerm struct {
 }
 
 // NodeSelectorRequirement is a key, an operator and values.
+//
+// +kubebuilder:validation:XValidation:rule="!(self.operator in ['In', 'NotIn']) || size(self.?values.orValue([])) > 0",message="values must be given when the operator is In or NotIn"
+// +kubebuilder:validation:XValidation:rule="!(self.operator in ['Exists', 'DoesNotExist']) || size(self.?values.orValue([])) == 0",message="values must be empty when the operator is Exists or DoesNotExist"
+// +kubebuilder:validation:XValidation:rule="!(self.operator in ['Gt', 'Lt']) || (size(self.?values.orValue([])) == 1 && self.values[0].matches('^[0-9]{1,18}$'))",message="the operators Gt and Lt take exactly one value, a non-negative integer (a label value cannot start with '-')"
 type NodeSelectorRequirement struct {
 	// Key is a label key (or, in matchFields, metadata.name).
 	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && (!self.contains('/') || self.indexOf('/') <= 253)",message="key is a label key: an optional DNS subdomain prefix of at most 253 characters and '/', then a name of at most 63 characters (letters, digits, '-', '_' and '.', starting and ending with a letter or digit)"
 	// +required
 	Key string `json:"key"`
 	// Operator is In, NotIn, Exists, DoesNotExist, Gt or Lt.
@@ -82,6 +94,7 @@ type NodeSelectorRequirement struct {
 	// Values: label values (node names in matchFields); one integer with Gt and Lt.
 	// +kubebuilder:validation:MaxItems=32
 	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
 	// +listType=atomic
 	// +optional
 	Values []string `json:"values,omitempty"`
@@ -127,6 +140,10 @@ type WeightedPodAffinityTerm struct {
 //
 // +kubebuilder:validation:XValidation:rule="size(self.?labelSelector.?matchLabels.orValue({})) + size(self.?labelSelector.?matchExpressions.orValue([])) + size(self.?namespaceSelector.?matchLabels.orValue({})) + size(self.?namespaceSelector.?matchExpressions.orValue([])) + size(self.?namespaces.orValue([])) + size(self.?matchLabelKeys.orValue([])) + size(self.?mismatchLabelKeys.orValue([])) <= 8",message="a pod affinity term holds at most 8 items (matchLabels entries and matchExpressions of its two selectors, namespaces, matchLabelKeys and mismatchLabelKeys together)"
 // +kubebuilder:validation:XValidation:rule="size(self.topologyKey) + (has(self.namespaces) ? self.namespaces.map(k, size(k)).sum() : 0) + (has(self.matchLabelKeys) ? self.matchLabelKeys.map(k, size(k)).sum() : 0) + (has(self.mismatchLabelKeys) ? self.mismatchLabelKeys.map(k, size(k)).sum() : 0) + (has(self.labelSelector) && has(self.labelSelector.matchLabels) ? self.labelSelector.matchLabels.map(k, size(k) + size(self.labelSelector.matchLabels[k])).sum() : 0) + (has(self.labelSelector) ? (has(self.labelSelector.matchExpressions) ? self.labelSelector.matchExpressions.map(r, size(r.key) + (has(r.values) ? r.values.map(v, size(v)).sum() : 0)).sum() : 0) : 0) + (has(self.namespaceSelector) && has(self.namespaceSelector.matchLabels) ? self.namespaceSelector.matchLabels.map(k, size(k) + size(self.namespaceSelector.matchLabels[k])).sum() : 0) + (has(self.namespaceSelector) ? (has(self.namespaceSelector.matchExpressions) ? self.namespaceSelector.matchExpressions.map(r, size(r.key) + (has(r.values) ? r.values.map(v, size(v)).sum() : 0)).sum() : 0) : 0) <= 1024",message="a pod affinity term's keys and values (topologyKey, namespaces, label keys and both selectors) hold at most 1024 characters in all: select on a label the pods share rather than listing values"
+// +kubebuilder:validation:XValidation:rule="has(self.labelSelector) || (size(self.?matchLabelKeys.orValue([])) == 0 && size(self.?mismatchLabelKeys.orValue([])) == 0)",message="matchLabelKeys and mismatchLabelKeys need a labelSelector"
+// +kubebuilder:validation:XValidation:rule="!has(self.matchLabelKeys) || !has(self.mismatchLabelKeys) || !self.matchLabelKeys.exists(k, k in self.mismatchLabelKeys)",message="a key may not be in both matchLabelKeys and mismatchLabelKeys"
+// +kubebuilder:validation:XValidation:rule="!has(self.matchLabelKeys) || !has(self.labelSelector) || !has(self.labelSelector.matchLabels) || !self.matchLabelKeys.exists(k, k in self.labelSelector.matchLabels)",message="a key of matchLabelKeys may not also be in labelSelector.matchLabels: the pod's value of it is added there"
+// +kubebuilder:validation:XValidation:rule="!has(self.matchLabelKeys) || !has(self.labelSelector) || !has(self.labelSelector.matchExpressions) || self.labelSelector.matchExpressions.all(r, !(r.key in self.matchLabelKeys))",message="a key of matchLabelKeys may not also be in labelSelector.matchExpressions: the pod's value of it is added there"
 type PodAffinityTerm struct {
 	// LabelSelector selects the pods.
 	// +optional
@@ -135,11 +152,14 @@ type PodAffinityTerm struct {
 	// means the Echo's namespace.
 	// +kubebuilder:validation:MaxItems=8
 	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.all(n, n.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$'))",message="namespaces are namespace names: DNS labels (lower-case letters, digits and '-', starting and ending with a letter or digit)"
 	// +listType=atomic
 	// +optional
 	Namespaces []string `json:"namespaces,omitempty"`
 	// TopologyKey is the node label whose value is the topology domain.
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && (!self.contains('/') || self.indexOf('/') <= 253)",message="topologyKey is a node label key: an optional DNS subdomain prefix of at most 253 characters and '/', then a name of at most 63 characters (letters, digits, '-', '_' and '.', starting and ending with a letter or digit)"
 	// +required
 	TopologyKey string `json:"topologyKey"`
 	// NamespaceSelector selects the namespaces the pods are looked for in.
@@ -149,12 +169,14 @@ type PodAffinityTerm struct {
 	// pod, are added to labelSelector with In.
 	// +kubebuilder:validation:MaxItems=8
 	// +kubebuilder:validation:items:MaxLength=317
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && (!k.contains('/') || k.indexOf('/') <= 253))",message="matchLabelKeys are label keys: an optional DNS subdomain prefix of at most 253 characters and '/', then a name of at most 63 characters (letters, digits, '-', '_' and '.', starting and ending with a letter or digit)"
 	// +listType=atomic
 	// +optional
 	MatchLabelKeys []string `json:"matchLabelKeys,omitempty"`
 	// MismatchLabelKeys: likewise, added with NotIn.
 	// +kubebuilder:validation:MaxItems=8
 	// +kubebuilder:validation:items:MaxLength=317
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && (!k.contains('/') || k.indexOf('/') <= 253))",message="mismatchLabelKeys are label keys: an optional DNS subdomain prefix of at most 253 characters and '/', then a name of at most 63 characters (letters, digits, '-', '_' and '.', starting and ending with a letter or digit)"
 	// +listType=atomic
 	// +optional
 	MismatchLabelKeys []string `json:"mismatchLabelKeys,omitempty"`
@@ -166,9 +188,9 @@ type LabelSelector struct {
 	// MatchLabels: labels the objects carry, with these values.
 	// +kubebuilder:validation:MaxProperties=8
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317)",message="matchLabels keys are label keys: at most 317 characters (a 253-character prefix, '/' and a 63-character name)"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 63)",message="matchLabels values are label values: at most 63 characters"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) > 317 || (k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && (!k.contains('/') || k.indexOf('/') <= 253)))",message="matchLabels keys are label keys: an optional DNS subdomain prefix of at most 253 characters and '/', then a name of at most 63 characters (letters, digits, '-', '_' and '.', starting and ending with a letter or digit)"
 	// +optional
-	MatchLabels map[string]string `json:"matchLabels,omitempty"`
+	MatchLabels map[string]LabelValue `json:"matchLabels,omitempty"`
 	// MatchExpressions: requirements on the objects' labels.
 	// +kubebuilder:validation:MaxItems=8
 	// +listType=atomic
@@ -177,9 +199,13 @@ type LabelSelector struct {
 }
 
 // LabelSelectorRequirement is a key, an operator and values.
+//
+// +kubebuilder:validation:XValidation:rule="!(self.operator in ['In', 'NotIn']) || size(self.?values.orValue([])) > 0",message="values must be given when the operator is In or NotIn"
+// +kubebuilder:validation:XValidation:rule="!(self.operator in ['Exists', 'DoesNotExist']) || size(self.?values.orValue([])) == 0",message="values must be empty when the operator is Exists or DoesNotExist"
 type LabelSelectorRequirement struct {
 	// Key is a label key.
 	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && (!self.contains('/') || self.indexOf('/') <= 253)",message="key is a label key: an optional DNS subdomain prefix of at most 253 characters and '/', then a name of at most 63 characters (letters, digits, '-', '_' and '.', starting and ending with a letter or digit)"
 	// +required
 	Key string `json:"key"`
 	// Operator is In, NotIn, Exists or DoesNotExist.
@@ -189,6 +215,7 @@ type LabelSelectorRequirement struct {
 	// Values: label values.
 	// +kubebuilder:validation:MaxItems=32
 	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
 	// +listType=atomic
 	// +optional
 	Values []string `json:"values,omitempty"`

@@ -191,23 +191,23 @@ type EchoSpec struct {
 	// NodeSelector constrains the echo server pods to nodes with these labels.
 	// +kubebuilder:validation:MaxProperties=16
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317)",message="nodeSelector keys are label keys: at most 317 characters (a 253-character prefix, '/' and a 63-character name)"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 63)",message="nodeSelector values are label values: at most 63 characters"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) > 317 || (k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && (!k.contains('/') || k.indexOf('/') <= 253)))",message="nodeSelector keys are label keys: an optional DNS subdomain prefix of at most 253 characters and '/', then a name of at most 63 characters (letters, digits, '-', '_' and '.', starting and ending with a letter or digit)"
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Node Selector",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:selector:core:v1:Node"}
-	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	NodeSelector map[string]LabelValue `json:"nodeSelector,omitempty"`
 
-	// Tolerations of the echo server pods. Keys are at most 317 characters
-	// and values 63, as a taint's; all keys and values together at most 4096.
+	// Tolerations of the echo server pods, as a pod takes them: keys and
+	// values are a taint's, operator Exists or Equal, tolerationSeconds
+	// only with the effect NoExecute; all keys and values together at most
+	// 4096 characters.
 	// +kubebuilder:validation:MaxItems=32
-	// +kubebuilder:validation:XValidation:rule="self.all(t, size(t.?key.orValue('')) <= 317)",message="tolerations[].key is a taint key: at most 317 characters (a 253-character prefix, '/' and a 63-character name)"
-	// +kubebuilder:validation:XValidation:rule="self.all(t, size(t.?value.orValue('')) <= 63)",message="tolerations[].value is a taint value: at most 63 characters"
 	// +kubebuilder:validation:XValidation:rule="self.map(t, size(t.?key.orValue('')) + size(t.?value.orValue(''))).sum() <= 4096",message="tolerations hold at most 4096 characters of keys and values in all: tolerate with operator Exists rather than listing values"
-	// +kubebuilder:validation:XValidation:rule="self.all(t, t.?operator.orValue('') in ['', 'Exists', 'Equal', 'Lt', 'Gt'])",message="tolerations[].operator must be Exists, Equal, Lt or Gt"
+	// +kubebuilder:validation:XValidation:rule="self.all(t, t.?operator.orValue('') in ['', 'Exists', 'Equal'])",message="tolerations[].operator must be Exists or Equal (Lt and Gt need an alpha feature of Kubernetes)"
 	// +kubebuilder:validation:XValidation:rule="self.all(t, t.?effect.orValue('') in ['', 'NoSchedule', 'PreferNoSchedule', 'NoExecute'])",message="tolerations[].effect must be NoSchedule, PreferNoSchedule, NoExecute or empty (every effect)"
 	// +listType=atomic
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Tolerations"
-	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	Tolerations []Toleration `json:"tolerations,omitempty"`
 
 	// Affinity of the echo server pods. When set it replaces the
 	// anti-affinity that highAvailability adds. The weight of a preferred
@@ -230,6 +230,7 @@ type EchoSpec struct {
 	// and values in all.
 	// +kubebuilder:validation:MaxProperties=64
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317)",message="podAnnotations keys are at most 317 characters (a 253-character prefix, '/' and a 63-character name)"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) > 317 || (k.matches('^([A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?([.][A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && (!k.contains('/') || k.indexOf('/') <= 253)))",message="podAnnotations keys are qualified names: an optional DNS subdomain prefix of at most 253 characters and '/', then a name of at most 63 characters (letters, digits, '-', '_' and '.', starting and ending with a letter or digit)"
 	// +kubebuilder:validation:XValidation:rule="self.map(k, size(k) + size(self[k])).sum() <= 8192",message="podAnnotations hold at most 8192 characters of keys and values in all: keep large configuration in a ConfigMap"
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Pod Annotations"
@@ -260,6 +261,7 @@ type ServiceSpec struct {
 	// and at most 8192 characters of keys and values in all.
 	// +kubebuilder:validation:MaxProperties=64
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317)",message="service.annotations keys are at most 317 characters (a 253-character prefix, '/' and a 63-character name)"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) > 317 || (k.matches('^([A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?([.][A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && (!k.contains('/') || k.indexOf('/') <= 253)))",message="service.annotations keys are qualified names: an optional DNS subdomain prefix of at most 253 characters and '/', then a name of at most 63 characters (letters, digits, '-', '_' and '.', starting and ending with a letter or digit)"
 	// +kubebuilder:validation:XValidation:rule="self.map(k, size(k) + size(self[k])).sum() <= 8192",message="service.annotations hold at most 8192 characters of keys and values in all"
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`

@@ -77,16 +77,30 @@ func (q *BoundedQuantity) UnmarshalJSON(data []byte) error {
 }
 
 // ResourceRequirements of the echo server container: limits and requests,
-// as in a pod, with quantities in the bounded form.
+// as in a pod, with quantities in the bounded form. The rules are a
+// container's: a request is at most its limit, and an extended resource
+// (a name with a '/') is counted in whole units and cannot be
+// overcommitted, so its request equals its limit. Hugepages, whose rules
+// depend on the page size, are not offered: the echo server does not use
+// them. Each rule parses a quantity only once it has the bounded form (see
+// BoundedQuantity): the parser would take hours over a long exponent.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.requests) || !has(self.limits) || self.requests.all(k, !(k in self.limits) || !string(self.requests[k]).matches('^[+-]?([0-9]+([.][0-9]*)?|[.][0-9]+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]{1,2})?$') || !string(self.limits[k]).matches('^[+-]?([0-9]+([.][0-9]*)?|[.][0-9]+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]{1,2})?$') || quantity(string(self.requests[k])).compareTo(quantity(string(self.limits[k]))) <= 0)",message="resources.requests must not exceed resources.limits of the same resource"
+// +kubebuilder:validation:XValidation:rule="!has(self.requests) || self.requests.all(k, !k.contains('/') || (has(self.limits) && k in self.limits && (!string(self.requests[k]).matches('^[+-]?([0-9]+([.][0-9]*)?|[.][0-9]+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]{1,2})?$') || !string(self.limits[k]).matches('^[+-]?([0-9]+([.][0-9]*)?|[.][0-9]+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]{1,2})?$') || quantity(string(self.requests[k])).compareTo(quantity(string(self.limits[k]))) == 0)))",message="an extended resource (a name with '/') cannot be overcommitted: set resources.limits to the same quantity as resources.requests, or set the limit alone"
+// +kubebuilder:validation:XValidation:rule="[self.?limits.orValue({}), self.?requests.orValue({})].all(m, m.all(k, !k.contains('/') || !string(m[k]).matches('^[+-]?([0-9]+([.][0-9]*)?|[.][0-9]+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]{1,2})?$') || quantity(string(m[k])).isInteger() || string(m[k]).matches('^[+]?[0-9]+([.]0*)?$')))",message="an extended resource (a name with '/') is counted in whole units: its limits and requests must be integers"
 type ResourceRequirements struct {
 	// Limits are the most the container may use.
 	// +kubebuilder:validation:MaxProperties=16
-	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317)",message="resource names are at most 317 characters (a 253-character prefix, '/' and a 63-character name)"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 308)",message="resource names are at most 308 characters (an extended resource's 244-character prefix, '/' and a 63-character name)"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) > 308 || k in ['cpu', 'memory', 'ephemeral-storage'] || (k.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && k.indexOf('/') <= 244 && !k.contains('kubernetes.io/') && !k.startsWith('requests.')))",message="resources.limits names cpu, memory, ephemeral-storage or an extended resource (a DNS subdomain prefix other than kubernetes.io's, '/' and a name, such as example.com/gpu); hugepages are not offered"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !string(self[k]).startsWith('-'))",message="resources.limits must not be negative"
 	// +optional
 	Limits map[corev1.ResourceName]BoundedQuantity `json:"limits,omitempty"`
 	// Requests are what the scheduler reserves for the container.
 	// +kubebuilder:validation:MaxProperties=16
-	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317)",message="resource names are at most 317 characters (a 253-character prefix, '/' and a 63-character name)"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 308)",message="resource names are at most 308 characters (an extended resource's 244-character prefix, '/' and a 63-character name)"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) > 308 || k in ['cpu', 'memory', 'ephemeral-storage'] || (k.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && k.indexOf('/') <= 244 && !k.contains('kubernetes.io/') && !k.startsWith('requests.')))",message="resources.requests names cpu, memory, ephemeral-storage or an extended resource (a DNS subdomain prefix other than kubernetes.io's, '/' and a name, such as example.com/gpu); hugepages are not offered"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !string(self[k]).startsWith('-'))",message="resources.requests must not be negative"
 	// +optional
 	Requests map[corev1.ResourceName]BoundedQuantity `json:"requests,omitempty"`
 }

@@ -46,7 +46,7 @@ const s3StorageJSON = `{"s3":{"bucket":"echo-backups","endpoint":"https://s3.exa
 var (
 	echoDecode = decodeKind{&echov1alpha1.Echo{}, "echoes", `{
 		"replicas": 1,
-		"resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"cpu": "200m", "memory": "64Mi"}},
+		"resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "64Mi"}},
 		"tolerations": [{"key": "dedicated", "operator": "Equal", "value": "echo", "effect": "NoExecute", "tolerationSeconds": 60}],
 		"affinity": {
 			"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
@@ -435,7 +435,7 @@ func withValue(node any, path []string, value any) any {
 		return list
 	case "{}":
 		m := asMap(node)
-		key := "key"
+		key := "cpu" // a key every map of the specs takes, resource names included
 		if keys := slices.Sorted(maps.Keys(m)); len(keys) > 0 {
 			key = keys[0]
 		}

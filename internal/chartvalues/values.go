@@ -28,24 +28,24 @@ var (
 // Values mirrors the values contract of helm-charts/echo. Every field
 // is always set, so the chart renders the same way whatever its defaults.
 type Values struct {
-	Replicas         int32                         `json:"replicas"`
-	Image            string                        `json:"image"`
-	ImagePullPolicy  corev1.PullPolicy             `json:"imagePullPolicy"`
-	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets"`
-	Message          string                        `json:"message"`
-	Port             int32                         `json:"port"`
-	Resources        corev1.ResourceRequirements   `json:"resources"`
-	Service          Service                       `json:"service"`
-	Ingress          Ingress                       `json:"ingress"`
-	HighAvailability Enabled                       `json:"highAvailability"`
-	Autoscaling      Autoscaling                   `json:"autoscaling"`
-	Persistence      Persistence                   `json:"persistence"`
-	NodeSelector     map[string]string             `json:"nodeSelector"`
-	Tolerations      []corev1.Toleration           `json:"tolerations"`
-	Affinity         *echov1alpha1.Affinity        `json:"affinity"`
-	PodAnnotations   map[string]string             `json:"podAnnotations"`
-	Quiesced         bool                          `json:"quiesced"`
-	SpecGeneration   int64                         `json:"specGeneration"`
+	Replicas         int32                              `json:"replicas"`
+	Image            string                             `json:"image"`
+	ImagePullPolicy  corev1.PullPolicy                  `json:"imagePullPolicy"`
+	ImagePullSecrets []corev1.LocalObjectReference      `json:"imagePullSecrets"`
+	Message          string                             `json:"message"`
+	Port             int32                              `json:"port"`
+	Resources        corev1.ResourceRequirements        `json:"resources"`
+	Service          Service                            `json:"service"`
+	Ingress          Ingress                            `json:"ingress"`
+	HighAvailability Enabled                            `json:"highAvailability"`
+	Autoscaling      Autoscaling                        `json:"autoscaling"`
+	Persistence      Persistence                        `json:"persistence"`
+	NodeSelector     map[string]echov1alpha1.LabelValue `json:"nodeSelector"`
+	Tolerations      []echov1alpha1.Toleration          `json:"tolerations"`
+	Affinity         *echov1alpha1.Affinity             `json:"affinity"`
+	PodAnnotations   map[string]string                  `json:"podAnnotations"`
+	Quiesced         bool                               `json:"quiesced"`
+	SpecGeneration   int64                              `json:"specGeneration"`
 }
 
 // Service is the values of the Service.
@@ -148,9 +148,9 @@ func orEmpty[T any](s []T) []T {
 	return s
 }
 
-func orEmptyMap(m map[string]string) map[string]string {
+func orEmptyMap[V any](m map[string]V) map[string]V {
 	if m == nil {
-		return map[string]string{}
+		return map[string]V{}
 	}
 	return m
 }
@@ -216,7 +216,7 @@ func nilIfEmpty[T any](s []T) []T {
 	return s
 }
 
-func nilIfEmptyMap(m map[string]string) map[string]string {
+func nilIfEmptyMap[V any](m map[string]V) map[string]V {
 	if len(m) == 0 {
 		return nil
 	}

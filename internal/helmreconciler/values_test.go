@@ -93,7 +93,7 @@ func TestEchoTranslator(t *testing.T) {
 		}
 	})
 	t.Run("same Echo, same values", func(t *testing.T) {
-		spec := echov1alpha1.EchoSpec{NodeSelector: map[string]string{"a": "b"}, PodAnnotations: map[string]string{"x": "y"}}
+		spec := echov1alpha1.EchoSpec{NodeSelector: map[string]echov1alpha1.LabelValue{"a": "b"}, PodAnnotations: map[string]string{"x": "y"}}
 		a, b := translate(t, spec), translate(t, spec)
 		if !contains(a, b) || !contains(b, a) {
 			t.Error("translating the same Echo twice gave different values")

@@ -23,7 +23,7 @@ func Spec() map[string]any {
 		"persistence":      map[string]any{"enabled": true, "size": "1." + strings.Repeat("0", 62), "storageClassName": Chars(253)},
 		"nodeSelector":     NodeSelector(),
 		"tolerations": repeat(32, func(int) any {
-			return map[string]any{"key": Key(65), "operator": "Equal", "value": Chars(63), "effect": "PreferNoSchedule", "tolerationSeconds": int64(-1) << 62}
+			return map[string]any{"key": Key(65), "operator": "Equal", "value": Chars(63), "effect": "NoExecute", "tolerationSeconds": int64(-1) << 62}
 		}),
 		"affinity":       affinity(),
 		"podAnnotations": entries(64, 8192/64),
@@ -31,16 +31,11 @@ func Spec() map[string]any {
 	}
 }
 
-// RunnableSpec is Spec changed only where a cluster would refuse its pods
-// or never schedule them, keeping every string that a pod admits at its
-// length:
-//   - resources: the bound admits resource names of 317 characters, but a
-//     pod's extended resource name is a qualified name after "requests.",
-//     so at most 308; and no node has them. cpu and memory instead.
-//   - tolerations: a pod admits tolerationSeconds with the NoExecute
-//     effect only.
-//   - affinity: a topologyKey is a qualified name, whose name part holds
-//     at most 63 characters; the same length as a prefixed key.
+// RunnableSpec is Spec changed only where a cluster would never schedule
+// its pods or serve its claim, keeping every string at its length (Spec's
+// Deployment is admitted too, as the Echo's bounds are a pod's):
+//   - resources: no node has Spec's extended resources; cpu and memory
+//     instead.
 //   - persistence: the claim names the StorageClass storageClass, and its
 //     size is written as the manager writes quantities back ("1Gi", not
 //     "1.000…"), so that its first update of the Echo, which adds its
@@ -52,10 +47,6 @@ func Spec() map[string]any {
 func RunnableSpec(storageClass string) map[string]any {
 	s := Spec()
 	s["resources"] = map[string]any{"limits": map[string]any{"cpu": "10m", "memory": "16Mi"}, "requests": map[string]any{"cpu": "10m", "memory": "16Mi"}}
-	for _, t := range s["tolerations"].([]any) {
-		t.(map[string]any)["effect"] = "NoExecute"
-	}
-	s["affinity"] = runnableAffinity()
 	s["persistence"] = map[string]any{"enabled": true, "size": "1Gi", "storageClassName": storageClass}
 	s["backup"].(map[string]any)["beforeDelete"].(map[string]any)["enabled"] = false
 	return s
@@ -71,28 +62,28 @@ func NodeSelector() map[string]any {
 	return m
 }
 
+// quantities is 16 extended resources with names of 308 characters (a
+// 244-character prefix, '/' and a 63-character name), each of one unit
+// written in 64 characters: limits and requests alike, as an extended
+// resource takes.
 func quantities() map[string]any {
 	m := map[string]any{}
 	for i := range 16 {
-		m[fmt.Sprintf("%03d", i)+Key(314)] = "1." + strings.Repeat("0", 62)
+		m[fmt.Sprintf("%03d", i)+Key(305)] = "1." + strings.Repeat("0", 62)
 	}
 	return m
 }
 
 // affinity is 8 preferred pod affinity terms, each with 8 requirements of
-// 32 values, as many characters as a term may hold.
-func affinity() map[string]any { return affinityWith(Chars) }
-
-func runnableAffinity() map[string]any { return affinityWith(Key) }
-
-// affinityWith is affinity whose topology keys topologyKey makes.
-func affinityWith(topologyKey func(n int) string) map[string]any {
+// 32 values, as many characters as a term may hold; the topology keys are
+// prefixed label keys, whose name part holds at most 63 characters.
+func affinity() map[string]any {
 	term := func(int) any {
 		reqs := repeat(8, func(int) any {
 			values := repeat(32, func(i int) any { return Chars(BoolInt(i < 12) * 7) })
 			return map[string]any{"key": Chars(20), "operator": "NotIn", "values": values}
 		})
-		return map[string]any{"weight": 100, "podAffinityTerm": map[string]any{"topologyKey": topologyKey(1024 - 8*(20+12*7)),
+		return map[string]any{"weight": 100, "podAffinityTerm": map[string]any{"topologyKey": Key(1024 - 8*(20+12*7)),
 			"labelSelector": map[string]any{"matchExpressions": reqs}}}
 	}
 	return map[string]any{
