@@ -355,17 +355,21 @@ func conditionStatus(e *echov1alpha1.Echo, condType string) metav1.ConditionStat
 	return ""
 }
 
-// A spec the API server accepts but the release cannot apply ends in a
-// condition and an Event that say what is wrong, and converges once fixed.
+// A release that cannot apply (an Ingress of its name that someone else
+// made is in the way) ends in a condition and an Event that say what is
+// wrong, leaves that Ingress alone, and converges once the Echo no longer
+// renders one.
 func TestEchoReleaseFailureIsReportedAndRecovers(t *testing.T) {
 	RegisterTestingT(t)
+	ctx := context.Background()
 	ns := newNamespace(t)
-	key := types.NamespacedName{Namespace: ns, Name: "overcommitted"}
+	key := types.NamespacedName{Namespace: ns, Name: "in-the-way"}
+	theirs := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name},
+		Spec: networkingv1.IngressSpec{DefaultBackend: &networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
+			Name: "their-service", Port: networkingv1.ServiceBackendPort{Number: 80}}}}}
+	Expect(k8sClient.Create(ctx, theirs)).To(Succeed())
 	createEcho(t, newEcho(ns, key.Name, func(e *echov1alpha1.Echo) {
-		e.Spec.Resources = &echov1alpha1.ResourceRequirements{
-			Requests: map[corev1.ResourceName]echov1alpha1.BoundedQuantity{corev1.ResourceCPU: echov1alpha1.MustBoundedQuantity("2")},
-			Limits:   map[corev1.ResourceName]echov1alpha1.BoundedQuantity{corev1.ResourceCPU: echov1alpha1.MustBoundedQuantity("1")},
-		}
+		e.Spec.Ingress = &echov1alpha1.IngressSpec{Enabled: true, Host: "echo.example.test"}
 	}))
 
 	Eventually(func(g Gomega) {
@@ -373,17 +377,19 @@ func TestEchoReleaseFailureIsReportedAndRecovers(t *testing.T) {
 		c := readyCondition(e)
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(c.Reason).To(Equal(echov1alpha1.EchoReasonReleaseFailed))
-		g.Expect(c.Message).To(ContainSubstring("must be less than or equal to cpu limit"))
+		g.Expect(c.Message).To(ContainSubstring(`"in-the-way" already exists`))
 		g.Expect(conditionStatus(e, echov1alpha1.EchoConditionReleaseFailed)).To(Equal(metav1.ConditionTrue))
 	}, timeout, interval).Should(Succeed())
 	Eventually(func(g Gomega) []string { return eventReasons(g, ns, key.Name) }, timeout, interval).
 		Should(ContainElement(echov1alpha1.EventReasonReleaseInstallFailed))
 
-	updateEcho(t, key, func(e *echov1alpha1.Echo) {
-		e.Spec.Resources.Limits[corev1.ResourceCPU] = echov1alpha1.MustBoundedQuantity("2")
-	})
+	updateEcho(t, key, func(e *echov1alpha1.Echo) { e.Spec.Ingress.Enabled = false })
 	rollOut(t, key)
 	Expect(conditionStatus(getEcho(Default, key), echov1alpha1.EchoConditionReleaseFailed)).To(Equal(metav1.ConditionFalse))
+	got := &networkingv1.Ingress{}
+	Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(theirs), got)).To(Succeed())
+	Expect(got.UID).To(Equal(theirs.UID), "their Ingress is left alone")
+	Expect(got.Spec).To(Equal(theirs.Spec), "their Ingress is left alone")
 }
 
 // A forgotten pause annotation must not keep an Echo from being deleted.

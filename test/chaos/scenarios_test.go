@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -96,17 +98,23 @@ func changeMessage(ctx context.Context, r *run) error {
 	return updateEcho(ctx, r.key(sourceEcho), func(e *echov1alpha1.Echo) { e.Spec.Message = "upgraded" })
 }
 
-// invalidAnnotation is a pod annotation the Echo's schema admits but the
-// API server refuses on the Deployment, so the upgrade fails inside Helm
-// and the release is rolled back.
-const invalidAnnotation = "not a valid key!"
+// noIngresses is a ResourceQuota that allows no Ingress in the namespace:
+// an upgrade that adds one passes Helm's checks, then fails on the API
+// server once its release record is written, and is rolled back.
+func noIngresses(ns string) *corev1.ResourceQuota {
+	return &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "no-ingresses"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/ingresses.networking.k8s.io": resource.MustParse("0")}}}
+}
 
 // failUpgradeThenFix makes an upgrade fail, waits until the Echo reports
 // the failure, then fixes the spec.
 func failUpgradeThenFix(ctx context.Context, r *run) error {
 	key := r.key(sourceEcho)
+	if err := client.IgnoreAlreadyExists(k8sClient.Create(ctx, noIngresses(r.ns))); err != nil {
+		return err
+	}
 	if err := updateEcho(ctx, key, func(e *echov1alpha1.Echo) {
-		e.Spec.PodAnnotations = map[string]string{invalidAnnotation: "x"}
+		e.Spec.Ingress = &echov1alpha1.IngressSpec{Enabled: true, Host: "echo.example.test"}
 	}); err != nil {
 		return err
 	}
@@ -114,7 +122,7 @@ func failUpgradeThenFix(ctx context.Context, r *run) error {
 		return fmt.Errorf("the bad upgrade never failed: %w", err)
 	}
 	return updateEcho(ctx, key, func(e *echov1alpha1.Echo) {
-		e.Spec.PodAnnotations = nil
+		e.Spec.Ingress = nil
 		e.Spec.Message = "fixed"
 	})
 }
