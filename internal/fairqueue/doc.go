@@ -7,4 +7,6 @@
 // deduplication, delay and rate limiting (workqueue.Queue), so everything
 // else about the queue (an item is processed by one worker at a time, a
 // re-add while processing runs it again, the metrics) is client-go's.
+// It imports nothing of the operator.
+// Imported by controllers and internal/helmreconciler.
 package fairqueue
