@@ -7,7 +7,8 @@ import "cmp"
 // controller waits for them. The CRD's default of spec.replicas and its
 // CEL rule on high availability (echo_types.go) say the same:
 // echo_replicas_test.go checks that the rule refuses exactly the specs
-// DesiredReplicas would have to raise, and the defaults.
+// DesiredReplicas would have to raise, and the defaults; the chart's
+// default values are checked in internal/chart (replicas_test.go).
 const (
 	// DefaultReplicas is spec.replicas when unset.
 	DefaultReplicas int32 = 1
