@@ -10,6 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	opmetrics "github.com/echo-operator/echo-operator/internal/metrics"
 )
 
 // maxMessageLen bounds the messages the controllers write: long enough
@@ -66,4 +69,62 @@ func equalJSON(a, b any) bool {
 	ja, errA := json.Marshal(a)
 	jb, errB := json.Marshal(b)
 	return errA == nil && errB == nil && bytes.Equal(ja, jb)
+}
+
+// A backup's and a restore's status have one shape: a Complete condition
+// that reports the step under way and then the end, a Failed condition
+// True for good, a phase read from them, and a metric counted once the end
+// is written. The two kinds name their conditions alike
+// (BackupConditionComplete and RestoreConditionComplete are "Complete").
+
+// finished says whether a backup or restore with these conditions ended:
+// Complete or Failed.
+func finished(conds []metav1.Condition) bool {
+	return meta.IsStatusConditionTrue(conds, echov1alpha1.BackupConditionComplete) ||
+		meta.IsStatusConditionTrue(conds, echov1alpha1.BackupConditionFailed)
+}
+
+// patchOperationStatus writes a backup's or restore's status when it
+// changed; the write that ends it (patchFinalStatus) is counted by
+// countFinished once written.
+func patchOperationStatus(ctx context.Context, c client.Client, kind string, orig, obj client.Object,
+	origConds, conds []metav1.Condition, origStatus, status any, countFinished func()) error {
+	if finished(origConds) || !finished(conds) {
+		return patchStatusIfChanged(ctx, c, kind, orig, obj, origStatus, status)
+	}
+	if err := patchFinalStatus(ctx, c, kind, orig, obj, origStatus, status); err != nil {
+		return err
+	}
+	countFinished()
+	return nil
+}
+
+// countMoverFailure counts, for the data mover's operation, a failure a
+// mover Job reports.
+func countMoverFailure(operation, reason string) {
+	if moverFailureReasons[reason] {
+		opmetrics.MoverFailed(operation, reason)
+	}
+}
+
+// moverFailureReasons are the reasons of the backup and restore failures a
+// data mover Job reports (backupFailureReason, restoreFailureReason), and
+// of a Job that failed without a report.
+var moverFailureReasons = map[string]bool{
+	echov1alpha1.BackupReasonJobFailed:         true,
+	echov1alpha1.BackupReasonStorageError:      true,
+	echov1alpha1.BackupReasonCredentialsError:  true,
+	echov1alpha1.BackupReasonEncryptionError:   true,
+	echov1alpha1.RestoreReasonVerifyFailed:     true,
+	echov1alpha1.RestoreReasonArtifactNotFound: true,
+	echov1alpha1.RestoreReasonTargetHasData:    true,
+	echov1alpha1.RestoreReasonNoSpace:          true,
+}
+
+// elapsed is the time from start to end, zero when either is unknown.
+func elapsed(start, end *metav1.Time) time.Duration {
+	if start == nil || end == nil {
+		return 0
+	}
+	return end.Sub(start.Time)
 }

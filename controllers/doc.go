@@ -1,37 +1,64 @@
-// Package controllers holds the Go reconcilers of the operator: what the
-// Helm chart cannot do on its own. One reconciler per concern, its files
-// named for what they hold:
-// It imports api and internal, never cmd or test/: cmd/manager/app wires it
-// into the manager.
+// Package controllers holds every controller of the operator, of every
+// kind: the entry of the Echo's Helm release reconciler, whose library is
+// internal/helmreconciler, and the Go reconcilers of what the chart cannot
+// do on its own. Its files are named for the kind and the aspect they
+// reconcile, one line each below.
+// It imports api and internal, never cmd or test/.
+// Imported by cmd/manager/app.
 //
-//   - Echo (its release is reconciled by internal/helmreconciler):
-//     echo_controller.go reports readiness ("echo-status"), computed in
-//     echo_readiness.go, and checks the release records in
-//     echo_releaserecords.go; echo_finalbackup.go runs the last backup
-//     before delete ("echo-finalbackup"), on the rule internal/finalbackup
-//     shares with the release's uninstall gate.
-//   - EchoBackup: echobackup_controller.go runs a backup, echobackup_job.go
-//     builds its Jobs and ConfigMap, echobackup_config.go captures the
-//     configuration, echobackup_status.go writes the outcome,
-//     echobackup_delete.go deletes the artifact.
-//   - EchoBackupSchedule: echobackupschedule_controller.go starts and prunes
-//     backups, echobackupschedule_cron.go reads schedules and retention.
-//   - EchoRestore: echorestore_controller.go runs a restore,
-//     echorestore_job.go builds its Jobs, echorestore_target.go finds or
-//     creates the Echo, echorestore_quiesce.go stops it while the data is
-//     written and gives it back.
+// Echo:
+//   - echo_release_controller.go: the Helm release reconcilers of
+//     watches.yaml and the chart ("echo-controller"), built by
+//     internal/helmreconciler;
+//   - echo_status_controller.go: readiness in the status ("echo-status");
+//   - echo_status_readiness.go: the status, computed from the children;
+//   - echo_status_pacing.go: progress-only status changes held back;
+//   - echo_status_releaserecords.go: the release records' verdict;
+//   - echo_status_backups.go: the last and next backups in the status;
+//   - echo_finalbackup.go: the last backup before delete
+//     ("echo-finalbackup"), on internal/finalbackup's rule;
+//   - echo_data.go: an Echo's data claim, as backups and restores mount it.
 //
-// What the kinds share: datamover_job.go (the data mover's pod, storage
-// and failure policy), jobs.go (creating, reading and removing Jobs: one
-// way to read a Job's outcome, and only of a Job the operator created for
-// its owner, recorded by UID in the owner's status or, the record lost,
-// signed with the operator's key), echo_data.go (an
-// Echo's data claim), finalizers.go, conditions.go (conditions and status
-// patches) and clock.go; child names come from internal/names. What a
-// storage may reach, checked before a Job: storage_secrets.go (opted-in
-// Secrets and ServiceAccounts, a missing Secret's wait),
-// storage_endpoints.go (where a token or SSE-C key may go),
-// storage_claims.go (opted-in claims, the release's data claim),
-// storage_secretwatch.go (the work a Secret's arrival brings back) and
-// storage_location.go (storage.locationRef).
+// EchoBackup:
+//   - echobackup_controller.go: runs a backup;
+//   - echobackup_job.go: its Jobs and ConfigMap;
+//   - echobackup_config.go: the configuration it captures;
+//   - echobackup_status.go: its outcome in the status;
+//   - echobackup_delete.go: the artifact's deletion.
+//
+// EchoBackupSchedule:
+//   - echobackupschedule_controller.go: starts and prunes backups;
+//   - echobackupschedule_cron.go: schedules and retention.
+//
+// EchoBackupLocation:
+//   - echobackuplocation_controller.go: keeps a location while anything
+//     refers to it.
+//
+// EchoRestore:
+//   - echorestore_controller.go: runs a restore;
+//   - echorestore_job.go: its Jobs;
+//   - echorestore_target.go: finds or creates the Echo;
+//   - echorestore_quiesce.go: stops the Echo while its data is written and
+//     gives it back;
+//   - echorestore_deadline.go: spec.timeout;
+//   - echorestore_status.go: its steps and outcome in the status.
+//
+// What the kinds share:
+//   - conditions.go: conditions, status patches, and the status shape of
+//     backups and restores;
+//   - jobs.go: creating, reading and removing Jobs, only of a Job the
+//     operator created for its owner (recorded by UID or signed);
+//   - datamover_job.go: the data mover's pod, storage and failure policy;
+//   - finalizers.go: adding and removing a finalizer;
+//   - indexes.go: cache indexes more than one controller reads;
+//   - ratelimit.go: the retry rate limiter and queue of every controller;
+//   - clock.go: the reconcilers' clock;
+//   - storage_secrets.go: opted-in Secrets and ServiceAccounts, a missing
+//     Secret's wait;
+//   - storage_endpoints.go: where a token or SSE-C key may go;
+//   - storage_claims.go: opted-in claims, the release's data claim;
+//   - storage_secretwatch.go: the work a Secret's arrival brings back;
+//   - storage_location.go: storage.locationRef.
+//
+// Child names come from internal/names.
 package controllers

@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -78,51 +77,18 @@ func (r *EchoBackupReconciler) failWith(b *echov1alpha1.EchoBackup, reason, even
 func (r *EchoBackupReconciler) patchStatus(ctx context.Context, orig, b *echov1alpha1.EchoBackup) error {
 	b.Status.ObservedGeneration = b.Generation
 	b.Status.Phase, b.Status.Reason = echov1alpha1.BackupPhase(b.Status.Conditions)
-	if backupFinished(orig) || !backupFinished(b) {
-		return patchStatusIfChanged(ctx, r.Client, "EchoBackup", orig, b, orig.Status, b.Status)
-	}
-	if err := patchFinalStatus(ctx, r.Client, "EchoBackup", orig, b, orig.Status, b.Status); err != nil {
-		return err
-	}
-	recordBackupFinished(b)
-	return nil
+	return patchOperationStatus(ctx, r.Client, "EchoBackup", orig, b, orig.Status.Conditions, b.Status.Conditions,
+		orig.Status, b.Status, func() { recordBackupFinished(b) })
 }
 
 // recordBackupFinished counts a finished backup in the operator's metrics.
 func recordBackupFinished(b *echov1alpha1.EchoBackup) {
 	if c := meta.FindStatusCondition(b.Status.Conditions, echov1alpha1.BackupConditionFailed); c != nil && c.Status == metav1.ConditionTrue {
 		opmetrics.BackupFinished(false, c.Reason, 0, 0, 0)
-		if moverFailureReasons[c.Reason] {
-			opmetrics.MoverFailed(opmetrics.MoverBackup, c.Reason)
-		}
+		countMoverFailure(opmetrics.MoverBackup, c.Reason)
 		return
 	}
 	opmetrics.BackupFinished(true, echov1alpha1.BackupReasonCompleted, elapsed(b.Status.StartTime, b.Status.CompletionTime), b.Status.Size, b.Status.Files)
 }
 
-// moverFailureReasons are the reasons of the backup and restore failures a
-// data mover Job reports (backupFailureReason, restoreFailureReason), and
-// of a Job that failed without a report.
-var moverFailureReasons = map[string]bool{
-	echov1alpha1.BackupReasonJobFailed:         true,
-	echov1alpha1.BackupReasonStorageError:      true,
-	echov1alpha1.BackupReasonCredentialsError:  true,
-	echov1alpha1.BackupReasonEncryptionError:   true,
-	echov1alpha1.RestoreReasonVerifyFailed:     true,
-	echov1alpha1.RestoreReasonArtifactNotFound: true,
-	echov1alpha1.RestoreReasonTargetHasData:    true,
-	echov1alpha1.RestoreReasonNoSpace:          true,
-}
-
-// elapsed is the time from start to end, zero when either is unknown.
-func elapsed(start, end *metav1.Time) time.Duration {
-	if start == nil || end == nil {
-		return 0
-	}
-	return end.Sub(start.Time)
-}
-
-func backupFinished(b *echov1alpha1.EchoBackup) bool {
-	return meta.IsStatusConditionTrue(b.Status.Conditions, echov1alpha1.BackupConditionComplete) ||
-		meta.IsStatusConditionTrue(b.Status.Conditions, echov1alpha1.BackupConditionFailed)
-}
+func backupFinished(b *echov1alpha1.EchoBackup) bool { return finished(b.Status.Conditions) }

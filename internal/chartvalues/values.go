@@ -89,8 +89,9 @@ type Persistence struct {
 // so an unchanged Echo renders an unchanged release.
 func FromEcho(echo *echov1alpha1.Echo, defaultImage string) Values {
 	spec := echo.Spec
+	replicas := spec.DesiredReplicas()
 	v := Values{
-		Replicas:         ptr.Deref(spec.Replicas, 1),
+		Replicas:         replicas.Replicas,
 		Image:            cmp.Or(spec.Image, defaultImage),
 		ImagePullPolicy:  cmp.Or(spec.ImagePullPolicy, corev1.PullIfNotPresent),
 		ImagePullSecrets: orEmpty(spec.ImagePullSecrets),
@@ -102,7 +103,7 @@ func FromEcho(echo *echov1alpha1.Echo, defaultImage string) Values {
 			Port:        cmp.Or(spec.Service.Port, 80),
 			Annotations: orEmptyMap(spec.Service.Annotations),
 		},
-		Autoscaling:    Autoscaling{MinReplicas: 1, MaxReplicas: 5, TargetCPUUtilizationPercentage: 80},
+		Autoscaling:    Autoscaling{MinReplicas: replicas.MinReplicas, MaxReplicas: replicas.MaxReplicas, TargetCPUUtilizationPercentage: 80},
 		Persistence:    Persistence{Size: "1Gi", AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}},
 		NodeSelector:   orEmptyMap(spec.NodeSelector),
 		Tolerations:    orEmpty(spec.Tolerations),
@@ -121,12 +122,8 @@ func FromEcho(echo *echov1alpha1.Echo, defaultImage string) Values {
 		v.HighAvailability.Enabled = ha.Enabled
 	}
 	if as := spec.Autoscaling; as != nil {
-		v.Autoscaling = Autoscaling{
-			Enabled:                        as.Enabled,
-			MinReplicas:                    cmp.Or(as.MinReplicas, 1),
-			MaxReplicas:                    cmp.Or(as.MaxReplicas, 5),
-			TargetCPUUtilizationPercentage: cmp.Or(as.TargetCPUUtilizationPercentage, 80),
-		}
+		v.Autoscaling.Enabled = as.Enabled
+		v.Autoscaling.TargetCPUUtilizationPercentage = cmp.Or(as.TargetCPUUtilizationPercentage, 80)
 	}
 	if p := spec.Persistence; p != nil {
 		v.Persistence.Enabled = p.Enabled

@@ -8,6 +8,6 @@
 // else about the queue (an item is processed by one worker at a time, a
 // re-add while processing runs it again, the metrics) is client-go's.
 //
-// It imports nothing of the operator; the controllers and
-// internal/helmreconciler import it.
+// It imports nothing of the operator.
+// Imported by controllers and internal/helmreconciler.
 package fairqueue

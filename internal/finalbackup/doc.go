@@ -12,6 +12,6 @@
 // reconciler's own finalizer, added before the release is installed and
 // removed only once the gate lets the uninstall through.
 //
-// It imports only the API types and internal/names; controllers and
-// internal/helmreconciler import it.
+// It imports only the API types and internal/names.
+// Imported by controllers and internal/helmreconciler.
 package finalbackup

@@ -1,8 +1,10 @@
-// Package helmreconciler wires the Helm side of the operator: one Helm
-// release reconciler per entry of watches.yaml, each rendering its chart for
-// every object of its kind (setup.go).
-// Only the composition root (cmd/manager/app) imports it; it must not import
-// controllers, cmd or test/.
+// Package helmreconciler is the library of the Helm side of the operator:
+// one Helm release reconciler per entry of watches.yaml, each rendering its
+// chart for every object of its kind (setup.go), registered by
+// controllers/echo_release_controller.go.
+// It must not import controllers, cmd or test/.
+// Imported by cmd/manager/app, controllers and test/bench: the composition
+// root takes its options, typed cache and chart kinds from it.
 //
 // On top of the stock reconciler it adds what the operator's Go side relies
 // on, each in a file named for it:

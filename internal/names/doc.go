@@ -2,6 +2,7 @@
 // creates for another: a name is a lock against a stale cache, so it must be
 // the same on every reconcile and fit a label value.
 //
-// It imports nothing of the operator; the controllers import it, and
-// internal/finalbackup for the final backup's name.
+// It imports nothing of the operator.
+// Imported by controllers and internal/finalbackup: the latter for the final
+// backup's name.
 package names

@@ -230,13 +230,13 @@ func newManager(cfg *rest.Config, scheme *runtime.Scheme, broadcaster *events.Br
 // which record their Events with recorder.
 func setupReconcilers(mgr ctrl.Manager, o Options, recorder record.EventRecorder) error {
 	o.Helm.Recorder = recorder
-	if err := helmreconciler.SetupWithManager(mgr, o.Helm); err != nil {
+	if err := (&controllers.EchoReleaseReconciler{Helm: o.Helm}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := controllers.IndexFields(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	if err := (&controllers.EchoReconciler{
+	if err := (&controllers.EchoStatusReconciler{
 		Client:                  mgr.GetClient(),
 		APIReader:               mgr.GetAPIReader(),
 		Recorder:                recorder,

@@ -66,39 +66,34 @@ helm.sh/chart: {{ include "echo.chart" . }}
 {{- end -}}
 
 {{/*
-Effective replica count: replicas, raised to 3 with high availability; 0
-while quiesced.
+Replica count: replicas as given, 0 while quiesced. The operator gives the
+counts of the Echo's replica rules (DesiredReplicas in api/v1alpha1: at
+least 3 with high availability); the chart does not recompute them.
 */}}
 {{- define "echo.replicas" -}}
 {{- if .Values.quiesced -}}
 0
-{{- else if .Values.highAvailability.enabled -}}
-{{- max (int64 .Values.replicas) 3 -}}
 {{- else -}}
 {{- int64 .Values.replicas -}}
 {{- end -}}
 {{- end -}}
 
 {{/*
-Effective HPA minimum: autoscaling.minReplicas, raised to 3 with high
-availability. Fails when minReplicas exceeds maxReplicas.
+HPA minimum, as given. Fails when minReplicas exceeds maxReplicas.
 */}}
 {{- define "echo.hpaMinReplicas" -}}
 {{- $min := int64 .Values.autoscaling.minReplicas -}}
 {{- if gt $min (int64 .Values.autoscaling.maxReplicas) -}}
 {{- fail (printf "autoscaling.minReplicas (%d) must not be greater than autoscaling.maxReplicas (%d)" $min (int64 .Values.autoscaling.maxReplicas)) -}}
 {{- end -}}
-{{- if .Values.highAvailability.enabled -}}
-{{- $min = max $min 3 -}}
-{{- end -}}
 {{- $min -}}
 {{- end -}}
 
 {{/*
-Effective HPA maximum: never below the effective minimum.
+HPA maximum, as given.
 */}}
 {{- define "echo.hpaMaxReplicas" -}}
-{{- max (int64 .Values.autoscaling.maxReplicas) (include "echo.hpaMinReplicas" . | int64) -}}
+{{- int64 .Values.autoscaling.maxReplicas -}}
 {{- end -}}
 
 {{/*

@@ -85,7 +85,7 @@ func (s backupSummary) equal(o backupSummary) bool {
 // ensureBackupSummary applies the summary of the Echo's backups and
 // schedules to its status when it changed. A field the summary no longer
 // has is removed by the apply, which leaves it out.
-func (r *EchoReconciler) ensureBackupSummary(ctx context.Context, echo *echov1alpha1.Echo) error {
+func (r *EchoStatusReconciler) ensureBackupSummary(ctx context.Context, echo *echov1alpha1.Echo) error {
 	backups := &echov1alpha1.EchoBackupList{}
 	// Read only: the cache's objects are not copied, so that an Echo with
 	// many backups costs a reconcile no copy of each.

@@ -124,26 +124,18 @@ func readiness(echo *echov1alpha1.Echo, w echoWorld) (metav1.ConditionStatus, st
 }
 
 // desiredReplicas is what the Deployment must have available: what the
-// Echo asks for (at least 3 under high availability), not what the
+// Echo asks for (echov1alpha1.EchoSpec.DesiredReplicas), not what the
 // Deployment says, which lags behind a release still on its way (a restore
 // giving a quiesced Echo back, for one). Under an autoscaler it is the
 // Deployment's count, at least the autoscaler's minimum, which a
 // Deployment created with a single replica reaches only after the
 // autoscaler's first sync.
 func desiredReplicas(echo *echov1alpha1.Echo, d *appsv1.Deployment) int32 {
-	ha := echo.Spec.HighAvailability != nil && echo.Spec.HighAvailability.Enabled
-	if as := echo.Spec.Autoscaling; as != nil && as.Enabled {
-		minimum := as.MinReplicas
-		if ha {
-			minimum = max(minimum, 3)
-		}
-		return max(ptr.Deref(d.Spec.Replicas, 1), minimum)
+	want := echo.Spec.DesiredReplicas()
+	if want.Autoscaled {
+		return max(ptr.Deref(d.Spec.Replicas, 1), want.MinReplicas)
 	}
-	desired := ptr.Deref(echo.Spec.Replicas, 1)
-	if ha {
-		desired = max(desired, 3)
-	}
-	return desired
+	return want.Replicas
 }
 
 // specGeneration reads the Echo generation a Deployment was rendered from.

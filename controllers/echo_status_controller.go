@@ -26,13 +26,13 @@ import (
 // fields the Echo controller owns.
 const StatusFieldOwner = "echo-operator-status"
 
-// EchoReconciler reports the real readiness of every Echo: it reads the
+// EchoStatusReconciler reports the real readiness of every Echo: it reads the
 // Deployment, Service and Ingress the Helm release made and owns the Ready
 // condition, the replica counts, the observed generation and the addresses
 // in the Echo's status, and, from its backups and schedules, its last
-// successful and next scheduled backup (echo_backups.go). It never changes
+// successful and next scheduled backup (echo_status_backups.go). It never changes
 // the children: the Helm release reconciler does that.
-type EchoReconciler struct {
+type EchoStatusReconciler struct {
 	client.Client
 	// APIReader reads from the API server what the cache keeps only as a
 	// stub (see cachetrim): a Deployment rendered from a large Echo.
@@ -58,7 +58,7 @@ type EchoReconciler struct {
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile brings the workload status of one Echo in line with its children.
-func (r *EchoReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *EchoStatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	echo := &echov1alpha1.Echo{}
 	if err := r.Get(ctx, req.NamespacedName, echo); err != nil {
 		r.pacer.forget(req.NamespacedName)
@@ -97,7 +97,7 @@ func (r *EchoReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 }
 
 // observe reads the children of an Echo. They carry the Echo's name.
-func (r *EchoReconciler) observe(ctx context.Context, echo *echov1alpha1.Echo) (echoWorld, error) {
+func (r *EchoStatusReconciler) observe(ctx context.Context, echo *echov1alpha1.Echo) (echoWorld, error) {
 	var w echoWorld
 	key := client.ObjectKeyFromObject(echo)
 	var err error
@@ -120,7 +120,7 @@ func (r *EchoReconciler) observe(ctx context.Context, echo *echov1alpha1.Echo) (
 // cache keeps it only as a stub (a large Echo renders one past the bound
 // of cachetrim.MaxObjectBytes), from the API server: readiness needs its
 // annotations and status, which a stub lacks.
-func (r *EchoReconciler) getDeployment(ctx context.Context, key client.ObjectKey) (*appsv1.Deployment, error) {
+func (r *EchoStatusReconciler) getDeployment(ctx context.Context, key client.ObjectKey) (*appsv1.Deployment, error) {
 	d, err := getOptional(ctx, r.Client, key, &appsv1.Deployment{})
 	if err != nil || d == nil || !cachetrim.IsStub(d) {
 		return d, err
@@ -130,7 +130,7 @@ func (r *EchoReconciler) getDeployment(ctx context.Context, key client.ObjectKey
 
 // ensureStatus applies the desired workload status over the current one,
 // and records an Event when readiness flips.
-func (r *EchoReconciler) ensureStatus(ctx context.Context, echo *echov1alpha1.Echo, current, desired workloadStatus) error {
+func (r *EchoStatusReconciler) ensureStatus(ctx context.Context, echo *echov1alpha1.Echo, current, desired workloadStatus) error {
 	patch := &unstructured.Unstructured{Object: map[string]any{"status": desired.toApplyMap()}}
 	patch.SetGroupVersionKind(echov1alpha1.GroupVersion.WithKind("Echo"))
 	patch.SetName(echo.Name)
@@ -174,7 +174,7 @@ func getOptional[T client.Object](ctx context.Context, c client.Reader, key clie
 // SetupWithManager registers the controller. Children are mapped to their
 // Echo through the owner reference the Helm release puts on them, release
 // Secrets (the only Secrets the cache holds) through their release name.
-func (r *EchoReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *EchoStatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.pacer = newStatusPacer(cmp.Or(r.ProgressStatusDelay, DefaultProgressStatusDelay))
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("echo-status").
