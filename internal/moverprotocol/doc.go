@@ -3,8 +3,8 @@
 // Jobs run the operator's image with, what the API's S3 storage resolves to
 // (storage.go), the exit codes the Jobs' pod failure policy reads, and the
 // JSON result the mover leaves as its container's termination message.
-// It imports only the API types: the mover (internal/datamover) and the
-// controllers both build on it.
+// It imports only the API types: the mover (internal/datamover), the
+// backup store (internal/backupstore) and the controllers build on it.
 //
 // Both sides use this package: cmd/manager's subcommands write what the
 // controllers' Job builders and readers expect, so a change on one side is a
