@@ -150,7 +150,7 @@ func busyError(loc *echov1alpha1.EchoBackupLocation, why string) error {
 	return apierrors.NewServiceUnavailable(fmt.Sprintf("EchoBackupLocation %s/%s: not read: %s", loc.Namespace, loc.Name, why))
 }
 
-// read lists loc's storage through the data mover's code, within the
+// read lists loc's storage with the data mover's backup store, within the
 // limits.
 func (l *locationListings) read(ctx context.Context, loc *echov1alpha1.EchoBackupLocation) (locationListing, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.limits.timeout)
