@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/klauspost/pgzip"
+
+	"github.com/echo-operator/echo-operator/internal/backupstore"
 )
 
 // Parallel gzip settings. The writer keeps at most gzipBlocks() blocks in
@@ -41,8 +43,8 @@ const journalExt = ".jsonl"
 
 // newCompressor wraps w according to c. Closing it flushes but does not
 // close w.
-func newCompressor(w io.Writer, c Compression) (io.WriteCloser, error) {
-	if c == CompressionNone {
+func newCompressor(w io.Writer, c backupstore.Compression) (io.WriteCloser, error) {
+	if c == backupstore.CompressionNone {
 		return nopWriteCloser{w}, nil
 	}
 	zw, err := pgzip.NewWriterLevel(w, gzipLevel)
@@ -57,8 +59,8 @@ func newCompressor(w io.Writer, c Compression) (io.WriteCloser, error) {
 
 // newDecompressor wraps r according to c. The gzip reader checks the
 // stream's CRC and length when it reaches its end.
-func newDecompressor(r io.Reader, c Compression) (io.ReadCloser, error) {
-	if c == CompressionNone {
+func newDecompressor(r io.Reader, c backupstore.Compression) (io.ReadCloser, error) {
+	if c == backupstore.CompressionNone {
 		return io.NopCloser(r), nil
 	}
 	zr, err := pgzip.NewReaderN(r, gzipBlockSize, gzipBlocks())
@@ -92,12 +94,12 @@ func (c *hashCounter) sum() string { return hex.EncodeToString(c.h.Sum(nil)) }
 type archiveWriter struct {
 	tw    *tar.Writer
 	buf   []byte
-	files []File
-	dirs  []Directory
+	files []backupstore.File
+	dirs  []backupstore.Directory
 }
 
 func newArchiveWriter(w io.Writer) *archiveWriter {
-	return &archiveWriter{tw: tar.NewWriter(w), buf: make([]byte, copyBufferSize)}
+	return &archiveWriter{tw: tar.NewWriter(w), buf: make([]byte, backupstore.CopyBufferSize)}
 }
 
 func (a *archiveWriter) addDir(name string, perm fs.FileMode, mtime time.Time) error {
@@ -105,7 +107,7 @@ func (a *archiveWriter) addDir(name string, perm fs.FileMode, mtime time.Time) e
 	if err := a.tw.WriteHeader(hdr); err != nil {
 		return fmt.Errorf("archive %s: %w", name, err)
 	}
-	a.dirs = append(a.dirs, Directory{Path: name, Mode: Mode(perm)})
+	a.dirs = append(a.dirs, backupstore.Directory{Path: name, Mode: backupstore.Mode(perm)})
 	return nil
 }
 
@@ -128,13 +130,13 @@ func (a *archiveWriter) addFile(name string, r io.Reader, size int64, perm fs.Fi
 			done += int64(n)
 		}
 		if errors.Is(err, io.EOF) && done < size {
-			return fmt.Errorf("%w: %s shrank from %d to %d bytes while being read", ErrSourceChanged, name, size, done)
+			return fmt.Errorf("%w: %s shrank from %d to %d bytes while being read", backupstore.ErrSourceChanged, name, size, done)
 		}
 		if err != nil && !errors.Is(err, io.EOF) {
-			return classifyLocal(fmt.Errorf("read %s: %w", name, err))
+			return backupstore.ClassifyLocal(fmt.Errorf("read %s: %w", name, err))
 		}
 	}
-	a.files = append(a.files, File{Path: name, Size: size, Mode: Mode(perm), SHA256: hex.EncodeToString(h.Sum(nil))})
+	a.files = append(a.files, backupstore.File{Path: name, Size: size, Mode: backupstore.Mode(perm), SHA256: hex.EncodeToString(h.Sum(nil))})
 	return nil
 }
 
@@ -157,7 +159,7 @@ func completeLength(r io.ReaderAt, size int64) (int64, error) {
 		start := end - n
 		_, err := r.ReadAt(buf[:n], start)
 		if errors.Is(err, io.EOF) {
-			return 0, fmt.Errorf("%w: journal shrank while being read", ErrSourceChanged)
+			return 0, fmt.Errorf("%w: journal shrank while being read", backupstore.ErrSourceChanged)
 		}
 		if err != nil {
 			return 0, err

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/echo-operator/echo-operator/internal/backupstore"
 )
 
 func TestCompleteLength(t *testing.T) {
@@ -30,7 +32,7 @@ func TestCompleteLength(t *testing.T) {
 		}
 	}
 	// A file that shrank below the size taken earlier.
-	if _, err := completeLength(strings.NewReader("ab"), 10); !errors.Is(err, ErrSourceChanged) {
+	if _, err := completeLength(strings.NewReader("ab"), 10); !errors.Is(err, backupstore.ErrSourceChanged) {
 		t.Errorf("completeLength of a shrunk file = %v", err)
 	}
 }
@@ -38,7 +40,7 @@ func TestCompleteLength(t *testing.T) {
 func TestArchiveWriterDetectsShrinkingFile(t *testing.T) {
 	aw := newArchiveWriter(io.Discard)
 	err := aw.addFile("data/f", strings.NewReader("short"), 100, 0o640, time.Now())
-	if !errors.Is(err, ErrSourceChanged) || !Retryable(err) {
+	if !errors.Is(err, backupstore.ErrSourceChanged) || !backupstore.Retryable(err) {
 		t.Fatalf("addFile = %v, want retryable ErrSourceChanged", err)
 	}
 }
@@ -46,7 +48,7 @@ func TestArchiveWriterDetectsShrinkingFile(t *testing.T) {
 func TestArchiveWriterAndCompression(t *testing.T) {
 	content := strings.Repeat("journal line\n", 100000) // spans several gzip blocks
 	mtime := time.Date(2026, 2, 3, 4, 5, 6, 0, time.UTC)
-	for _, c := range []Compression{CompressionGzip, CompressionNone} {
+	for _, c := range []backupstore.Compression{backupstore.CompressionGzip, backupstore.CompressionNone} {
 		t.Run(string(c), func(t *testing.T) {
 			var buf bytes.Buffer
 			sum := newHashCounter()
@@ -83,7 +85,7 @@ func TestArchiveWriterAndCompression(t *testing.T) {
 }
 
 // readTestArchive decodes an archive into entry name -> content.
-func readTestArchive(t *testing.T, r io.Reader, c Compression) map[string]string {
+func readTestArchive(t *testing.T, r io.Reader, c backupstore.Compression) map[string]string {
 	t.Helper()
 	dec, err := newDecompressor(r, c)
 	if err != nil {

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/echo-operator/echo-operator/internal/backupstore"
 )
 
 // Names the mover itself creates at the top of a data directory. Backups
@@ -39,15 +41,15 @@ type BackupOptions struct {
 	// DataDir is the data directory to back up; it must exist.
 	DataDir string
 	// Store receives the backup under Key.
-	Store Store
+	Store backupstore.Store
 	Key   string
 	// Compression defaults to CompressionGzip.
-	Compression Compression
+	Compression backupstore.Compression
 	// Config is stored as config.json in the archive and as the manifest's
 	// config; it must be valid JSON. Empty stores {}.
 	Config json.RawMessage
 	// Source identifies the Echo in the manifest.
-	Source Source
+	Source backupstore.Source
 	// BackupID identifies this backup across retries (the EchoBackup's
 	// UID). A retry that finds the complete artifact of the same BackupID
 	// under Key returns its manifest instead of failing with
@@ -84,7 +86,7 @@ type BackupOptions struct {
 // backup with ErrSourceChanged (retryable). Only regular files and
 // directories are backed up: other entries (symlinks, sockets, devices) are
 // skipped with a warning.
-func Backup(ctx context.Context, o BackupOptions) (*Manifest, error) {
+func Backup(ctx context.Context, o BackupOptions) (*backupstore.Manifest, error) {
 	b, err := newBackup(o)
 	if err != nil {
 		return nil, err
@@ -102,12 +104,12 @@ type backup struct {
 
 func newBackup(o BackupOptions) (*backup, error) {
 	if o.Store == nil {
-		return nil, fmt.Errorf("%w: no store", ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: no store", backupstore.ErrInvalidArgument)
 	}
-	if err := CheckKey(o.Key); err != nil {
+	if err := backupstore.CheckKey(o.Key); err != nil {
 		return nil, err
 	}
-	c, err := ParseCompression(string(o.Compression))
+	c, err := backupstore.ParseCompression(string(o.Compression))
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +119,7 @@ func newBackup(o BackupOptions) (*backup, error) {
 		return nil, err
 	}
 	if o.DataDir == "" {
-		return nil, fmt.Errorf("%w: no data directory", ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: no data directory", backupstore.ErrInvalidArgument)
 	}
 	// A data directory reached through a symlink (a mount point, say) is
 	// walked where it really is: the walk does not follow symlinks.
@@ -126,14 +128,14 @@ func newBackup(o BackupOptions) (*backup, error) {
 		root, err = filepath.EvalSymlinks(root)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: data directory: %w", ErrInvalidArgument, err)
+		return nil, fmt.Errorf("%w: data directory: %w", backupstore.ErrInvalidArgument, err)
 	}
 	info, err := os.Stat(root)
 	if err != nil {
-		return nil, fmt.Errorf("%w: data directory: %w", ErrInvalidArgument, err)
+		return nil, fmt.Errorf("%w: data directory: %w", backupstore.ErrInvalidArgument, err)
 	}
 	if !info.IsDir() {
-		return nil, fmt.Errorf("%w: data directory %s is not a directory", ErrInvalidArgument, root)
+		return nil, fmt.Errorf("%w: data directory %s is not a directory", backupstore.ErrInvalidArgument, root)
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -152,24 +154,24 @@ func compactConfig(raw json.RawMessage) ([]byte, error) {
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, raw); err != nil {
-		return nil, fmt.Errorf("%w: config is not valid JSON: %w", ErrInvalidArgument, err)
+		return nil, fmt.Errorf("%w: config is not valid JSON: %w", backupstore.ErrInvalidArgument, err)
 	}
 	return buf.Bytes(), nil
 }
 
-func (b *backup) run(ctx context.Context) (*Manifest, error) {
-	manifestKey := ManifestKey(b.Key)
+func (b *backup) run(ctx context.Context) (*backupstore.Manifest, error) {
+	manifestKey := backupstore.ManifestKey(b.Key)
 	// Checking for an earlier backup also proves the credentials and the
 	// bucket before any data is read.
 	switch _, err := b.Store.Stat(ctx, manifestKey); {
 	case err == nil:
 		return b.earlierAttempt(ctx)
-	case !errors.Is(err, ErrNotFound):
+	case !errors.Is(err, backupstore.ErrNotFound):
 		return nil, err
 	}
 	start := time.Now()
-	archiveKey := ArchiveKey(b.Key, b.Compression)
-	if err := abortIncompleteUpload(ctx, b.Store, archiveKey); err != nil {
+	archiveKey := backupstore.ArchiveKey(b.Key, b.Compression)
+	if err := backupstore.AbortIncompleteUpload(ctx, b.Store, archiveKey); err != nil {
 		return nil, err
 	}
 	b.log.Info("backup started", "dataDir", b.root, "location", b.Store.Location(archiveKey), "compression", string(b.Compression))
@@ -195,14 +197,14 @@ func (b *backup) run(ctx context.Context) (*Manifest, error) {
 // earlierAttempt returns the manifest already stored under the key when an
 // earlier attempt of this very backup wrote it, and its archive is there
 // whole; otherwise the key belongs to another backup: ErrAlreadyExists.
-func (b *backup) earlierAttempt(ctx context.Context) (*Manifest, error) {
-	exists := fmt.Errorf("%w: %s", ErrAlreadyExists, b.Store.Location(ManifestKey(b.Key)))
+func (b *backup) earlierAttempt(ctx context.Context) (*backupstore.Manifest, error) {
+	exists := fmt.Errorf("%w: %s", backupstore.ErrAlreadyExists, b.Store.Location(backupstore.ManifestKey(b.Key)))
 	if b.BackupID == "" {
 		return nil, exists
 	}
 	m, err := Inspect(ctx, InspectOptions{Store: b.Store, Key: b.Key})
 	if err != nil {
-		if errors.Is(err, ErrUnavailable) || errors.Is(err, ErrAccessDenied) {
+		if errors.Is(err, backupstore.ErrUnavailable) || errors.Is(err, backupstore.ErrAccessDenied) {
 			return nil, err
 		}
 		return nil, exists
@@ -216,12 +218,12 @@ func (b *backup) earlierAttempt(ctx context.Context) (*Manifest, error) {
 
 // upload streams the archive into the store and returns the manifest
 // describing it.
-func (b *backup) upload(ctx context.Context, archiveKey string) (*Manifest, error) {
+func (b *backup) upload(ctx context.Context, archiveKey string) (*backupstore.Manifest, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	pr, pw := io.Pipe()
 	type result struct {
-		m   *Manifest
+		m   *backupstore.Manifest
 		err error
 	}
 	done := make(chan result, 1)
@@ -254,7 +256,7 @@ func (b *backup) upload(ctx context.Context, archiveKey string) (*Manifest, erro
 }
 
 // produce writes the archive to w and returns its manifest.
-func (b *backup) produce(ctx context.Context, w io.Writer) (*Manifest, error) {
+func (b *backup) produce(ctx context.Context, w io.Writer) (*backupstore.Manifest, error) {
 	sum := newHashCounter()
 	buffered := bufio.NewWriterSize(io.MultiWriter(w, sum), pipeBufferSize)
 	comp, err := newCompressor(buffered, b.Compression)
@@ -263,7 +265,7 @@ func (b *backup) produce(ctx context.Context, w io.Writer) (*Manifest, error) {
 	}
 	aw := newArchiveWriter(comp)
 	created := b.Now().UTC()
-	err = aw.addFile(ConfigName, bytes.NewReader(b.config), int64(len(b.config)), 0o644, created)
+	err = aw.addFile(backupstore.ConfigName, bytes.NewReader(b.config), int64(len(b.config)), 0o644, created)
 	if err == nil {
 		err = b.walk(ctx, aw)
 	}
@@ -279,13 +281,13 @@ func (b *backup) produce(ctx context.Context, w io.Writer) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Manifest{
-		FormatVersion: FormatVersion,
+	m := &backupstore.Manifest{
+		FormatVersion: backupstore.FormatVersion,
 		CreatedAt:     created,
 		Source:        b.Source,
 		BackupID:      b.BackupID,
 		Compression:   b.Compression,
-		Archive:       Archive{Name: b.Compression.ArchiveName(), Size: sum.n, SHA256: sum.sum()},
+		Archive:       backupstore.Archive{Name: b.Compression.ArchiveName(), Size: sum.n, SHA256: sum.sum()},
 		Config:        b.config,
 		Files:         aw.files,
 		Directories:   aw.dirs,
@@ -302,7 +304,7 @@ func (b *backup) walk(ctx context.Context, aw *archiveWriter) error {
 			if p != b.root && errors.Is(err, fs.ErrNotExist) {
 				return nil // removed while walking
 			}
-			return classifyLocal(fmt.Errorf("walk %s: %w", p, err))
+			return backupstore.ClassifyLocal(fmt.Errorf("walk %s: %w", p, err))
 		}
 		if err := ctx.Err(); err != nil {
 			return err
@@ -321,7 +323,7 @@ func (b *backup) walk(ctx context.Context, aw *archiveWriter) error {
 			}
 			return nil
 		}
-		name := DataPrefix + rel
+		name := backupstore.DataPrefix + rel
 		switch {
 		case d.IsDir():
 			info, err := d.Info()
@@ -356,7 +358,7 @@ func (b *backup) addFile(aw *archiveWriter, p, name string) error {
 		return nil // removed since it was listed
 	}
 	if err != nil {
-		return classifyLocal(fmt.Errorf("open %s: %w", p, err))
+		return backupstore.ClassifyLocal(fmt.Errorf("open %s: %w", p, err))
 	}
 	defer func() { _ = f.Close() }() // read-only: nothing to lose on close
 	info, err := f.Stat()
@@ -364,7 +366,7 @@ func (b *backup) addFile(aw *archiveWriter, p, name string) error {
 		return fmt.Errorf("stat %s: %w", p, err)
 	}
 	if !info.Mode().IsRegular() {
-		return fmt.Errorf("%w: %s is no longer a regular file", ErrSourceChanged, p)
+		return fmt.Errorf("%w: %s is no longer a regular file", backupstore.ErrSourceChanged, p)
 	}
 	size := info.Size()
 	if strings.HasSuffix(name, journalExt) {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/echo-operator/echo-operator/internal/backupstore"
 	"github.com/echo-operator/echo-operator/internal/echoserver"
 )
 
@@ -67,13 +68,13 @@ func sampleData(t *testing.T) (dir string, want map[string]treeEntry) {
 }
 
 func TestBackupRestoreRoundTrip(t *testing.T) {
-	for _, c := range []Compression{CompressionGzip, CompressionNone} {
+	for _, c := range []backupstore.Compression{backupstore.CompressionGzip, backupstore.CompressionNone} {
 		t.Run(string(c), func(t *testing.T) {
 			ctx := context.Background()
 			src, want := sampleData(t)
 			store := newFSStore(t)
 			config := json.RawMessage(`{ "echo": {"spec": {"replicas": 2}}, "release": {"chartVersion": "0.1.0"} }`)
-			source := Source{Namespace: "team-a", Name: "echo", UID: "u-1", Generation: 4}
+			source := backupstore.Source{Namespace: "team-a", Name: "echo", UID: "u-1", Generation: 4}
 			now := time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)
 			m, err := Backup(ctx, BackupOptions{DataDir: src, Store: store, Key: "team-a/echo/b1", Compression: c,
 				Config: config, Source: source, Now: func() time.Time { return now }})
@@ -86,7 +87,7 @@ func TestBackupRestoreRoundTrip(t *testing.T) {
 			if string(m.Config) != `{"echo":{"spec":{"replicas":2}},"release":{"chartVersion":"0.1.0"}}` {
 				t.Errorf("config = %s", m.Config)
 			}
-			wantFiles := []string{ConfigName, "data/blobs/a/b/c/blob.bin", "data/journal/echo-0.jsonl",
+			wantFiles := []string{backupstore.ConfigName, "data/blobs/a/b/c/blob.bin", "data/journal/echo-0.jsonl",
 				"data/journal/echo-1.jsonl", "data/journal/no-newline.jsonl", "data/notes.txt", "data/private.txt"}
 			var gotFiles []string
 			for _, f := range m.Files {
@@ -99,11 +100,11 @@ func TestBackupRestoreRoundTrip(t *testing.T) {
 				t.Errorf("DataFiles = %d", m.DataFiles())
 			}
 			// The stored objects are what the manifest says.
-			archive := getBytes(t, store, ArchiveKey("team-a/echo/b1", c))
+			archive := getBytes(t, store, backupstore.ArchiveKey("team-a/echo/b1", c))
 			if int64(len(archive)) != m.Archive.Size {
 				t.Errorf("archive is %d bytes, manifest says %d", len(archive), m.Archive.Size)
 			}
-			stored, err := DecodeManifest(bytes.NewReader(getBytes(t, store, ManifestKey("team-a/echo/b1"))))
+			stored, err := backupstore.DecodeManifest(bytes.NewReader(getBytes(t, store, backupstore.ManifestKey("team-a/echo/b1"))))
 			if err != nil || stored.Archive != m.Archive {
 				t.Fatalf("stored manifest %+v, %v", stored, err)
 			}
@@ -131,12 +132,12 @@ func TestBackupRefusesToOverwrite(t *testing.T) {
 	if _, err := Backup(ctx, opts); err != nil {
 		t.Fatal(err)
 	}
-	before := getBytes(t, store, ManifestKey("k"))
+	before := getBytes(t, store, backupstore.ManifestKey("k"))
 	_, err := Backup(ctx, opts)
-	if !errors.Is(err, ErrAlreadyExists) || Retryable(err) {
+	if !errors.Is(err, backupstore.ErrAlreadyExists) || backupstore.Retryable(err) {
 		t.Fatalf("second Backup = %v, want ErrAlreadyExists", err)
 	}
-	if !bytes.Equal(before, getBytes(t, store, ManifestKey("k"))) {
+	if !bytes.Equal(before, getBytes(t, store, backupstore.ManifestKey("k"))) {
 		t.Error("the existing manifest changed")
 	}
 }
@@ -152,7 +153,7 @@ func TestBackupRetryFindsItsOwnArtifact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := getBytes(t, store, ManifestKey("k"))
+	before := getBytes(t, store, backupstore.ManifestKey("k"))
 	writeTree(t, src, map[string]string{"added-after-the-first-attempt": "x"})
 
 	retry, err := Backup(ctx, BackupOptions{DataDir: src, Store: store, Key: "k", BackupID: "uid-1"})
@@ -164,11 +165,11 @@ func TestBackupRetryFindsItsOwnArtifact(t *testing.T) {
 	}
 	for _, other := range []string{"uid-2", ""} {
 		_, err := Backup(ctx, BackupOptions{DataDir: src, Store: store, Key: "k", BackupID: other})
-		if !errors.Is(err, ErrAlreadyExists) {
+		if !errors.Is(err, backupstore.ErrAlreadyExists) {
 			t.Errorf("backup %q under another backup's key = %v, want ErrAlreadyExists", other, err)
 		}
 	}
-	if !bytes.Equal(before, getBytes(t, store, ManifestKey("k"))) {
+	if !bytes.Equal(before, getBytes(t, store, backupstore.ManifestKey("k"))) {
 		t.Error("the stored manifest changed")
 	}
 }
@@ -183,10 +184,10 @@ func TestBackupRetryRefusesAnArtifactWithoutArchive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := store.Delete(ctx, ArchiveKey("k", m.Compression)); err != nil {
+	if err := store.Delete(ctx, backupstore.ArchiveKey("k", m.Compression)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Backup(ctx, BackupOptions{DataDir: src, Store: store, Key: "k", BackupID: "uid-1"}); !errors.Is(err, ErrAlreadyExists) {
+	if _, err := Backup(ctx, BackupOptions{DataDir: src, Store: store, Key: "k", BackupID: "uid-1"}); !errors.Is(err, backupstore.ErrAlreadyExists) {
 		t.Fatalf("retry over a damaged artifact = %v, want ErrAlreadyExists", err)
 	}
 }
@@ -208,7 +209,7 @@ func TestBackupRejectsBadOptions(t *testing.T) {
 	}
 	for name, o := range cases {
 		t.Run(name, func(t *testing.T) {
-			if _, err := Backup(ctx, o); !errors.Is(err, ErrInvalidArgument) {
+			if _, err := Backup(ctx, o); !errors.Is(err, backupstore.ErrInvalidArgument) {
 				t.Fatalf("Backup = %v, want ErrInvalidArgument", err)
 			}
 		})
@@ -300,17 +301,17 @@ func TestBackupOfLiveJournal(t *testing.T) {
 // and the producer stops.
 func TestBackupStoreFailure(t *testing.T) {
 	src, _ := sampleData(t)
-	boom := withKind(ErrUnavailable, errors.New("connection reset"))
+	boom := backupstore.WithKind(backupstore.ErrUnavailable, errors.New("connection reset"))
 	store := &failingStore{Store: newFSStore(t), failAfter: 1000, err: boom}
 	_, err := Backup(context.Background(), BackupOptions{DataDir: src, Store: store, Key: "k"})
-	if !errors.Is(err, boom) || !Retryable(err) {
+	if !errors.Is(err, boom) || !backupstore.Retryable(err) {
 		t.Fatalf("Backup = %v, want the store's error", err)
 	}
 }
 
 // failingStore's Put reads failAfter bytes, then fails with err.
 type failingStore struct {
-	Store
+	backupstore.Store
 	failAfter int64
 	err       error
 }
@@ -345,7 +346,7 @@ func TestBackupCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := Backup(ctx, BackupOptions{DataDir: src, Store: store, Key: "k"})
-	if !errors.Is(err, context.Canceled) || Retryable(err) {
+	if !errors.Is(err, context.Canceled) || backupstore.Retryable(err) {
 		t.Fatalf("Backup = %v, want context.Canceled", err)
 	}
 	if objs, _ := store.List(context.Background(), ""); len(objs) != 0 {

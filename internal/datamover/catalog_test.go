@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/echo-operator/echo-operator/internal/backupstore"
 	"github.com/echo-operator/echo-operator/test/harness/s3server"
 )
 
@@ -19,22 +20,22 @@ import (
 // with their problem; a second listing reads only new manifests.
 func TestListBackups(t *testing.T) {
 	source, _ := sampleData(t)
-	inBothStores(t, func(t *testing.T, s Store) {
+	inBothStores(t, func(t *testing.T, s backupstore.Store) {
 		ctx := context.Background()
 		for _, key := range []string{"team-a/web/b1", "team-a/web/b2", "team-a/web/no-archive", "team-a/web/resized", "team-a/web/future"} {
 			backupForInspect(t, s, source, key, inspectConfig)
 		}
-		if err := s.Delete(ctx, ArchiveKey("team-a/web/no-archive", CompressionGzip)); err != nil {
+		if err := s.Delete(ctx, backupstore.ArchiveKey("team-a/web/no-archive", backupstore.CompressionGzip)); err != nil {
 			t.Fatal(err)
 		}
-		putBytes(t, s, ArchiveKey("team-a/web/resized", CompressionGzip), []byte("short"))
+		putBytes(t, s, backupstore.ArchiveKey("team-a/web/resized", backupstore.CompressionGzip), []byte("short"))
 		unknownFormat(t, s, "team-a/web/future")
 		// An upload that never finished: an archive without manifest.
-		putBytes(t, s, ArchiveKey("team-a/web/partial", CompressionGzip), []byte("partial"))
+		putBytes(t, s, backupstore.ArchiveKey("team-a/web/partial", backupstore.CompressionGzip), []byte("partial"))
 
 		counting := &countingStore{Store: s}
-		manifests := &ManifestCache{}
-		listing, err := ListBackups(ctx, counting, ListOptions{Manifests: manifests, Scope: "team-a/offsite"})
+		manifests := &backupstore.ManifestCache{}
+		listing, err := backupstore.ListBackups(ctx, counting, backupstore.ListOptions{Manifests: manifests, Scope: "team-a/offsite"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,8 +63,8 @@ func TestListBackups(t *testing.T) {
 				t.Errorf("%s: problem %q; want one containing %q", key, got, problem)
 			}
 		}
-		b1 := got[slices.IndexFunc(got, func(b StoredBackup) bool { return b.Key == "team-a/web/b1" })]
-		if b1.Source != inspectSource || !b1.CreatedAt.Equal(inspectCreatedAt) || b1.FormatVersion != FormatVersion || b1.Files == 0 || b1.ArchiveSize == 0 {
+		b1 := got[slices.IndexFunc(got, func(b backupstore.StoredBackup) bool { return b.Key == "team-a/web/b1" })]
+		if b1.Source != inspectSource || !b1.CreatedAt.Equal(inspectCreatedAt) || b1.FormatVersion != backupstore.FormatVersion || b1.Files == 0 || b1.ArchiveSize == 0 {
 			t.Errorf("b1 = %+v", b1)
 		}
 		if len(counting.gets) != 5 {
@@ -72,11 +73,11 @@ func TestListBackups(t *testing.T) {
 
 		backupForInspect(t, s, source, "team-a/web/b3", inspectConfig)
 		counting.gets = nil
-		again, err := ListBackups(ctx, counting, ListOptions{Manifests: manifests, Scope: "team-a/offsite"})
+		again, err := backupstore.ListBackups(ctx, counting, backupstore.ListOptions{Manifests: manifests, Scope: "team-a/offsite"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(again.Backups) != 6 || !slices.Equal(counting.gets, []string{ManifestKey("team-a/web/b3")}) {
+		if len(again.Backups) != 6 || !slices.Equal(counting.gets, []string{backupstore.ManifestKey("team-a/web/b3")}) {
 			t.Errorf("the second listing found %d backups and read %v; want 6 and the new manifest alone", len(again.Backups), counting.gets)
 		}
 	})
@@ -86,10 +87,10 @@ func TestListBackups(t *testing.T) {
 // error of the listing, not a problem of a backup.
 func TestListBackupsStoreErrors(t *testing.T) {
 	srv := s3server.Start(t, testBucket)
-	s := newTestS3Store(t, srv, S3Config{Prefix: "echo-backups"})
+	s := newTestS3Store(t, srv, backupstore.S3Config{Prefix: "echo-backups"})
 	backupForInspect(t, s, t.TempDir(), "team-a/web/b1", inspectConfig)
 	srv.Stop(t)
-	if _, err := ListBackups(context.Background(), s, ListOptions{Manifests: &ManifestCache{}}); !errors.Is(err, ErrUnavailable) {
+	if _, err := backupstore.ListBackups(context.Background(), s, backupstore.ListOptions{Manifests: &backupstore.ManifestCache{}}); !errors.Is(err, backupstore.ErrUnavailable) {
 		t.Errorf("ListBackups of a stopped server: %v; want ErrUnavailable", err)
 	}
 }
@@ -103,29 +104,29 @@ func TestListBackupsBounds(t *testing.T) {
 	for _, key := range []string{"team-a/web/b1", "team-a/web/b2", "team-a/web/b3"} {
 		backupForInspect(t, s, source, key, inspectConfig)
 	}
-	m := getBytes(t, s, ManifestKey("team-a/web/b1"))
+	m := getBytes(t, s, backupstore.ManifestKey("team-a/web/b1"))
 	if i := bytes.Index(m, []byte(`"dataFiles": 6`)); i < 0 || i > bytes.Index(m, []byte(`"config"`)) {
 		t.Errorf("a backup's manifest does not have its summary first:\n%s", m)
 	}
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name      string
-		opts      ListOptions
+		opts      backupstore.ListOptions
 		want      []string
 		wantCut   bool
 		wantReads int
 	}{
-		{name: "every object", opts: ListOptions{MaxObjects: 6}, want: []string{"team-a/web/b1", "team-a/web/b2", "team-a/web/b3"}, wantReads: 3},
-		{name: "cut after two backups", opts: ListOptions{MaxObjects: 4}, want: []string{"team-a/web/b1", "team-a/web/b2"}, wantCut: true, wantReads: 2},
-		{name: "cut between an archive and its manifest", opts: ListOptions{MaxObjects: 3}, want: []string{"team-a/web/b1"}, wantCut: true, wantReads: 1},
+		{name: "every object", opts: backupstore.ListOptions{MaxObjects: 6}, want: []string{"team-a/web/b1", "team-a/web/b2", "team-a/web/b3"}, wantReads: 3},
+		{name: "cut after two backups", opts: backupstore.ListOptions{MaxObjects: 4}, want: []string{"team-a/web/b1", "team-a/web/b2"}, wantCut: true, wantReads: 2},
+		{name: "cut between an archive and its manifest", opts: backupstore.ListOptions{MaxObjects: 3}, want: []string{"team-a/web/b1"}, wantCut: true, wantReads: 1},
 		{
-			name: "kept keys only", opts: ListOptions{Keep: func(key string) bool { return key != "team-a/web/b2" }},
+			name: "kept keys only", opts: backupstore.ListOptions{Keep: func(key string) bool { return key != "team-a/web/b2" }},
 			want: []string{"team-a/web/b1", "team-a/web/b3"}, wantReads: 2,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			counting := &countingStore{Store: s}
-			listing, err := ListBackups(ctx, counting, tc.opts)
+			listing, err := backupstore.ListBackups(ctx, counting, tc.opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -149,14 +150,14 @@ func TestListBackupsBounds(t *testing.T) {
 // again is read again.
 func TestManifestCacheScopes(t *testing.T) {
 	source, _ := sampleData(t)
-	inBothStores(t, func(t *testing.T, s Store) {
+	inBothStores(t, func(t *testing.T, s backupstore.Store) {
 		ctx := context.Background()
 		backupForInspect(t, s, source, "team-a/web/b1", inspectConfig)
-		manifests := &ManifestCache{}
+		manifests := &backupstore.ManifestCache{}
 		counting := &countingStore{Store: s}
-		list := func(scope string) StoredBackup {
+		list := func(scope string) backupstore.StoredBackup {
 			t.Helper()
-			listing, err := ListBackups(ctx, counting, ListOptions{Manifests: manifests, Scope: scope})
+			listing, err := backupstore.ListBackups(ctx, counting, backupstore.ListOptions{Manifests: manifests, Scope: scope})
 			if err != nil || len(listing.Backups) != 1 {
 				t.Fatalf("listing under %s: %+v, %v", scope, listing, err)
 			}
@@ -169,12 +170,12 @@ func TestManifestCacheScopes(t *testing.T) {
 			t.Errorf("three listings under two scopes read %v; want one read per scope", counting.gets)
 		}
 		// The same key written again (another time, in S3 another ETag).
-		b := getBytes(t, s, ManifestKey("team-a/web/b1"))
-		putBytes(t, s, ManifestKey("team-a/web/b1"), bytes.Replace(b, []byte(`"namespace": "team-a"`), []byte(`"namespace": "team-c"`), 1))
-		if st, err := s.Stat(ctx, ManifestKey("team-a/web/b1")); err == nil && st.ETag == "" {
+		b := getBytes(t, s, backupstore.ManifestKey("team-a/web/b1"))
+		putBytes(t, s, backupstore.ManifestKey("team-a/web/b1"), bytes.Replace(b, []byte(`"namespace": "team-a"`), []byte(`"namespace": "team-c"`), 1))
+		if st, err := s.Stat(ctx, backupstore.ManifestKey("team-a/web/b1")); err == nil && st.ETag == "" {
 			// A filesystem's time may not have moved: make it.
 			later := time.Now().Add(time.Minute)
-			if err := os.Chtimes(s.Location(ManifestKey("team-a/web/b1")), later, later); err != nil {
+			if err := os.Chtimes(s.Location(backupstore.ManifestKey("team-a/web/b1")), later, later); err != nil {
 				t.Fatal(err)
 			}
 		}

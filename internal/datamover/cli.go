@@ -32,6 +32,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/echo-operator/echo-operator/internal/backupstore"
 	"github.com/echo-operator/echo-operator/internal/moverprotocol"
 )
 
@@ -64,13 +65,13 @@ type moverOptions struct {
 	// backup
 	compression string
 	configFile  string
-	source      Source
+	source      backupstore.Source
 	backupID    string
 	// restore
 	existingData string
 	restoreID    string
 	// storage
-	s3     S3Config
+	s3     backupstore.S3Config
 	fsRoot string
 }
 
@@ -106,7 +107,7 @@ func dataMover(ctx context.Context, command moverprotocol.Command, args []string
 	}
 	if err != nil {
 		msg := truncate(redact(err.Error()), maxErrorLen)
-		reason, retryable := Reason(err), retryableFailure(ctx, err)
+		reason, retryable := backupstore.Reason(err), retryableFailure(ctx, err)
 		log.Error(string(command)+" failed", "error", msg, "reason", string(reason), "retryable", retryable)
 		res = moverprotocol.Failure{Error: msg, Reason: reason, Retryable: retryable}
 	}
@@ -125,7 +126,7 @@ func dataMover(ctx context.Context, command moverprotocol.Command, args []string
 // failed: when datamover says so, and when a signal stopped the mover (ctx
 // is then done), which says nothing about the data or the store.
 func retryableFailure(ctx context.Context, err error) bool {
-	return Retryable(err) || ctx.Err() != nil
+	return backupstore.Retryable(err) || ctx.Err() != nil
 }
 
 func parseMoverFlags(command moverprotocol.Command, args []string, output io.Writer) (moverOptions, error) {
@@ -142,7 +143,7 @@ func parseMoverFlags(command moverprotocol.Command, args []string, output io.Wri
 	fs.StringVar(&o.terminationLog, moverprotocol.FlagTerminationLog, o.terminationLog, "file receiving the JSON result; empty disables it")
 	switch command {
 	case moverprotocol.Backup:
-		fs.StringVar(&o.compression, moverprotocol.FlagCompression, string(CompressionGzip), "archive compression: gzip or none")
+		fs.StringVar(&o.compression, moverprotocol.FlagCompression, string(backupstore.CompressionGzip), "archive compression: gzip or none")
 		fs.StringVar(&o.configFile, moverprotocol.FlagConfigFile, "", "JSON file with the configuration to back up (the Echo and its Helm release)")
 		fs.StringVar(&o.source.Namespace, moverprotocol.FlagSourceNamespace, "", "namespace of the Echo, recorded in the manifest")
 		fs.StringVar(&o.source.Name, moverprotocol.FlagSourceName, "", "name of the Echo, recorded in the manifest")
@@ -178,16 +179,16 @@ func parseMoverFlags(command moverprotocol.Command, args []string, output io.Wri
 			fs.PrintDefaults()
 			return o, err
 		}
-		return o, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+		return o, fmt.Errorf("%w: %w", backupstore.ErrInvalidArgument, err)
 	}
 	if fs.NArg() > 0 {
-		return o, fmt.Errorf("%w: unexpected arguments %q", ErrInvalidArgument, fs.Args())
+		return o, fmt.Errorf("%w: unexpected arguments %q", backupstore.ErrInvalidArgument, fs.Args())
 	}
 	switch {
 	case o.dataDir == "" && command.TakesDataDir():
-		return o, fmt.Errorf("%w: --%s is required", ErrInvalidArgument, moverprotocol.FlagDataDir)
+		return o, fmt.Errorf("%w: --%s is required", backupstore.ErrInvalidArgument, moverprotocol.FlagDataDir)
 	case o.key == "":
-		return o, fmt.Errorf("%w: --%s is required", ErrInvalidArgument, moverprotocol.FlagKey)
+		return o, fmt.Errorf("%w: --%s is required", backupstore.ErrInvalidArgument, moverprotocol.FlagKey)
 	}
 	return o, nil
 }
@@ -215,23 +216,23 @@ func scanTerminationLog(args []string) string {
 
 // store builds the store chosen by the flags: --fs-root or the --s3-*
 // flags, not both.
-func (o moverOptions) store() (Store, error) {
+func (o moverOptions) store() (backupstore.Store, error) {
 	s3Set := o.s3.Endpoint != "" || o.s3.Bucket != "" || o.s3.Prefix != "" || o.s3.CAFile != "" || o.s3.Encryption.Type != "" || o.s3.Encryption.CustomerKeyFile != ""
 	switch {
 	case o.fsRoot != "" && s3Set:
-		return nil, fmt.Errorf("%w: give either --fs-root or the --s3-* flags, not both", ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: give either --fs-root or the --s3-* flags, not both", backupstore.ErrInvalidArgument)
 	case o.fsRoot != "" && o.command == moverprotocol.Backup:
 		// A claim's subPath is a directory the first backup creates.
-		if err := os.MkdirAll(o.fsRoot, fsStoreDirPerm); err != nil {
-			return nil, classifyFS(fmt.Errorf("create filesystem store root: %w", err))
+		if err := os.MkdirAll(o.fsRoot, backupstore.FSStoreDirPerm); err != nil {
+			return nil, backupstore.ClassifyFS(fmt.Errorf("create filesystem store root: %w", err))
 		}
-		return NewFSStore(o.fsRoot)
+		return backupstore.NewFSStore(o.fsRoot)
 	case o.fsRoot != "":
-		return NewFSStore(o.fsRoot)
+		return backupstore.NewFSStore(o.fsRoot)
 	case o.s3.Endpoint == "" || o.s3.Bucket == "":
-		return nil, fmt.Errorf("%w: give --fs-root, or --s3-endpoint and --s3-bucket", ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: give --fs-root, or --s3-endpoint and --s3-bucket", backupstore.ErrInvalidArgument)
 	}
-	return NewS3Store(o.s3)
+	return backupstore.NewS3Store(o.s3)
 }
 
 func (o moverOptions) run(ctx context.Context, log *slog.Logger) (any, error) {
@@ -239,7 +240,7 @@ func (o moverOptions) run(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	var m *Manifest
+	var m *backupstore.Manifest
 	switch o.command {
 	case moverprotocol.Backup:
 		m, err = o.backup(ctx, store, log)
@@ -268,8 +269,8 @@ func (o moverOptions) run(ctx context.Context, log *slog.Logger) (any, error) {
 	}, nil
 }
 
-func (o moverOptions) backup(ctx context.Context, store Store, log *slog.Logger) (*Manifest, error) {
-	compression, err := ParseCompression(o.compression)
+func (o moverOptions) backup(ctx context.Context, store backupstore.Store, log *slog.Logger) (*backupstore.Manifest, error) {
+	compression, err := backupstore.ParseCompression(o.compression)
 	if err != nil {
 		return nil, err
 	}
@@ -291,7 +292,7 @@ func (o moverOptions) backup(ctx context.Context, store Store, log *slog.Logger)
 	})
 }
 
-func (o moverOptions) restore(ctx context.Context, store Store, log *slog.Logger) (*Manifest, error) {
+func (o moverOptions) restore(ctx context.Context, store backupstore.Store, log *slog.Logger) (*backupstore.Manifest, error) {
 	policy, err := ParseExistingDataPolicy(o.existingData)
 	if err != nil {
 		return nil, err
@@ -308,7 +309,7 @@ func (o moverOptions) restore(ctx context.Context, store Store, log *slog.Logger
 
 // inspect reads the backup's manifest and builds the result handed back to
 // the operator, within maxInspectionLen.
-func (o moverOptions) inspect(ctx context.Context, store Store, log *slog.Logger) (*moverprotocol.Inspection, error) {
+func (o moverOptions) inspect(ctx context.Context, store backupstore.Store, log *slog.Logger) (*moverprotocol.Inspection, error) {
 	m, err := Inspect(ctx, InspectOptions{Store: store, Key: o.key, Logger: log})
 	if err != nil {
 		return nil, err
@@ -357,7 +358,7 @@ func configMember(config json.RawMessage, name string) (json.RawMessage, error) 
 	}
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(config, &members); err != nil {
-		return nil, fmt.Errorf("%w: manifest config: %w", ErrCorruptArchive, err)
+		return nil, fmt.Errorf("%w: manifest config: %w", backupstore.ErrCorruptArchive, err)
 	}
 	return members[name], nil
 }
@@ -382,7 +383,7 @@ func gzipBase64(b []byte) (string, error) {
 func readConfigFile(name string) ([]byte, error) {
 	f, err := os.Open(name)
 	if err != nil {
-		return nil, fmt.Errorf("%w: config file: %w", ErrInvalidArgument, err)
+		return nil, fmt.Errorf("%w: config file: %w", backupstore.ErrInvalidArgument, err)
 	}
 	defer func() { _ = f.Close() }() // read-only
 	b, err := io.ReadAll(io.LimitReader(f, maxConfigFileSize+1))
@@ -390,7 +391,7 @@ func readConfigFile(name string) ([]byte, error) {
 		return nil, fmt.Errorf("read config file: %w", err)
 	}
 	if len(b) > maxConfigFileSize {
-		return nil, fmt.Errorf("%w: config file is larger than %d bytes", ErrInvalidArgument, maxConfigFileSize)
+		return nil, fmt.Errorf("%w: config file is larger than %d bytes", backupstore.ErrInvalidArgument, maxConfigFileSize)
 	}
 	return b, nil
 }

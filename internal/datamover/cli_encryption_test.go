@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/echo-operator/echo-operator/internal/backupstore"
 	"github.com/echo-operator/echo-operator/internal/moverprotocol"
 	"github.com/echo-operator/echo-operator/test/harness/s3server"
 )
@@ -25,7 +26,7 @@ func keyFile(t *testing.T, key []byte) string {
 
 // encryptionFlags are the mover's encryption flags of e, as a Job passes
 // them: the SSE-C key as a file.
-func encryptionFlags(e S3Encryption) []string {
+func encryptionFlags(e backupstore.S3Encryption) []string {
 	flags := []string{"--" + moverprotocol.FlagS3SSE, e.Type}
 	if e.KMSKeyID != "" {
 		flags = append(flags, "--"+moverprotocol.FlagS3SSEKMSKeyID, e.KMSKeyID)
@@ -38,14 +39,14 @@ func encryptionFlags(e S3Encryption) []string {
 
 // encryptionOf reads the encryption back from storage flags, for the
 // test's own reads of what the mover stored.
-func encryptionOf(storage []string) S3Encryption {
+func encryptionOf(storage []string) backupstore.S3Encryption {
 	value := func(flag string) string {
 		if i := slices.Index(storage, "--"+flag); i >= 0 && i+1 < len(storage) {
 			return storage[i+1]
 		}
 		return ""
 	}
-	return S3Encryption{Type: value(moverprotocol.FlagS3SSE), KMSKeyID: value(moverprotocol.FlagS3SSEKMSKeyID),
+	return backupstore.S3Encryption{Type: value(moverprotocol.FlagS3SSE), KMSKeyID: value(moverprotocol.FlagS3SSEKMSKeyID),
 		CustomerKeyFile: value(moverprotocol.FlagS3SSECustomerKeyFile)}
 }
 
@@ -57,12 +58,12 @@ func TestCLIEncryptedRoundTrip(t *testing.T) {
 	srv := s3server.StartTLS(t, testBucket)
 	cases := []struct {
 		name string
-		e    S3Encryption
+		e    backupstore.S3Encryption
 	}{
-		{"SSE-S3", S3Encryption{Type: moverprotocol.SSES3}},
-		{"SSE-KMS", S3Encryption{Type: moverprotocol.SSEKMS, KMSKeyID: s3server.KMSKeyID}},
-		{"SSE-C, a key of 32 bytes", S3Encryption{Type: moverprotocol.SSEC, CustomerKeyFile: keyFile(t, testCustomerKey)}},
-		{"SSE-C, its base64", S3Encryption{Type: moverprotocol.SSEC,
+		{"SSE-S3", backupstore.S3Encryption{Type: moverprotocol.SSES3}},
+		{"SSE-KMS", backupstore.S3Encryption{Type: moverprotocol.SSEKMS, KMSKeyID: s3server.KMSKeyID}},
+		{"SSE-C, a key of 32 bytes", backupstore.S3Encryption{Type: moverprotocol.SSEC, CustomerKeyFile: keyFile(t, testCustomerKey)}},
+		{"SSE-C, its base64", backupstore.S3Encryption{Type: moverprotocol.SSEC,
 			CustomerKeyFile: keyFile(t, []byte(base64.StdEncoding.EncodeToString(otherCustomerKey)+"\n"))}},
 	}
 	for i, c := range cases {
@@ -81,7 +82,7 @@ func TestCLIEncryptionFaults(t *testing.T) {
 	needManager(t)
 	srv := s3server.StartTLS(t, testBucket)
 	source, _ := echoData(t)
-	right := encryptionFlags(S3Encryption{Type: moverprotocol.SSEC, CustomerKeyFile: keyFile(t, testCustomerKey)})
+	right := encryptionFlags(backupstore.S3Encryption{Type: moverprotocol.SSEC, CustomerKeyFile: keyFile(t, testCustomerKey)})
 	backup := runMover(t, srv.Env(), append(append([]string{"backup", "--data-dir", source, "--key", "sse-c/b1"},
 		s3Flags(srv, testBucket)...), right...)...)
 	if backup.code != 0 {
@@ -94,9 +95,9 @@ func TestCLIEncryptionFaults(t *testing.T) {
 		reason     string
 	}{
 		{"no key", nil, "EncryptionError"},
-		{"another key", encryptionFlags(S3Encryption{Type: moverprotocol.SSEC, CustomerKeyFile: keyFile(t, otherCustomerKey)}), "EncryptionError"},
-		{"SSE-S3 instead", encryptionFlags(S3Encryption{Type: moverprotocol.SSES3}), "EncryptionError"},
-		{"a key of 16 bytes", encryptionFlags(S3Encryption{Type: moverprotocol.SSEC, CustomerKeyFile: keyFile(t, testCustomerKey[:16])}), "InvalidArgument"},
+		{"another key", encryptionFlags(backupstore.S3Encryption{Type: moverprotocol.SSEC, CustomerKeyFile: keyFile(t, otherCustomerKey)}), "EncryptionError"},
+		{"SSE-S3 instead", encryptionFlags(backupstore.S3Encryption{Type: moverprotocol.SSES3}), "EncryptionError"},
+		{"a key of 16 bytes", encryptionFlags(backupstore.S3Encryption{Type: moverprotocol.SSEC, CustomerKeyFile: keyFile(t, testCustomerKey[:16])}), "InvalidArgument"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/echo-operator/echo-operator/internal/backupstore"
 	"github.com/echo-operator/echo-operator/internal/moverprotocol"
 )
 
@@ -200,7 +201,7 @@ func TestCLIStoppedMidDownload(t *testing.T) {
 // SIGKILL ends the mover between two system calls, the kernel undoes none
 // of them, and every process sees the same page cache, so the next run
 // finds exactly what those calls did, whether it reached the disk or not.
-func stopSwapAfter(t *testing.T, store Store, key, target string, policy ExistingDataPolicy, k int) int {
+func stopSwapAfter(t *testing.T, store backupstore.Store, key, target string, policy ExistingDataPolicy, k int) int {
 	t.Helper()
 	r, stagedData := stageRestore(t, store, key, target, policy, "")
 	plan, err := r.planSwap(stagedData)

@@ -20,12 +20,13 @@ import (
 
 	"github.com/minio/minio-go/v7"
 
+	"github.com/echo-operator/echo-operator/internal/backupstore"
 	"github.com/echo-operator/echo-operator/internal/moverprotocol"
 )
 
 // largeUploadBytes makes the archive span several multipart parts, so the
 // upload is under way long enough to be stopped.
-const largeUploadBytes = 3 * DefaultS3PartSize
+const largeUploadBytes = 3 * backupstore.DefaultS3PartSize
 
 // largeDataDir is a data directory whose archive takes several parts.
 func largeDataDir(t *testing.T) string {
@@ -54,10 +55,10 @@ func (f *faultEnv) incompleteUploads(t *testing.T, key string) []string {
 	// started: ask for each of the backup's objects by name, and for all
 	// the uploads it knows of.
 	listings := []string{""}
-	for _, c := range []Compression{CompressionGzip, CompressionNone} {
+	for _, c := range []backupstore.Compression{backupstore.CompressionGzip, backupstore.CompressionNone} {
 		listings = append(listings, prefix+c.ArchiveName())
 	}
-	listings = append(listings, prefix+ManifestName)
+	listings = append(listings, prefix+backupstore.ManifestName)
 	var ids []string
 	for _, name := range listings {
 		for u := range f.client.ListIncompleteUploads(context.Background(), testBucket, name, true) {
@@ -198,7 +199,7 @@ func (f *faultEnv) proxiedFlags(proxy *gatedProxy) []string {
 // it has stalled with its multipart upload open in the store.
 func (f *faultEnv) stallUpload(t *testing.T, dir, key, backupID string) *moverProcess {
 	t.Helper()
-	proxy := startGatedProxy(t, hostPort(f.srv.Endpoint), gateUpload, DefaultS3PartSize*3/2)
+	proxy := startGatedProxy(t, hostPort(f.srv.Endpoint), gateUpload, backupstore.DefaultS3PartSize*3/2)
 	p := startMover(t, f.srv.Env(), append([]string{"backup", "--data-dir", dir, "--key", key,
 		"--" + moverprotocol.FlagBackupID, backupID}, f.proxiedFlags(proxy)...)...)
 	proxy.waitStalled(t, p)
@@ -272,7 +273,7 @@ func TestCLIRetryAfterManifest(t *testing.T) {
 		t.Fatalf("backup failed: %s\n%s", first.term, first.stderr)
 	}
 	stat := func() minio.ObjectInfo {
-		info, err := f.client.StatObject(context.Background(), testBucket, "echo-backups/"+ManifestKey("retried/b1"), minio.StatObjectOptions{})
+		info, err := f.client.StatObject(context.Background(), testBucket, "echo-backups/"+backupstore.ManifestKey("retried/b1"), minio.StatObjectOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -28,6 +28,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 
+	"github.com/echo-operator/echo-operator/internal/backupstore"
 	"github.com/echo-operator/echo-operator/internal/echoserver"
 	"github.com/echo-operator/echo-operator/internal/moverprotocol"
 	"github.com/echo-operator/echo-operator/test/harness/s3server"
@@ -326,7 +327,7 @@ func roundTrip(t *testing.T, srv *s3server.Server, storage []string, location, k
 
 	// The manifest carries the configuration and the source.
 	m := readStoredManifest(t, srv, storage, key)
-	if string(m.Config) != config || m.Source != (Source{Namespace: "team-a", Name: "echo", UID: "0b6f1a52-uid", Generation: 3}) ||
+	if string(m.Config) != config || m.Source != (backupstore.Source{Namespace: "team-a", Name: "echo", UID: "0b6f1a52-uid", Generation: 3}) ||
 		string(m.Compression) != compression {
 		t.Errorf("manifest config %s, source %+v, compression %s", m.Config, m.Source, m.Compression)
 	}
@@ -365,19 +366,19 @@ func compareJournal(t *testing.T, instance string, want, got []echoserver.Entry)
 
 // readStoredManifest reads a backup's manifest from the store the flags
 // name.
-func readStoredManifest(t *testing.T, srv *s3server.Server, storage []string, key string) *Manifest {
+func readStoredManifest(t *testing.T, srv *s3server.Server, storage []string, key string) *backupstore.Manifest {
 	t.Helper()
-	var store Store
+	var store backupstore.Store
 	if storage[0] == "--fs-root" {
-		s, err := NewFSStore(storage[1])
+		s, err := backupstore.NewFSStore(storage[1])
 		if err != nil {
 			t.Fatal(err)
 		}
 		store = s
 	} else {
-		store = newTestS3Store(t, srv, S3Config{Prefix: "echo-backups", Encryption: encryptionOf(storage)})
+		store = newTestS3Store(t, srv, backupstore.S3Config{Prefix: "echo-backups", Encryption: encryptionOf(storage)})
 	}
-	m, err := DecodeManifest(bytes.NewReader(getBytes(t, store, ManifestKey(key))))
+	m, err := backupstore.DecodeManifest(bytes.NewReader(getBytes(t, store, backupstore.ManifestKey(key))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,7 +391,7 @@ const wrongSecret = "not-the-secret-8d1c2f"
 // backups of sampleData, and ways to damage them.
 type faultEnv struct {
 	srv         *s3server.Server
-	store       *S3Store
+	store       *backupstore.S3Store
 	client      *minio.Client
 	source      string   // the data directory backed up
 	unreachable string   // an endpoint nothing listens on
@@ -412,7 +413,7 @@ func newFaultEnv(t *testing.T) *faultEnv {
 	source, _ := sampleData(t)
 	return &faultEnv{
 		srv:         srv,
-		store:       newTestS3Store(t, srv, S3Config{Prefix: "echo-backups"}),
+		store:       newTestS3Store(t, srv, backupstore.S3Config{Prefix: "echo-backups"}),
 		client:      srv.Client(t),
 		source:      source,
 		unreachable: unreachable,
@@ -476,26 +477,26 @@ func TestCLIRestoreFaults(t *testing.T) {
 		{name: "missing backup", reason: "NotFound"},
 		{name: "corrupted archive", reason: "ChecksumMismatch", setup: func(t *testing.T, key string) {
 			f.backupTo(t, key)
-			f.rewrite(t, ArchiveKey(key, CompressionGzip), func(b []byte) []byte { b[len(b)/3] ^= 0x01; return b })
+			f.rewrite(t, backupstore.ArchiveKey(key, backupstore.CompressionGzip), func(b []byte) []byte { b[len(b)/3] ^= 0x01; return b })
 		}},
 		{name: "truncated archive", reason: "ChecksumMismatch", setup: func(t *testing.T, key string) {
 			f.backupTo(t, key)
-			f.rewrite(t, ArchiveKey(key, CompressionGzip), func(b []byte) []byte { return b[:len(b)/2] })
+			f.rewrite(t, backupstore.ArchiveKey(key, backupstore.CompressionGzip), func(b []byte) []byte { return b[:len(b)/2] })
 		}},
 		{name: "unknown format version", reason: "UnknownFormat", setup: func(t *testing.T, key string) {
 			f.backupTo(t, key)
-			f.rewrite(t, ManifestKey(key), func(b []byte) []byte {
+			f.rewrite(t, backupstore.ManifestKey(key), func(b []byte) []byte {
 				return bytes.Replace(b, []byte(`"formatVersion": 1`), []byte(`"formatVersion": 2`), 1)
 			})
 		}},
 		{name: "path traversal", reason: "UnsafePath", setup: func(t *testing.T, key string) {
-			craftBackup(t, f.store, key, CompressionGzip, []craftEntry{
+			craftBackup(t, f.store, key, backupstore.CompressionGzip, []craftEntry{
 				{Name: "data/journal/echo-0.jsonl", Data: "{\"seq\":1}\n"},
 				{Name: "data/../../../escaped.txt", Data: "pwned", Unlisted: true},
 			}, nil)
 		}},
 		{name: "symlink", reason: "UnsafePath", setup: func(t *testing.T, key string) {
-			craftBackup(t, f.store, key, CompressionGzip, []craftEntry{
+			craftBackup(t, f.store, key, backupstore.CompressionGzip, []craftEntry{
 				{Name: "data/journal", Type: tar.TypeSymlink, Linkname: "/etc", Unlisted: true},
 				{Name: "data/journal/passwd", Data: "pwned"},
 			}, nil)
@@ -572,7 +573,7 @@ func TestCLIFilesystemStoreRoot(t *testing.T) {
 	if res.code != 0 {
 		t.Fatalf("backup into a missing subPath: exit %d: %s", res.code, res.stderr)
 	}
-	if info, err := os.Stat(root); err != nil || !info.IsDir() || info.Mode().Perm() != fsStoreDirPerm {
+	if info, err := os.Stat(root); err != nil || !info.IsDir() || info.Mode().Perm() != backupstore.FSStoreDirPerm {
 		t.Fatalf("the store's root after the backup: %v, %v", info, err)
 	}
 	missing := filepath.Join(claim, "other")
@@ -686,13 +687,13 @@ func TestCLIUsage(t *testing.T) {
 func TestCLIDelete(t *testing.T) {
 	f := newFaultEnv(t)
 	fsRoot := t.TempDir()
-	fsStore, err := NewFSStore(fsRoot)
+	fsStore, err := backupstore.NewFSStore(fsRoot)
 	if err != nil {
 		t.Fatal(err)
 	}
 	stores := []struct {
 		name     string
-		store    Store
+		store    backupstore.Store
 		flags    []string
 		location string
 	}{
@@ -769,14 +770,14 @@ func TestCLIDeleteFaults(t *testing.T) {
 func TestCLIInspect(t *testing.T) {
 	f := newFaultEnv(t)
 	fsRoot := t.TempDir()
-	fsStore, err := NewFSStore(fsRoot)
+	fsStore, err := backupstore.NewFSStore(fsRoot)
 	if err != nil {
 		t.Fatal(err)
 	}
 	const key = "team-a/journal/b1"
 	stores := []struct {
 		name     string
-		store    Store
+		store    backupstore.Store
 		flags    []string
 		location string
 	}{
@@ -874,7 +875,7 @@ func TestCLIInspectConfigSizes(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			root := t.TempDir()
-			store, err := NewFSStore(root)
+			store, err := backupstore.NewFSStore(root)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -934,8 +935,8 @@ func TestCLIInspectFaults(t *testing.T) {
 	source := smallData(t)
 	cases := []struct {
 		name   string
-		tamper func(t *testing.T, s Store, key string) // nil: no backup
-		args   []string                                // more flags
+		tamper func(t *testing.T, s backupstore.Store, key string) // nil: no backup
+		args   []string                                            // more flags
 		reason string
 		// asRestore: restore fails the same way.
 		asRestore bool
@@ -944,14 +945,14 @@ func TestCLIInspectFaults(t *testing.T) {
 		{name: "unknown format version", tamper: unknownFormat, reason: "UnknownFormat", asRestore: true},
 		{name: "archive deleted", tamper: deleteArchive, reason: "CorruptArchive"},
 		{name: "archive truncated", tamper: truncateArchive, reason: "ChecksumMismatch", asRestore: true},
-		{name: "a data directory", tamper: func(*testing.T, Store, string) {}, args: []string{"--data-dir", source}, reason: "InvalidArgument"},
-		{name: "no key", tamper: func(*testing.T, Store, string) {}, args: []string{"--key="}, reason: "InvalidArgument"},
-		{name: "both stores", tamper: func(*testing.T, Store, string) {}, args: []string{"--s3-endpoint", "http://127.0.0.1:1", "--s3-bucket", "b"}, reason: "InvalidArgument"},
+		{name: "a data directory", tamper: func(*testing.T, backupstore.Store, string) {}, args: []string{"--data-dir", source}, reason: "InvalidArgument"},
+		{name: "no key", tamper: func(*testing.T, backupstore.Store, string) {}, args: []string{"--key="}, reason: "InvalidArgument"},
+		{name: "both stores", tamper: func(*testing.T, backupstore.Store, string) {}, args: []string{"--s3-endpoint", "http://127.0.0.1:1", "--s3-bucket", "b"}, reason: "InvalidArgument"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			root := t.TempDir()
-			store, err := NewFSStore(root)
+			store, err := backupstore.NewFSStore(root)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+
+	"github.com/echo-operator/echo-operator/internal/backupstore"
 )
 
 // DeleteOptions configure Delete.
 type DeleteOptions struct {
 	// Store holds the backup under Key.
-	Store Store
+	Store backupstore.Store
 	Key   string
 	// Logger receives progress; nil discards it.
 	Logger *slog.Logger
@@ -23,9 +25,9 @@ type DeleteOptions struct {
 // writes go too, and then the key's directory once it is empty.
 func Delete(ctx context.Context, o DeleteOptions) error {
 	if o.Store == nil {
-		return fmt.Errorf("%w: no store", ErrInvalidArgument)
+		return fmt.Errorf("%w: no store", backupstore.ErrInvalidArgument)
 	}
-	if err := CheckKey(o.Key); err != nil {
+	if err := backupstore.CheckKey(o.Key); err != nil {
 		return err
 	}
 	log := o.Logger
@@ -42,10 +44,10 @@ func Delete(ctx context.Context, o DeleteOptions) error {
 		}
 		log.Info("object deleted", "location", o.Store.Location(key))
 	}
-	if fsStore, ok := o.Store.(*FSStore); ok {
+	if fsStore, ok := o.Store.(*backupstore.FSStore); ok {
 		// The objects are gone: what is left is only clutter, so failing
 		// to remove it does not fail the deletion.
-		if err := fsStore.removeKeyDir(o.Key, backupObjectNames()); err != nil {
+		if err := fsStore.RemoveKeyDir(o.Key, backupObjectNames()); err != nil {
 			log.Warn("could not remove the backup's directory", "location", o.Store.Location(o.Key), "error", err.Error())
 		}
 	}
@@ -56,7 +58,7 @@ func Delete(ctx context.Context, o DeleteOptions) error {
 // backupObjectNames are the names of a backup's objects under its key, the
 // manifest first.
 func backupObjectNames() []string {
-	return []string{ManifestName, CompressionGzip.ArchiveName(), CompressionNone.ArchiveName()}
+	return []string{backupstore.ManifestName, backupstore.CompressionGzip.ArchiveName(), backupstore.CompressionNone.ArchiveName()}
 }
 
 // backupObjectKeys are the keys of a backup's objects, the manifest first.

@@ -7,16 +7,18 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/echo-operator/echo-operator/internal/backupstore"
 )
 
 // TestDelete deletes backups from both stores: only the backup's own
 // objects go, and deleting again, or deleting what never was, succeeds.
 func TestDelete(t *testing.T) {
 	source, _ := sampleData(t)
-	inBothStores(t, func(t *testing.T, s Store) {
+	inBothStores(t, func(t *testing.T, s backupstore.Store) {
 		ctx := context.Background()
-		for key, c := range map[string]Compression{
-			"team-a/echo/b1": CompressionGzip, "team-a/echo/b1x": CompressionNone, "team-a/echo/b2": CompressionNone,
+		for key, c := range map[string]backupstore.Compression{
+			"team-a/echo/b1": backupstore.CompressionGzip, "team-a/echo/b1x": backupstore.CompressionNone, "team-a/echo/b2": backupstore.CompressionNone,
 		} {
 			if _, err := Backup(ctx, BackupOptions{DataDir: source, Store: s, Key: key, Compression: c}); err != nil {
 				t.Fatal(err)
@@ -53,13 +55,13 @@ func TestDeleteManifestFirst(t *testing.T) {
 	if err := Delete(ctx, DeleteOptions{Store: s, Key: "k"}); !errors.Is(err, boom) {
 		t.Fatalf("Delete = %v, want the store's error", err)
 	}
-	if s.deletes[0] != ManifestKey("k") {
+	if s.deletes[0] != backupstore.ManifestKey("k") {
 		t.Errorf("deleted %v: the manifest is not first", s.deletes)
 	}
-	if got := storedKeys(t, fsStore, ""); !slices.Equal(got, []string{ArchiveKey("k", CompressionGzip)}) {
+	if got := storedKeys(t, fsStore, ""); !slices.Equal(got, []string{backupstore.ArchiveKey("k", backupstore.CompressionGzip)}) {
 		t.Errorf("after an interrupted deletion the store holds %v, want the archive alone", got)
 	}
-	if _, err := Restore(ctx, RestoreOptions{DataDir: t.TempDir(), Store: fsStore, Key: "k"}); !errors.Is(err, ErrNotFound) {
+	if _, err := Restore(ctx, RestoreOptions{DataDir: t.TempDir(), Store: fsStore, Key: "k"}); !errors.Is(err, backupstore.ErrNotFound) {
 		t.Errorf("restoring a half-deleted backup = %v, want ErrNotFound", err)
 	}
 	if err := Delete(ctx, DeleteOptions{Store: fsStore, Key: "k"}); err != nil {
@@ -75,8 +77,12 @@ func TestDeleteManifestFirst(t *testing.T) {
 // backup's.
 func TestDeleteFSLeftovers(t *testing.T) {
 	ctx := context.Background()
-	s := newFSStore(t)
-	writeTree(t, s.dir, map[string]string{
+	dir := t.TempDir()
+	s, err := backupstore.NewFSStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, dir, map[string]string{
 		"a/clean/manifest.json":                   "{}",
 		"a/clean/data.tar.gz":                     "archive",
 		"a/clean/.data.tar.gz.tmp-0123456789abcd": "partial",
@@ -90,7 +96,7 @@ func TestDeleteFSLeftovers(t *testing.T) {
 			t.Fatalf("Delete(%s): %v", key, err)
 		}
 	}
-	got := readTree(t, s.dir)
+	got := readTree(t, dir)
 	for _, gone := range []string{"a/clean", "a/kept/manifest.json"} {
 		if _, ok := got[gone]; ok {
 			t.Errorf("%s is still there", gone)
@@ -101,18 +107,18 @@ func TestDeleteFSLeftovers(t *testing.T) {
 			t.Errorf("%s was deleted", kept)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(s.dir, "a")); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, "a")); err != nil {
 		t.Errorf("the parent of the keys went: %v", err)
 	}
 }
 
 func TestDeleteValidates(t *testing.T) {
 	ctx := context.Background()
-	if err := Delete(ctx, DeleteOptions{Key: "k"}); !errors.Is(err, ErrInvalidArgument) {
+	if err := Delete(ctx, DeleteOptions{Key: "k"}); !errors.Is(err, backupstore.ErrInvalidArgument) {
 		t.Errorf("Delete without a store = %v", err)
 	}
 	for _, key := range []string{"", "../k", "/k"} {
-		if err := Delete(ctx, DeleteOptions{Store: newFSStore(t), Key: key}); !errors.Is(err, ErrInvalidArgument) {
+		if err := Delete(ctx, DeleteOptions{Store: newFSStore(t), Key: key}); !errors.Is(err, backupstore.ErrInvalidArgument) {
 			t.Errorf("Delete(%q) = %v, want ErrInvalidArgument", key, err)
 		}
 	}
@@ -121,7 +127,7 @@ func TestDeleteValidates(t *testing.T) {
 // failingDeleteStore records deletions and fails the one numbered failAt
 // (from 0).
 type failingDeleteStore struct {
-	Store
+	backupstore.Store
 	failAt  int
 	err     error
 	deletes []string
@@ -135,7 +141,7 @@ func (s *failingDeleteStore) Delete(ctx context.Context, key string) error {
 	return s.Store.Delete(ctx, key)
 }
 
-func storedKeys(t *testing.T, s Store, prefix string) []string {
+func storedKeys(t *testing.T, s backupstore.Store, prefix string) []string {
 	t.Helper()
 	objs, err := s.List(context.Background(), prefix)
 	if err != nil {

@@ -3,6 +3,7 @@ package datamover
 import (
 	"archive/tar"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
@@ -22,6 +24,7 @@ import (
 	"github.com/klauspost/pgzip"
 	"golang.org/x/sys/unix"
 
+	"github.com/echo-operator/echo-operator/internal/backupstore"
 	"github.com/echo-operator/echo-operator/test/harness/managerbin"
 	"github.com/echo-operator/echo-operator/test/harness/s3server"
 )
@@ -143,9 +146,9 @@ func diffTrees(want, got map[string]treeEntry) string {
 	return strings.Join(diffs, "\n")
 }
 
-func newFSStore(t *testing.T) *FSStore {
+func newFSStore(t *testing.T) *backupstore.FSStore {
 	t.Helper()
-	s, err := NewFSStore(t.TempDir())
+	s, err := backupstore.NewFSStore(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,24 +169,24 @@ type craftEntry struct {
 // craftBackup writes a backup of hand-made entries (config.json is added
 // first) under key, with a manifest listing them; mutate may then change
 // the manifest before it is stored.
-func craftBackup(t testing.TB, s Store, key string, c Compression, entries []craftEntry, mutate func(*Manifest)) *Manifest {
+func craftBackup(t testing.TB, s backupstore.Store, key string, c backupstore.Compression, entries []craftEntry, mutate func(*backupstore.Manifest)) *backupstore.Manifest {
 	t.Helper()
 	config := `{"spec":{"message":"crafted"}}`
-	entries = append([]craftEntry{{Name: ConfigName, Data: config}}, entries...)
+	entries = append([]craftEntry{{Name: backupstore.ConfigName, Data: config}}, entries...)
 	var buf bytes.Buffer
 	var w io.WriteCloser = nopWriteCloser{&buf}
-	if c == CompressionGzip {
+	if c == backupstore.CompressionGzip {
 		w = pgzip.NewWriter(&buf)
 	}
 	tw := tar.NewWriter(w)
-	m := &Manifest{
-		FormatVersion: FormatVersion,
+	m := &backupstore.Manifest{
+		FormatVersion: backupstore.FormatVersion,
 		CreatedAt:     time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
-		Source:        Source{Namespace: "ns", Name: "echo", UID: "uid-1", Generation: 3},
+		Source:        backupstore.Source{Namespace: "ns", Name: "echo", UID: "uid-1", Generation: 3},
 		Config:        []byte(config),
 		Compression:   c,
-		Files:         []File{},
-		Directories:   []Directory{},
+		Files:         []backupstore.File{},
+		Directories:   []backupstore.Directory{},
 	}
 	for _, e := range entries {
 		typ := e.Type
@@ -212,9 +215,9 @@ func craftBackup(t testing.TB, s Store, key string, c Compression, entries []cra
 		switch typ {
 		case tar.TypeReg:
 			sum := sha256.Sum256([]byte(e.Data))
-			m.Files = append(m.Files, File{Path: e.Name, Size: int64(len(e.Data)), Mode: Mode(mode), SHA256: hex.EncodeToString(sum[:])})
+			m.Files = append(m.Files, backupstore.File{Path: e.Name, Size: int64(len(e.Data)), Mode: backupstore.Mode(mode), SHA256: hex.EncodeToString(sum[:])})
 		case tar.TypeDir:
-			m.Directories = append(m.Directories, Directory{Path: strings.TrimSuffix(e.Name, "/"), Mode: Mode(mode)})
+			m.Directories = append(m.Directories, backupstore.Directory{Path: strings.TrimSuffix(e.Name, "/"), Mode: backupstore.Mode(mode)})
 		}
 	}
 	if err := tw.Close(); err != nil {
@@ -224,27 +227,27 @@ func craftBackup(t testing.TB, s Store, key string, c Compression, entries []cra
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256(buf.Bytes())
-	m.Archive = Archive{Name: c.ArchiveName(), Size: int64(buf.Len()), SHA256: hex.EncodeToString(sum[:])}
+	m.Archive = backupstore.Archive{Name: c.ArchiveName(), Size: int64(buf.Len()), SHA256: hex.EncodeToString(sum[:])}
 	if mutate != nil {
 		mutate(m)
 	}
-	putBytes(t, s, ArchiveKey(key, c), buf.Bytes())
+	putBytes(t, s, backupstore.ArchiveKey(key, c), buf.Bytes())
 	encoded, err := m.Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
-	putBytes(t, s, ManifestKey(key), encoded)
+	putBytes(t, s, backupstore.ManifestKey(key), encoded)
 	return m
 }
 
-func putBytes(t testing.TB, s Store, key string, b []byte) {
+func putBytes(t testing.TB, s backupstore.Store, key string, b []byte) {
 	t.Helper()
 	if err := s.Put(context.Background(), key, bytes.NewReader(b)); err != nil {
 		t.Fatalf("put %s: %v", key, err)
 	}
 }
 
-func getBytes(t testing.TB, s Store, key string) []byte {
+func getBytes(t testing.TB, s backupstore.Store, key string) []byte {
 	t.Helper()
 	r, err := s.Get(context.Background(), key)
 	if err != nil {
@@ -280,7 +283,7 @@ func mountTmpfs(t *testing.T, options string) string {
 
 // countingStore records which keys were read, by concurrent readers too.
 type countingStore struct {
-	Store
+	backupstore.Store
 	mu   sync.Mutex
 	gets []string
 }
@@ -294,9 +297,36 @@ func (c *countingStore) Get(ctx context.Context, key string) (io.ReadCloser, err
 
 // inBothStores runs test as subtests "fs" and "s3", each with a store of
 // its own: a directory, and a prefix of a real S3 server's bucket.
-func inBothStores(t *testing.T, test func(t *testing.T, s Store)) {
+func inBothStores(t *testing.T, test func(t *testing.T, s backupstore.Store)) {
 	t.Run("fs", func(t *testing.T) { test(t, newFSStore(t)) })
 	t.Run("s3", func(t *testing.T) {
-		test(t, newTestS3Store(t, s3server.Start(t, testBucket), S3Config{Prefix: "echo-backups"}))
+		test(t, newTestS3Store(t, s3server.Start(t, testBucket), backupstore.S3Config{Prefix: "echo-backups"}))
 	})
+}
+
+const testBucket = "backups"
+
+// testCustomerKey is an SSE-C key of 32 bytes; otherCustomerKey another.
+var (
+	testCustomerKey  = bytes.Repeat([]byte{0x5a}, 32)
+	otherCustomerKey = bytes.Repeat([]byte{0xa5}, 32)
+)
+
+func newTestS3Store(t *testing.T, srv *s3server.Server, cfg backupstore.S3Config) *backupstore.S3Store {
+	t.Helper()
+	cfg.Endpoint = cmp.Or(cfg.Endpoint, srv.Endpoint)
+	cfg.Bucket = cmp.Or(cfg.Bucket, testBucket)
+	cfg.PathStyle = true
+	cfg.CAFile = cmp.Or(cfg.CAFile, srv.CAFile)
+	s, err := backupstore.NewS3StoreWithCredentials(cfg, srv.AccessKey, srv.SecretKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// randomReader yields n pseudo-random bytes and hides its length, like the
+// archive stream.
+func randomReader(seed uint64, n int64) io.Reader {
+	return io.LimitReader(rand.NewChaCha8([32]byte{byte(seed)}), n)
 }

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+
+	"github.com/echo-operator/echo-operator/internal/backupstore"
 )
 
 // InspectOptions configure Inspect.
 type InspectOptions struct {
 	// Store holds the backup under Key.
-	Store Store
+	Store backupstore.Store
 	Key   string
 	// Logger receives progress; nil discards it.
 	Logger *slog.Logger
@@ -32,11 +34,11 @@ type InspectOptions struct {
 // Inspect does not download the archive, so it does not verify its
 // checksums: Restore verifies every entry and the whole archive against
 // the manifest before it writes anything to the target.
-func Inspect(ctx context.Context, o InspectOptions) (*Manifest, error) {
+func Inspect(ctx context.Context, o InspectOptions) (*backupstore.Manifest, error) {
 	if o.Store == nil {
-		return nil, fmt.Errorf("%w: no store", ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: no store", backupstore.ErrInvalidArgument)
 	}
-	if err := CheckKey(o.Key); err != nil {
+	if err := backupstore.CheckKey(o.Key); err != nil {
 		return nil, err
 	}
 	log := o.Logger
@@ -48,17 +50,17 @@ func Inspect(ctx context.Context, o InspectOptions) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	archiveKey := ArchiveKey(o.Key, m.Compression)
+	archiveKey := backupstore.ArchiveKey(o.Key, m.Compression)
 	info, err := o.Store.Stat(ctx, archiveKey)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, backupstore.ErrNotFound) {
 		// Not ErrNotFound: there is a backup under the key, a damaged one.
-		return nil, fmt.Errorf("%w: the backup has a manifest but no archive: %s is missing", ErrCorruptArchive, o.Store.Location(archiveKey))
+		return nil, fmt.Errorf("%w: the backup has a manifest but no archive: %s is missing", backupstore.ErrCorruptArchive, o.Store.Location(archiveKey))
 	}
 	if err != nil {
 		return nil, err
 	}
 	if info.Size != m.Archive.Size {
-		return nil, fmt.Errorf("%w: %s is %d bytes, the manifest says %d", ErrChecksumMismatch, o.Store.Location(archiveKey), info.Size, m.Archive.Size)
+		return nil, fmt.Errorf("%w: %s is %d bytes, the manifest says %d", backupstore.ErrChecksumMismatch, o.Store.Location(archiveKey), info.Size, m.Archive.Size)
 	}
 	log.Info("inspect complete", "location", o.Store.Location(o.Key), "createdAt", m.CreatedAt,
 		"files", m.DataFiles(), "dataBytes", m.DataSize(), "archiveBytes", m.Archive.Size)
@@ -68,14 +70,14 @@ func Inspect(ctx context.Context, o InspectOptions) (*Manifest, error) {
 // fetchManifest reads and decodes the manifest of the backup under key. A
 // missing manifest is the store's ErrNotFound: there is no complete backup
 // under key. Decoding errors are those of DecodeManifest.
-func fetchManifest(ctx context.Context, store Store, key string) (*Manifest, error) {
-	manifestKey := ManifestKey(key)
+func fetchManifest(ctx context.Context, store backupstore.Store, key string) (*backupstore.Manifest, error) {
+	manifestKey := backupstore.ManifestKey(key)
 	body, err := store.Get(ctx, manifestKey)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = body.Close() }() // read-only
-	m, err := DecodeManifest(body)
+	m, err := backupstore.DecodeManifest(body)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", store.Location(manifestKey), err)
 	}

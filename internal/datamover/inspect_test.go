@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/echo-operator/echo-operator/internal/backupstore"
 	"github.com/echo-operator/echo-operator/internal/moverprotocol"
 )
 
@@ -25,10 +26,10 @@ const inspectConfig = `{
 // inspectCreatedAt stamps the manifests of the inspect tests.
 var inspectCreatedAt = time.Date(2026, 1, 2, 3, 4, 5, 678, time.UTC)
 
-var inspectSource = Source{Namespace: "team-a", Name: "journal", UID: "0b6f1a52-uid", Generation: 4}
+var inspectSource = backupstore.Source{Namespace: "team-a", Name: "journal", UID: "0b6f1a52-uid", Generation: 4}
 
 // backupForInspect backs up dir with config into s under key.
-func backupForInspect(t *testing.T, s Store, dir, key, config string) *Manifest {
+func backupForInspect(t *testing.T, s backupstore.Store, dir, key, config string) *backupstore.Manifest {
 	t.Helper()
 	m, err := Backup(context.Background(), BackupOptions{DataDir: dir, Store: s, Key: key, Config: json.RawMessage(config),
 		Source: inspectSource, Now: func() time.Time { return inspectCreatedAt }})
@@ -40,15 +41,15 @@ func backupForInspect(t *testing.T, s Store, dir, key, config string) *Manifest 
 
 // editManifest replaces the first old in the stored manifest of key with
 // new.
-func editManifest(old, new string) func(t *testing.T, s Store, key string) {
-	return func(t *testing.T, s Store, key string) {
+func editManifest(old, new string) func(t *testing.T, s backupstore.Store, key string) {
+	return func(t *testing.T, s backupstore.Store, key string) {
 		t.Helper()
-		b := getBytes(t, s, ManifestKey(key))
+		b := getBytes(t, s, backupstore.ManifestKey(key))
 		edited := bytes.Replace(b, []byte(old), []byte(new), 1)
 		if bytes.Equal(edited, b) {
 			t.Fatalf("manifest holds no %s", old)
 		}
-		putBytes(t, s, ManifestKey(key), edited)
+		putBytes(t, s, backupstore.ManifestKey(key), edited)
 	}
 }
 
@@ -56,10 +57,10 @@ func editManifest(old, new string) func(t *testing.T, s Store, key string) {
 var unknownFormat = editManifest(`"formatVersion": 1`, `"formatVersion": 99`)
 
 // editArchive replaces the stored (gzip) archive of key with edit's result.
-func editArchive(edit func([]byte) []byte) func(t *testing.T, s Store, key string) {
-	return func(t *testing.T, s Store, key string) {
+func editArchive(edit func([]byte) []byte) func(t *testing.T, s backupstore.Store, key string) {
+	return func(t *testing.T, s backupstore.Store, key string) {
 		t.Helper()
-		archive := ArchiveKey(key, CompressionGzip)
+		archive := backupstore.ArchiveKey(key, backupstore.CompressionGzip)
 		putBytes(t, s, archive, edit(getBytes(t, s, archive)))
 	}
 }
@@ -68,9 +69,9 @@ func editArchive(edit func([]byte) []byte) func(t *testing.T, s Store, key strin
 var truncateArchive = editArchive(func(b []byte) []byte { return b[:len(b)/2] })
 
 // deleteArchive deletes the stored archive of key, leaving its manifest.
-func deleteArchive(t *testing.T, s Store, key string) {
+func deleteArchive(t *testing.T, s backupstore.Store, key string) {
 	t.Helper()
-	if err := s.Delete(context.Background(), ArchiveKey(key, CompressionGzip)); err != nil {
+	if err := s.Delete(context.Background(), backupstore.ArchiveKey(key, backupstore.CompressionGzip)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -106,7 +107,7 @@ func TestInspect(t *testing.T) {
 	if !bytes.Equal(got.Config, config.Bytes()) || got.Source != inspectSource || !got.CreatedAt.Equal(inspectCreatedAt) {
 		t.Errorf("manifest config %s, source %+v, createdAt %v", got.Config, got.Source, got.CreatedAt)
 	}
-	if !slices.Equal(counting.gets, []string{ManifestKey(key)}) {
+	if !slices.Equal(counting.gets, []string{backupstore.ManifestKey(key)}) {
 		t.Errorf("Inspect read %v; want the manifest alone", counting.gets)
 	}
 }
@@ -119,7 +120,7 @@ func TestInspectRejects(t *testing.T) {
 	cases := []struct {
 		name   string
 		backup bool // back up source under the key first
-		tamper func(t *testing.T, s Store, key string)
+		tamper func(t *testing.T, s backupstore.Store, key string)
 		key    string // default: the backup's key
 		store  bool   // pass no store
 		want   error
@@ -127,21 +128,21 @@ func TestInspectRejects(t *testing.T) {
 		// asRestore: Restore fails the same backup with the same class.
 		asRestore bool
 	}{
-		{name: "missing backup", want: ErrNotFound, reason: "NotFound", asRestore: true},
+		{name: "missing backup", want: backupstore.ErrNotFound, reason: "NotFound", asRestore: true},
 		{name: "unknown format version", backup: true, tamper: unknownFormat,
-			want: ErrUnknownFormat, reason: "UnknownFormat", asRestore: true},
+			want: backupstore.ErrUnknownFormat, reason: "UnknownFormat", asRestore: true},
 		{name: "malformed manifest", backup: true, tamper: editManifest(`"compression": "gzip"`, `"compression": "zstd"`),
-			want: ErrCorruptArchive, reason: "CorruptArchive", asRestore: true},
-		{name: "manifest cut short", backup: true, tamper: func(t *testing.T, s Store, key string) {
-			b := getBytes(t, s, ManifestKey(key))
-			putBytes(t, s, ManifestKey(key), b[:len(b)-10])
-		}, want: ErrUnknownFormat, reason: "UnknownFormat", asRestore: true},
-		{name: "archive missing", backup: true, tamper: deleteArchive, want: ErrCorruptArchive, reason: "CorruptArchive"},
-		{name: "archive truncated", backup: true, tamper: truncateArchive, want: ErrChecksumMismatch, reason: "ChecksumMismatch", asRestore: true},
+			want: backupstore.ErrCorruptArchive, reason: "CorruptArchive", asRestore: true},
+		{name: "manifest cut short", backup: true, tamper: func(t *testing.T, s backupstore.Store, key string) {
+			b := getBytes(t, s, backupstore.ManifestKey(key))
+			putBytes(t, s, backupstore.ManifestKey(key), b[:len(b)-10])
+		}, want: backupstore.ErrUnknownFormat, reason: "UnknownFormat", asRestore: true},
+		{name: "archive missing", backup: true, tamper: deleteArchive, want: backupstore.ErrCorruptArchive, reason: "CorruptArchive"},
+		{name: "archive truncated", backup: true, tamper: truncateArchive, want: backupstore.ErrChecksumMismatch, reason: "ChecksumMismatch", asRestore: true},
 		{name: "archive grown", backup: true, tamper: editArchive(func(b []byte) []byte { return append(b, 0) }),
-			want: ErrChecksumMismatch, reason: "ChecksumMismatch", asRestore: true},
-		{name: "bad key", key: "../b1", want: ErrInvalidArgument, reason: "InvalidArgument", asRestore: true},
-		{name: "no store", store: true, want: ErrInvalidArgument, reason: "InvalidArgument"},
+			want: backupstore.ErrChecksumMismatch, reason: "ChecksumMismatch", asRestore: true},
+		{name: "bad key", key: "../b1", want: backupstore.ErrInvalidArgument, reason: "InvalidArgument", asRestore: true},
+		{name: "no store", store: true, want: backupstore.ErrInvalidArgument, reason: "InvalidArgument"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -158,13 +159,13 @@ func TestInspectRejects(t *testing.T) {
 				key = c.key
 			}
 			before := storedKeys(t, store, "")
-			var s Store = store
+			var s backupstore.Store = store
 			if c.store {
 				s = nil
 			}
 			_, err := Inspect(ctx, InspectOptions{Store: s, Key: key})
-			if !errors.Is(err, c.want) || Reason(err) != c.reason || Retryable(err) {
-				t.Fatalf("Inspect = %v (reason %s, retryable %v), want %v, reason %s, not retryable", err, Reason(err), Retryable(err), c.want, c.reason)
+			if !errors.Is(err, c.want) || backupstore.Reason(err) != c.reason || backupstore.Retryable(err) {
+				t.Fatalf("Inspect = %v (reason %s, retryable %v), want %v, reason %s, not retryable", err, backupstore.Reason(err), backupstore.Retryable(err), c.want, c.reason)
 			}
 			t.Logf("Inspect: %v", err)
 			if after := storedKeys(t, store, ""); !slices.Equal(after, before) {
@@ -172,8 +173,8 @@ func TestInspectRejects(t *testing.T) {
 			}
 			if c.asRestore {
 				_, rerr := Restore(ctx, RestoreOptions{DataDir: filepath.Join(t.TempDir(), "data"), Store: s, Key: key})
-				if Reason(rerr) != Reason(err) {
-					t.Errorf("Restore fails with %v (reason %s), Inspect with reason %s", rerr, Reason(rerr), Reason(err))
+				if backupstore.Reason(rerr) != backupstore.Reason(err) {
+					t.Errorf("Restore fails with %v (reason %s), Inspect with reason %s", rerr, backupstore.Reason(rerr), backupstore.Reason(err))
 				}
 			}
 		})

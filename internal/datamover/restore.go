@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/echo-operator/echo-operator/internal/backupstore"
 )
 
 // ExistingDataPolicy says what Restore does when the target already holds
@@ -37,7 +39,7 @@ func ParseExistingDataPolicy(s string) (ExistingDataPolicy, error) {
 	case ExistingDataReplace:
 		return ExistingDataReplace, nil
 	}
-	return "", fmt.Errorf("%w: existing-data policy %q: want Fail or Replace", ErrInvalidArgument, s)
+	return "", fmt.Errorf("%w: existing-data policy %q: want Fail or Replace", backupstore.ErrInvalidArgument, s)
 }
 
 // Modes of what Restore creates itself.
@@ -53,7 +55,7 @@ type RestoreOptions struct {
 	// if the restore fails).
 	DataDir string
 	// Store holds the backup under Key.
-	Store Store
+	Store backupstore.Store
 	Key   string
 	// ExistingData defaults to ExistingDataFail.
 	ExistingData ExistingDataPolicy
@@ -103,7 +105,7 @@ type RestoreOptions struct {
 // attempt restored the data and was stopped before it could report it. It
 // only gives the restored directories their modes again (the earlier
 // attempt may have been stopped before it did) and downloads nothing.
-func Restore(ctx context.Context, o RestoreOptions) (*Manifest, error) {
+func Restore(ctx context.Context, o RestoreOptions) (*backupstore.Manifest, error) {
 	r, err := newRestore(o)
 	if err != nil {
 		return nil, err
@@ -126,9 +128,9 @@ type restore struct {
 
 func newRestore(o RestoreOptions) (*restore, error) {
 	if o.Store == nil {
-		return nil, fmt.Errorf("%w: no store", ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: no store", backupstore.ErrInvalidArgument)
 	}
-	if err := CheckKey(o.Key); err != nil {
+	if err := backupstore.CheckKey(o.Key); err != nil {
 		return nil, err
 	}
 	policy, err := ParseExistingDataPolicy(string(o.ExistingData))
@@ -137,11 +139,11 @@ func newRestore(o RestoreOptions) (*restore, error) {
 	}
 	o.ExistingData = policy
 	if o.DataDir == "" {
-		return nil, fmt.Errorf("%w: no data directory", ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: no data directory", backupstore.ErrInvalidArgument)
 	}
 	root, err := filepath.Abs(o.DataDir)
 	if err != nil {
-		return nil, fmt.Errorf("%w: data directory: %w", ErrInvalidArgument, err)
+		return nil, fmt.Errorf("%w: data directory: %w", backupstore.ErrInvalidArgument, err)
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -153,7 +155,7 @@ func newRestore(o RestoreOptions) (*restore, error) {
 	return &restore{RestoreOptions: o, root: root, log: log}, nil
 }
 
-func (r *restore) run(ctx context.Context) (m *Manifest, err error) {
+func (r *restore) run(ctx context.Context) (m *backupstore.Manifest, err error) {
 	start := time.Now()
 	defer func() {
 		if err != nil && r.created {
@@ -169,23 +171,23 @@ func (r *restore) run(ctx context.Context) (m *Manifest, err error) {
 	if r.swapped {
 		return r.reportEarlierSwap(m), nil
 	}
-	archiveKey := ArchiveKey(r.Key, m.Compression)
+	archiveKey := backupstore.ArchiveKey(r.Key, m.Compression)
 	info, err := r.Store.Stat(ctx, archiveKey)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, backupstore.ErrNotFound) {
 		return nil, fmt.Errorf("the backup has a manifest but no archive: %w", err)
 	}
 	if err != nil {
 		return nil, err
 	}
 	if info.Size != m.Archive.Size {
-		return nil, fmt.Errorf("%w: %s is %d bytes, the manifest says %d", ErrChecksumMismatch, r.Store.Location(archiveKey), info.Size, m.Archive.Size)
+		return nil, fmt.Errorf("%w: %s is %d bytes, the manifest says %d", backupstore.ErrChecksumMismatch, r.Store.Location(archiveKey), info.Size, m.Archive.Size)
 	}
 	r.log.Info("restore started", "location", r.Store.Location(archiveKey), "dataDir", r.root,
 		"files", m.DataFiles(), "dataBytes", m.DataSize(), "existingData", string(r.ExistingData))
 
 	staging, err := os.MkdirTemp(r.root, stagingPrefix)
 	if err != nil {
-		return nil, classifyLocal(fmt.Errorf("create staging directory: %w", err))
+		return nil, backupstore.ClassifyLocal(fmt.Errorf("create staging directory: %w", err))
 	}
 	defer func() {
 		if r.keepStaging {
@@ -198,7 +200,7 @@ func (r *restore) run(ctx context.Context) (m *Manifest, err error) {
 	if err := r.download(ctx, m, archiveKey, staging); err != nil {
 		return nil, err
 	}
-	stagedData := filepath.Join(staging, strings.TrimSuffix(DataPrefix, "/"))
+	stagedData := filepath.Join(staging, strings.TrimSuffix(backupstore.DataPrefix, "/"))
 	if err := r.stageRestoreMarker(stagedData, m); err != nil {
 		return nil, err
 	}
@@ -220,7 +222,7 @@ func (r *restore) run(ctx context.Context) (m *Manifest, err error) {
 // reportEarlierSwap finishes a restore whose earlier attempt completed
 // the swap: it gives the restored directories their modes, which that
 // attempt may not have done, and returns m as that attempt would have.
-func (r *restore) reportEarlierSwap(m *Manifest) *Manifest {
+func (r *restore) reportEarlierSwap(m *backupstore.Manifest) *backupstore.Manifest {
 	r.applyDirModes(m)
 	r.log.Info("restore already completed by an earlier attempt", "dataDir", r.root, "restoreID", r.RestoreID,
 		"files", m.DataFiles(), "dataBytes", m.DataSize(), "sha256", m.Archive.SHA256)
@@ -232,16 +234,16 @@ func (r *restore) reportEarlierSwap(m *Manifest) *Manifest {
 // killed midway through one), and fails early on data in the way (policy
 // Fail) or too little room. When the data in the way is this very
 // restore's, swapped in by an earlier attempt, it sets r.swapped instead.
-func (r *restore) checkTarget(m *Manifest) error {
+func (r *restore) checkTarget(m *backupstore.Manifest) error {
 	if _, err := os.Lstat(r.root); errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(r.root, dataDirPerm); err != nil {
-			return classifyLocal(fmt.Errorf("create data directory: %w", err))
+			return backupstore.ClassifyLocal(fmt.Errorf("create data directory: %w", err))
 		}
 		r.created = true
 	}
 	entries, err := os.ReadDir(r.root)
 	if err != nil {
-		return classifyLocal(fmt.Errorf("read data directory: %w", err))
+		return backupstore.ClassifyLocal(fmt.Errorf("read data directory: %w", err))
 	}
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), stagingPrefix) {
@@ -260,7 +262,7 @@ func (r *restore) checkTarget(m *Manifest) error {
 	}
 	if len(existing) > 0 && r.ExistingData == ExistingDataFail {
 		return fmt.Errorf("%w: %s holds %s; restore with the Replace policy to keep it aside and restore anyway",
-			ErrTargetNotEmpty, r.root, describeEntries(existing))
+			backupstore.ErrTargetNotEmpty, r.root, describeEntries(existing))
 	}
 	return checkSpace(r.root, m)
 }
@@ -282,7 +284,7 @@ func (r *restore) removeStaleStaging(staging string) error {
 	}
 	r.log.Warn("removing a staging directory left by an earlier restore", "path", staging)
 	if err := os.RemoveAll(staging); err != nil {
-		return classifyLocal(fmt.Errorf("remove stale staging directory: %w", err))
+		return backupstore.ClassifyLocal(fmt.Errorf("remove stale staging directory: %w", err))
 	}
 	return nil
 }
@@ -292,7 +294,7 @@ func (r *restore) removeStaleStaging(staging string) error {
 func (r *restore) existingData() ([]string, error) {
 	entries, err := os.ReadDir(r.root)
 	if err != nil {
-		return nil, classifyLocal(fmt.Errorf("read data directory: %w", err))
+		return nil, backupstore.ClassifyLocal(fmt.Errorf("read data directory: %w", err))
 	}
 	var names []string
 	for _, e := range entries {
@@ -319,7 +321,7 @@ func describeEntries(names []string) string {
 // checkSpace fails with ErrNoSpace when the filesystem of dir clearly
 // cannot hold the backup's files (each rounded up to whole blocks).
 // Existing data stays where it is, so it does not free anything.
-func checkSpace(dir string, m *Manifest) error {
+func checkSpace(dir string, m *backupstore.Manifest) error {
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil || st.Blocks == 0 || st.Bsize <= 0 {
 		return nil // no figures to judge by; writing will tell
@@ -331,20 +333,20 @@ func checkSpace(dir string, m *Manifest) error {
 	}
 	avail := int64(st.Bavail) * bsize
 	if need > avail {
-		return fmt.Errorf("%w: restoring needs about %d bytes in %s, %d are available", ErrNoSpace, need, dir, avail)
+		return fmt.Errorf("%w: restoring needs about %d bytes in %s, %d are available", backupstore.ErrNoSpace, need, dir, avail)
 	}
 	return nil
 }
 
 // download streams the archive into staging and verifies it.
-func (r *restore) download(ctx context.Context, m *Manifest, archiveKey, staging string) (err error) {
+func (r *restore) download(ctx context.Context, m *backupstore.Manifest, archiveKey, staging string) (err error) {
 	root, err := os.OpenRoot(staging)
 	if err != nil {
-		return classifyLocal(fmt.Errorf("open staging directory: %w", err))
+		return backupstore.ClassifyLocal(fmt.Errorf("open staging directory: %w", err))
 	}
-	defer closeInto(&err, root, "close staging directory")
-	if err := root.Mkdir(strings.TrimSuffix(DataPrefix, "/"), stagedPerm); err != nil {
-		return classifyLocal(fmt.Errorf("create staging directory: %w", err))
+	defer backupstore.CloseInto(&err, root, "close staging directory")
+	if err := root.Mkdir(strings.TrimSuffix(backupstore.DataPrefix, "/"), stagedPerm); err != nil {
+		return backupstore.ClassifyLocal(fmt.Errorf("create staging directory: %w", err))
 	}
 	body, err := r.Store.Get(ctx, archiveKey)
 	if err != nil {

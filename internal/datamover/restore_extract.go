@@ -16,30 +16,32 @@ import (
 	"path"
 	"slices"
 	"strings"
+
+	"github.com/echo-operator/echo-operator/internal/backupstore"
 )
 
 // extraction verifies and writes one archive into a staging root.
 type extraction struct {
-	m        *Manifest
+	m        *backupstore.Manifest
 	root     *os.Root
 	location string
-	files    map[string]File
-	dirs     map[string]Directory
+	files    map[string]backupstore.File
+	dirs     map[string]backupstore.Directory
 	seen     map[string]bool
 	created  []string // staged directories, to fsync
 	buf      []byte
 }
 
-func newExtraction(m *Manifest, root *os.Root, location string) *extraction {
+func newExtraction(m *backupstore.Manifest, root *os.Root, location string) *extraction {
 	x := &extraction{
 		m:        m,
 		root:     root,
 		location: location,
-		files:    make(map[string]File, len(m.Files)),
-		dirs:     make(map[string]Directory, len(m.Directories)),
+		files:    make(map[string]backupstore.File, len(m.Files)),
+		dirs:     make(map[string]backupstore.Directory, len(m.Directories)),
 		seen:     make(map[string]bool, len(m.Files)+len(m.Directories)),
-		created:  []string{strings.TrimSuffix(DataPrefix, "/")},
-		buf:      make([]byte, copyBufferSize),
+		created:  []string{strings.TrimSuffix(backupstore.DataPrefix, "/")},
+		buf:      make([]byte, backupstore.CopyBufferSize),
 	}
 	for _, f := range m.Files {
 		x.files[f.Path] = f
@@ -74,7 +76,7 @@ func (x *extraction) run(ctx context.Context, body io.Reader) error {
 	switch {
 	case errors.As(err, &derr):
 		return x.decodeFailure(raw, sum, derr.err)
-	case errors.Is(err, ErrChecksumMismatch) || errors.Is(err, ErrUnsafePath):
+	case errors.Is(err, backupstore.ErrChecksumMismatch) || errors.Is(err, backupstore.ErrUnsafePath):
 		return x.entryFailure(raw, sum, err)
 	case err != nil:
 		return err
@@ -89,12 +91,12 @@ func (x *extraction) run(ctx context.Context, body io.Reader) error {
 	}
 	for _, f := range x.m.Files {
 		if !x.seen[f.Path] {
-			return fmt.Errorf("%w: %s is listed in the manifest but missing from the archive", ErrChecksumMismatch, f.Path)
+			return fmt.Errorf("%w: %s is listed in the manifest but missing from the archive", backupstore.ErrChecksumMismatch, f.Path)
 		}
 	}
 	for _, d := range x.m.Directories {
 		if !x.seen[d.Path] {
-			return fmt.Errorf("%w: directory %s is listed in the manifest but missing from the archive", ErrChecksumMismatch, d.Path)
+			return fmt.Errorf("%w: directory %s is listed in the manifest but missing from the archive", backupstore.ErrChecksumMismatch, d.Path)
 		}
 	}
 	return x.checkConfig()
@@ -146,7 +148,7 @@ func (x *extraction) decodeFailure(raw io.Reader, sum *hashCounter, cause error)
 	if err := x.checkArchive(sum); err != nil {
 		return fmt.Errorf("%w (decoding stopped at: %w)", err, cause)
 	}
-	return fmt.Errorf("%w: %s matches its manifest but cannot be decoded: %w", ErrCorruptArchive, x.location, cause)
+	return fmt.Errorf("%w: %s matches its manifest but cannot be decoded: %w", backupstore.ErrCorruptArchive, x.location, cause)
 }
 
 // drain reads r to its end with buf. It calls Read only: pgzip's WriteTo
@@ -188,7 +190,7 @@ func (x *extraction) checkArchive(sum *hashCounter) error {
 	a := x.m.Archive
 	if got := sum.sum(); sum.n != a.Size || got != a.SHA256 {
 		return fmt.Errorf("%w: %s has %d bytes with sha256 %s, the manifest says %d bytes with sha256 %s",
-			ErrChecksumMismatch, x.location, sum.n, got, a.Size, a.SHA256)
+			backupstore.ErrChecksumMismatch, x.location, sum.n, got, a.Size, a.SHA256)
 	}
 	return nil
 }
@@ -196,27 +198,27 @@ func (x *extraction) checkArchive(sum *hashCounter) error {
 // checkConfig compares the archive's config.json with the manifest's
 // config.
 func (x *extraction) checkConfig() error {
-	b, err := x.root.ReadFile(ConfigName)
+	b, err := x.root.ReadFile(backupstore.ConfigName)
 	if err != nil {
-		return classifyLocal(fmt.Errorf("read staged %s: %w", ConfigName, err))
+		return backupstore.ClassifyLocal(fmt.Errorf("read staged %s: %w", backupstore.ConfigName, err))
 	}
 	inArchive, err1 := compactConfig(b)
 	inManifest, err2 := compactConfig(x.m.Config)
 	if err1 != nil || err2 != nil || !bytes.Equal(inArchive, inManifest) {
-		return fmt.Errorf("%w: the archive's %s differs from the manifest's config", ErrChecksumMismatch, ConfigName)
+		return fmt.Errorf("%w: the archive's %s differs from the manifest's config", backupstore.ErrChecksumMismatch, backupstore.ConfigName)
 	}
 	return nil
 }
 
 // entry checks one archive entry and stages it.
 func (x *extraction) entry(hdr *tar.Header, body io.Reader) error {
-	name, err := checkArchivePath(hdr.Name)
+	name, err := backupstore.CheckArchivePath(hdr.Name)
 	if err != nil {
 		return err
 	}
 	isDir := hdr.Typeflag == tar.TypeDir
-	if !inArchiveLayout(name, isDir) {
-		return fmt.Errorf("%w: %q is neither %s nor under %s", ErrUnsafePath, hdr.Name, ConfigName, DataPrefix)
+	if !backupstore.InArchiveLayout(name, isDir) {
+		return fmt.Errorf("%w: %q is neither %s nor under %s", backupstore.ErrUnsafePath, hdr.Name, backupstore.ConfigName, backupstore.DataPrefix)
 	}
 	switch hdr.Typeflag {
 	case tar.TypeDir:
@@ -224,7 +226,7 @@ func (x *extraction) entry(hdr *tar.Header, body io.Reader) error {
 	case tar.TypeReg: // the reader turns legacy TypeRegA into TypeReg
 		return x.file(name, hdr, body)
 	}
-	return fmt.Errorf("%w: %q is a %s; only regular files and directories are restored", ErrUnsafePath, hdr.Name, typeName(hdr.Typeflag))
+	return fmt.Errorf("%w: %q is a %s; only regular files and directories are restored", backupstore.ErrUnsafePath, hdr.Name, typeName(hdr.Typeflag))
 }
 
 func typeName(flag byte) string {
@@ -245,7 +247,7 @@ func typeName(flag byte) string {
 
 func (x *extraction) claim(name string) error {
 	if x.seen[name] {
-		return fmt.Errorf("%w: %s appears twice in the archive", ErrChecksumMismatch, name)
+		return fmt.Errorf("%w: %s appears twice in the archive", backupstore.ErrChecksumMismatch, name)
 	}
 	x.seen[name] = true
 	return nil
@@ -253,7 +255,7 @@ func (x *extraction) claim(name string) error {
 
 func (x *extraction) dir(name string) error {
 	if _, ok := x.dirs[name]; !ok {
-		return fmt.Errorf("%w: directory %s is in the archive but not in the manifest", ErrChecksumMismatch, name)
+		return fmt.Errorf("%w: directory %s is in the archive but not in the manifest", backupstore.ErrChecksumMismatch, name)
 	}
 	if err := x.claim(name); err != nil {
 		return err
@@ -273,7 +275,7 @@ func (x *extraction) mkdirAll(name string) error {
 	}
 	for _, p := range slices.Backward(missing) {
 		if err := x.root.Mkdir(p, stagedPerm); err != nil {
-			return classifyLocal(fmt.Errorf("stage %s: %w", p, err))
+			return backupstore.ClassifyLocal(fmt.Errorf("stage %s: %w", p, err))
 		}
 		x.created = append(x.created, p)
 	}
@@ -283,20 +285,20 @@ func (x *extraction) mkdirAll(name string) error {
 func (x *extraction) file(name string, hdr *tar.Header, body io.Reader) (err error) {
 	want, ok := x.files[name]
 	if !ok {
-		return fmt.Errorf("%w: %s is in the archive but not in the manifest", ErrChecksumMismatch, name)
+		return fmt.Errorf("%w: %s is in the archive but not in the manifest", backupstore.ErrChecksumMismatch, name)
 	}
 	if err := x.claim(name); err != nil {
 		return err
 	}
 	if hdr.Size != want.Size {
-		return fmt.Errorf("%w: %s is %d bytes in the archive, the manifest says %d", ErrChecksumMismatch, name, hdr.Size, want.Size)
+		return fmt.Errorf("%w: %s is %d bytes in the archive, the manifest says %d", backupstore.ErrChecksumMismatch, name, hdr.Size, want.Size)
 	}
 	if err := x.mkdirAll(path.Dir(name)); err != nil {
 		return err
 	}
 	f, err := x.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return classifyLocal(fmt.Errorf("stage %s: %w", name, err))
+		return backupstore.ClassifyLocal(fmt.Errorf("stage %s: %w", name, err))
 	}
 	defer func() {
 		if f != nil {
@@ -309,7 +311,7 @@ func (x *extraction) file(name string, hdr *tar.Header, body io.Reader) (err err
 		if n > 0 {
 			h.Write(x.buf[:n])
 			if _, err := f.Write(x.buf[:n]); err != nil {
-				return classifyLocal(fmt.Errorf("stage %s: %w", name, err))
+				return backupstore.ClassifyLocal(fmt.Errorf("stage %s: %w", name, err))
 			}
 			done += int64(n)
 		}
@@ -321,18 +323,18 @@ func (x *extraction) file(name string, hdr *tar.Header, body io.Reader) (err err
 		}
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != want.SHA256 {
-		return fmt.Errorf("%w: %s has sha256 %s, the manifest says %s", ErrChecksumMismatch, name, got, want.SHA256)
+		return fmt.Errorf("%w: %s has sha256 %s, the manifest says %s", backupstore.ErrChecksumMismatch, name, got, want.SHA256)
 	}
 	if err := f.Chmod(want.Mode.Perm()); err != nil {
 		return fmt.Errorf("stage %s: %w", name, err)
 	}
 	if err := f.Sync(); err != nil {
-		return classifyLocal(fmt.Errorf("stage %s: %w", name, err))
+		return backupstore.ClassifyLocal(fmt.Errorf("stage %s: %w", name, err))
 	}
 	cerr := f.Close()
 	f = nil
 	if cerr != nil {
-		return classifyLocal(fmt.Errorf("stage %s: %w", name, cerr))
+		return backupstore.ClassifyLocal(fmt.Errorf("stage %s: %w", name, cerr))
 	}
 	if !hdr.ModTime.IsZero() {
 		if err := x.root.Chtimes(name, hdr.ModTime, hdr.ModTime); err != nil {
@@ -345,9 +347,40 @@ func (x *extraction) file(name string, hdr *tar.Header, body io.Reader) (err err
 // syncDirs makes the staged directory entries durable before the swap.
 func (x *extraction) syncDirs() error {
 	for _, p := range slices.Backward(x.created) {
-		if err := syncRootDir(x.root, p); err != nil {
-			return classifyLocal(fmt.Errorf("sync staged %s: %w", p, err))
+		if err := backupstore.SyncRootDir(x.root, p); err != nil {
+			return backupstore.ClassifyLocal(fmt.Errorf("sync staged %s: %w", p, err))
 		}
 	}
-	return syncRootDir(x.root, "")
+	return backupstore.SyncRootDir(x.root, "")
+}
+
+// sourceError marks an error that came from reading the store, so that
+// extraction can tell a broken download from a broken archive.
+type sourceError struct{ err error }
+
+func (e *sourceError) Error() string { return e.err.Error() }
+func (e *sourceError) Unwrap() error { return e.err }
+
+// sourceReader tags every read error except io.EOF as a sourceError.
+type sourceReader struct{ r io.Reader }
+
+func (s sourceReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		err = &sourceError{err: err}
+	}
+	return n, err
+}
+
+// ctxReader stops a copy loop once ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }

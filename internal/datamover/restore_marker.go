@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/echo-operator/echo-operator/internal/backupstore"
 )
 
 // restoreMarkerName is the file a restore with an identity
@@ -41,12 +43,12 @@ type restoreMarker struct {
 	// Key is the backup's key in its store.
 	Key string `json:"key"`
 	// Archive is the restored archive as its manifest describes it.
-	Archive Archive `json:"archive"`
+	Archive backupstore.Archive `json:"archive"`
 }
 
 // newRestoreMarker is the marker of restoring the backup m under key as
 // restore id.
-func newRestoreMarker(id, key string, m *Manifest) restoreMarker {
+func newRestoreMarker(id, key string, m *backupstore.Manifest) restoreMarker {
 	return restoreMarker{RestoreID: id, Key: key, Archive: m.Archive}
 }
 
@@ -60,13 +62,13 @@ func writeRestoreMarker(dir string, mk restoreMarker) (err error) {
 	}
 	err = createSynced(filepath.Join(dir, restoreMarkerName), restoreMarkerPerm, b)
 	if errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("%w: the archive holds %s, a name the data mover keeps for itself", ErrUnsafePath, DataPrefix+restoreMarkerName)
+		return fmt.Errorf("%w: the archive holds %s, a name the data mover keeps for itself", backupstore.ErrUnsafePath, backupstore.DataPrefix+restoreMarkerName)
 	}
 	if err == nil {
 		err = syncDir(dir)
 	}
 	if err != nil {
-		return classifyLocal(fmt.Errorf("write restore marker: %w", err))
+		return backupstore.ClassifyLocal(fmt.Errorf("write restore marker: %w", err))
 	}
 	return nil
 }
@@ -112,7 +114,7 @@ func removeRestoreMarker(root string) error {
 	if err == nil || errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	return classifyLocal(fmt.Errorf("remove the marker of an earlier restore: %w", err))
+	return backupstore.ClassifyLocal(fmt.Errorf("remove the marker of an earlier restore: %w", err))
 }
 
 // swappedEarlier reports whether the data directory holds the data of this
@@ -121,7 +123,7 @@ func removeRestoreMarker(root string) error {
 // unfinished swap has been undone: the marker then stands for a completed
 // one. A marker of another restore, or one that cannot be read, is not
 // this restore's: the data directory is then judged as without it.
-func (r *restore) swappedEarlier(m *Manifest) bool {
+func (r *restore) swappedEarlier(m *backupstore.Manifest) bool {
 	if r.RestoreID == "" {
 		return false
 	}
@@ -142,7 +144,7 @@ func (r *restore) swappedEarlier(m *Manifest) bool {
 
 // stageRestoreMarker adds this restore's marker to the staged data, when
 // the restore has an identity.
-func (r *restore) stageRestoreMarker(stagedData string, m *Manifest) error {
+func (r *restore) stageRestoreMarker(stagedData string, m *backupstore.Manifest) error {
 	if r.RestoreID == "" {
 		return nil
 	}

@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/echo-operator/echo-operator/internal/backupstore"
 	"github.com/echo-operator/echo-operator/internal/moverprotocol"
 )
 
@@ -30,7 +31,7 @@ const retryRestoreID = "uid-r1"
 // Restore does up to its swap: the checks, the verified download into a
 // staging directory and the marker. It returns the restore and its staged
 // data.
-func stageRestore(t *testing.T, store Store, key, target string, policy ExistingDataPolicy, id string) (*restore, string) {
+func stageRestore(t *testing.T, store backupstore.Store, key, target string, policy ExistingDataPolicy, id string) (*restore, string) {
 	t.Helper()
 	ctx := context.Background()
 	r, err := newRestore(RestoreOptions{DataDir: target, Store: store, Key: key, ExistingData: policy, RestoreID: id})
@@ -48,10 +49,10 @@ func stageRestore(t *testing.T, store Store, key, target string, policy Existing
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.download(ctx, m, ArchiveKey(key, m.Compression), staging); err != nil {
+	if err := r.download(ctx, m, backupstore.ArchiveKey(key, m.Compression), staging); err != nil {
 		t.Fatal(err)
 	}
-	stagedData := filepath.Join(staging, strings.TrimSuffix(DataPrefix, "/"))
+	stagedData := filepath.Join(staging, strings.TrimSuffix(backupstore.DataPrefix, "/"))
 	if err := r.stageRestoreMarker(stagedData, m); err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func stageRestore(t *testing.T, store Store, key, target string, policy Existing
 // is still there and the restored directories still have the staging
 // mode. That is what a mover killed right after its swap leaves (see
 // stopSwapAfter): it reported nothing.
-func restoreToSwap(t *testing.T, store Store, key, target string, policy ExistingDataPolicy, id string) {
+func restoreToSwap(t *testing.T, store backupstore.Store, key, target string, policy ExistingDataPolicy, id string) {
 	t.Helper()
 	r, stagedData := stageRestore(t, store, key, target, policy, id)
 	if _, err := r.swap(stagedData); err != nil {
@@ -128,10 +129,10 @@ func checkRestoredWithMarker(t *testing.T, target, id string, want, old map[stri
 
 // swapBackup backs src up under key into a filesystem store rooted at
 // root.
-func swapBackup(t *testing.T, src, key string) (store *FSStore, root string) {
+func swapBackup(t *testing.T, src, key string) (store *backupstore.FSStore, root string) {
 	t.Helper()
 	root = t.TempDir()
-	store, err := NewFSStore(root)
+	store, err := backupstore.NewFSStore(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +309,7 @@ func TestCLIRestoreReallyKilledAfterSwap(t *testing.T) {
 func TestRestoreMarker(t *testing.T) {
 	ctx := context.Background()
 	store := newFSStore(t)
-	m := craftBackup(t, store, "k", CompressionGzip, []craftEntry{{Name: "data/f", Data: "new"}}, nil)
+	m := craftBackup(t, store, "k", backupstore.CompressionGzip, []craftEntry{{Name: "data/f", Data: "new"}}, nil)
 
 	target := t.TempDir()
 	if _, err := Restore(ctx, RestoreOptions{DataDir: target, Store: store, Key: "k", RestoreID: "uid-1"}); err != nil {
@@ -349,8 +350,8 @@ func TestRestoreMarker(t *testing.T) {
 func TestRestoreMarkerNotOwn(t *testing.T) {
 	ctx := context.Background()
 	store := newFSStore(t)
-	m := craftBackup(t, store, "k", CompressionGzip, []craftEntry{{Name: "data/f", Data: "new"}}, nil)
-	craftBackup(t, store, "k2", CompressionGzip, []craftEntry{{Name: "data/f", Data: "other"}}, nil)
+	m := craftBackup(t, store, "k", backupstore.CompressionGzip, []craftEntry{{Name: "data/f", Data: "new"}}, nil)
+	craftBackup(t, store, "k2", backupstore.CompressionGzip, []craftEntry{{Name: "data/f", Data: "other"}}, nil)
 	for _, c := range []struct {
 		name   string
 		marker string
@@ -368,7 +369,7 @@ func TestRestoreMarkerNotOwn(t *testing.T) {
 			writeTree(t, target, map[string]string{"f": "new", restoreMarkerName: c.marker})
 			before := readTree(t, target)
 			opts := RestoreOptions{DataDir: target, Store: store, Key: "k", RestoreID: "uid-1"}
-			if _, err := Restore(ctx, opts); !errors.Is(err, ErrTargetNotEmpty) {
+			if _, err := Restore(ctx, opts); !errors.Is(err, backupstore.ErrTargetNotEmpty) {
 				t.Fatalf("Restore = %v, want ErrTargetNotEmpty", err)
 			}
 			assertUntouched(t, target, before)
@@ -425,7 +426,7 @@ func TestRestoreUnfinishedSwapWithMarker(t *testing.T) {
 // stopSwapWithMarkerAfter is stopSwapAfter for a restore with an
 // identity, under Replace: the marker is staged and is the first entry the
 // swap moves in.
-func stopSwapWithMarkerAfter(t *testing.T, store Store, key, target string, k int) int {
+func stopSwapWithMarkerAfter(t *testing.T, store backupstore.Store, key, target string, k int) int {
 	t.Helper()
 	r, stagedData := stageRestore(t, store, key, target, ExistingDataReplace, retryRestoreID)
 	plan, err := r.planSwap(stagedData)
@@ -443,8 +444,8 @@ func stopSwapWithMarkerAfter(t *testing.T, store Store, key, target string, k in
 // identity: the data directory is left as it was.
 func TestRestoreRefusesArchiveHoldingMarker(t *testing.T) {
 	store := newFSStore(t)
-	craftBackup(t, store, "k", CompressionGzip, []craftEntry{
-		{Name: DataPrefix + restoreMarkerName, Data: `{"restoreID":"uid-1"}`},
+	craftBackup(t, store, "k", backupstore.CompressionGzip, []craftEntry{
+		{Name: backupstore.DataPrefix + restoreMarkerName, Data: `{"restoreID":"uid-1"}`},
 		{Name: "data/f", Data: "new"},
 	}, nil)
 	target := t.TempDir()
@@ -452,7 +453,7 @@ func TestRestoreRefusesArchiveHoldingMarker(t *testing.T) {
 	before := readTree(t, target)
 	_, err := Restore(context.Background(), RestoreOptions{DataDir: target, Store: store, Key: "k",
 		ExistingData: ExistingDataReplace, RestoreID: "uid-1"})
-	if !errors.Is(err, ErrUnsafePath) {
+	if !errors.Is(err, backupstore.ErrUnsafePath) {
 		t.Fatalf("Restore = %v, want ErrUnsafePath", err)
 	}
 	assertUntouched(t, target, before)

@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/echo-operator/echo-operator/internal/backupstore"
 )
 
 // swapPlanName is the file in the staging directory that records a swap
@@ -85,7 +87,7 @@ func (r *restore) planSwap(stagedData string) (swapPlan, error) {
 		return swapPlan{}, err
 	}
 	if len(existing) > 0 && r.ExistingData == ExistingDataFail {
-		return swapPlan{}, fmt.Errorf("%w: %s appeared in %s during the restore", ErrTargetNotEmpty, describeEntries(existing), r.root)
+		return swapPlan{}, fmt.Errorf("%w: %s appeared in %s during the restore", backupstore.ErrTargetNotEmpty, describeEntries(existing), r.root)
 	}
 	staged, err := readDirNames(stagedData)
 	if err != nil {
@@ -121,7 +123,7 @@ func (r *restore) swapSteps(stagedData string, p swapPlan) []func() error {
 	if p.Aside != "" {
 		steps = append(steps, func() error {
 			if err := os.Mkdir(aside, preRestorePerm); err != nil {
-				return classifyLocal(fmt.Errorf("create pre-restore directory: %w", err))
+				return backupstore.ClassifyLocal(fmt.Errorf("create pre-restore directory: %w", err))
 			}
 			return nil
 		})
@@ -129,7 +131,7 @@ func (r *restore) swapSteps(stagedData string, p swapPlan) []func() error {
 	for _, name := range p.Existing {
 		steps = append(steps, func() error {
 			if err := renameNoReplace(filepath.Join(r.root, name), filepath.Join(aside, name)); err != nil {
-				return classifyLocal(fmt.Errorf("move existing %s aside: %w", name, err))
+				return backupstore.ClassifyLocal(fmt.Errorf("move existing %s aside: %w", name, err))
 			}
 			return nil
 		})
@@ -137,15 +139,15 @@ func (r *restore) swapSteps(stagedData string, p swapPlan) []func() error {
 	for _, name := range p.Staged {
 		steps = append(steps, func() error {
 			if err := renameNoReplace(filepath.Join(stagedData, name), filepath.Join(r.root, name)); err != nil {
-				return classifyLocal(fmt.Errorf("move restored %s into place: %w", name, err))
+				return backupstore.ClassifyLocal(fmt.Errorf("move restored %s into place: %w", name, err))
 			}
 			return nil
 		})
 	}
 	if p.Aside != "" {
-		steps = append(steps, func() error { return classifyLocal(syncDir(aside)) })
+		steps = append(steps, func() error { return backupstore.ClassifyLocal(syncDir(aside)) })
 	}
-	return append(steps, func() error { return classifyLocal(syncDir(r.root)) })
+	return append(steps, func() error { return backupstore.ClassifyLocal(syncDir(r.root)) })
 }
 
 // undoSwap puts back whatever a swap of p moved, whether it failed or its
@@ -157,18 +159,18 @@ func (r *restore) swapSteps(stagedData string, p swapPlan) []func() error {
 // before every existing one is aside, so a staged name missing from
 // staging is in the data directory, not an old entry of the same name.
 func (r *restore) undoSwap(staging string, p swapPlan) error {
-	stagedData := filepath.Join(staging, strings.TrimSuffix(DataPrefix, "/"))
+	stagedData := filepath.Join(staging, strings.TrimSuffix(backupstore.DataPrefix, "/"))
 	for _, name := range slices.Backward(p.Staged) {
 		back := filepath.Join(stagedData, name)
 		inStaging, err := exists(back)
 		if err != nil {
-			return classifyLocal(fmt.Errorf("undo the restore of %s: %w", name, err))
+			return backupstore.ClassifyLocal(fmt.Errorf("undo the restore of %s: %w", name, err))
 		}
 		if inStaging {
 			continue // never moved
 		}
 		if err := renameNoReplace(filepath.Join(r.root, name), back); err != nil {
-			return classifyLocal(fmt.Errorf("undo the restore of %s: %w", name, err))
+			return backupstore.ClassifyLocal(fmt.Errorf("undo the restore of %s: %w", name, err))
 		}
 	}
 	if p.Aside != "" {
@@ -177,20 +179,20 @@ func (r *restore) undoSwap(staging string, p swapPlan) error {
 			aside := filepath.Join(dir, name)
 			isAside, err := exists(aside)
 			if err != nil {
-				return classifyLocal(fmt.Errorf("move existing %s back: %w", name, err))
+				return backupstore.ClassifyLocal(fmt.Errorf("move existing %s back: %w", name, err))
 			}
 			if !isAside {
 				continue // never moved
 			}
 			if err := renameNoReplace(aside, filepath.Join(r.root, name)); err != nil {
-				return classifyLocal(fmt.Errorf("move existing %s back: %w", name, err))
+				return backupstore.ClassifyLocal(fmt.Errorf("move existing %s back: %w", name, err))
 			}
 		}
 		if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return classifyLocal(fmt.Errorf("remove pre-restore directory: %w", err))
+			return backupstore.ClassifyLocal(fmt.Errorf("remove pre-restore directory: %w", err))
 		}
 	}
-	return classifyLocal(syncDir(r.root))
+	return backupstore.ClassifyLocal(syncDir(r.root))
 }
 
 // writeSwapPlan stores p in staging, durably and whole (written under
@@ -209,7 +211,7 @@ func writeSwapPlan(staging string, p swapPlan) error {
 		err = syncDir(staging)
 	}
 	if err != nil {
-		return classifyLocal(fmt.Errorf("write swap plan: %w", err))
+		return backupstore.ClassifyLocal(fmt.Errorf("write swap plan: %w", err))
 	}
 	return nil
 }
@@ -241,7 +243,7 @@ func readSwapPlan(staging string) (*swapPlan, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, classifyLocal(fmt.Errorf("read swap plan: %w", err))
+		return nil, backupstore.ClassifyLocal(fmt.Errorf("read swap plan: %w", err))
 	}
 	var p swapPlan
 	if err := json.Unmarshal(b, &p); err != nil {
@@ -253,11 +255,11 @@ func readSwapPlan(staging string) (*swapPlan, error) {
 	}
 	for _, n := range names {
 		if n == "" || n == "." || n == ".." || strings.ContainsRune(n, filepath.Separator) {
-			return nil, fmt.Errorf("%w: swap plan %s names %q", ErrUnsafePath, filepath.Join(staging, swapPlanName), n)
+			return nil, fmt.Errorf("%w: swap plan %s names %q", backupstore.ErrUnsafePath, filepath.Join(staging, swapPlanName), n)
 		}
 	}
 	if p.Aside != "" && !strings.HasPrefix(p.Aside, preRestorePrefix) {
-		return nil, fmt.Errorf("%w: swap plan %s names %q as the pre-restore directory", ErrUnsafePath, filepath.Join(staging, swapPlanName), p.Aside)
+		return nil, fmt.Errorf("%w: swap plan %s names %q as the pre-restore directory", backupstore.ErrUnsafePath, filepath.Join(staging, swapPlanName), p.Aside)
 	}
 	return &p, nil
 }
@@ -265,9 +267,9 @@ func readSwapPlan(staging string) (*swapPlan, error) {
 // removeSwapPlan marks the swap in staging as finished, durably.
 func removeSwapPlan(staging string) error {
 	if err := os.Remove(filepath.Join(staging, swapPlanName)); err != nil {
-		return classifyLocal(fmt.Errorf("remove swap plan: %w", err))
+		return backupstore.ClassifyLocal(fmt.Errorf("remove swap plan: %w", err))
 	}
-	return classifyLocal(syncDir(staging))
+	return backupstore.ClassifyLocal(syncDir(staging))
 }
 
 // exists reports whether name exists, without following a final symlink.
@@ -291,7 +293,7 @@ func (r *restore) asideName() (string, error) {
 		}
 		taken, err := exists(filepath.Join(r.root, name))
 		if err != nil {
-			return "", classifyLocal(fmt.Errorf("name the pre-restore directory: %w", err))
+			return "", backupstore.ClassifyLocal(fmt.Errorf("name the pre-restore directory: %w", err))
 		}
 		if !taken {
 			return name, nil
@@ -303,9 +305,9 @@ func (r *restore) asideName() (string, error) {
 // applyDirModes gives restored directories their recorded modes, deepest
 // first. It runs after the swap, because renaming a directory may need
 // write permission on it; a failure is logged, the data is in place.
-func (r *restore) applyDirModes(m *Manifest) {
+func (r *restore) applyDirModes(m *backupstore.Manifest) {
 	for _, d := range slices.Backward(m.Directories) {
-		p := filepath.Join(r.root, filepath.FromSlash(strings.TrimPrefix(d.Path, DataPrefix)))
+		p := filepath.Join(r.root, filepath.FromSlash(strings.TrimPrefix(d.Path, backupstore.DataPrefix)))
 		if err := os.Chmod(p, d.Mode.Perm()); err != nil {
 			r.log.Warn("could not set a restored directory's mode", "path", p, "error", err.Error())
 		}
@@ -315,7 +317,7 @@ func (r *restore) applyDirModes(m *Manifest) {
 func readDirNames(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, classifyLocal(fmt.Errorf("read %s: %w", dir, err))
+		return nil, backupstore.ClassifyLocal(fmt.Errorf("read %s: %w", dir, err))
 	}
 	names := make([]string, len(entries))
 	for i, e := range entries {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
+
+	"github.com/echo-operator/echo-operator/internal/backupstore"
 )
 
 // A swap plan left in a staging directory lies on the Echo's volume, which
@@ -13,7 +15,7 @@ import (
 // moving or removing anything.
 func TestRestoreRefusesUnsafeSwapPlan(t *testing.T) {
 	store := newFSStore(t)
-	craftBackup(t, store, "k", CompressionGzip, []craftEntry{{Name: "data/f", Data: "new"}}, nil)
+	craftBackup(t, store, "k", backupstore.CompressionGzip, []craftEntry{{Name: "data/f", Data: "new"}}, nil)
 	for _, c := range []struct {
 		name   string
 		plan   string
@@ -30,7 +32,7 @@ func TestRestoreRefusesUnsafeSwapPlan(t *testing.T) {
 			writeTree(t, filepath.Join(target, stagingPrefix+"dead"), map[string]string{swapPlanName: c.plan, "data/f": "staged"})
 			before := readTree(t, target)
 			_, err := Restore(context.Background(), RestoreOptions{DataDir: target, Store: store, Key: "k", ExistingData: ExistingDataReplace})
-			if err == nil || c.unsafe != errors.Is(err, ErrUnsafePath) {
+			if err == nil || c.unsafe != errors.Is(err, backupstore.ErrUnsafePath) {
 				t.Fatalf("Restore = %v, want a failure (ErrUnsafePath: %v)", err, c.unsafe)
 			}
 			assertUntouched(t, target, before)

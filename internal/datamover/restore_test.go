@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/echo-operator/echo-operator/internal/backupstore"
 )
 
 // existingData is what restore targets hold before a restore.
@@ -37,51 +39,51 @@ func TestRestoreRejects(t *testing.T) {
 	cases := []struct {
 		name    string
 		entries []craftEntry
-		mutate  func(*Manifest)
-		tamper  func(t *testing.T, s *FSStore, key string)
+		mutate  func(*backupstore.Manifest)
+		tamper  func(t *testing.T, s *backupstore.FSStore, key string)
 		want    error
 	}{
-		{name: "unknown format version", entries: ok, mutate: func(m *Manifest) { m.FormatVersion = 2 }, want: ErrUnknownFormat},
-		{name: "traversal in the archive", entries: with(craftEntry{Name: "data/../../evil", Data: "x", Unlisted: true}), want: ErrUnsafePath},
-		{name: "traversal listed in the manifest", entries: with(craftEntry{Name: "data/../../evil", Data: "x"}), want: ErrUnsafePath},
-		{name: "absolute path", entries: with(craftEntry{Name: "/tmp/evil", Data: "x", Unlisted: true}), want: ErrUnsafePath},
-		{name: "outside data", entries: with(craftEntry{Name: "evil", Data: "x", Unlisted: true}), want: ErrUnsafePath},
-		{name: "symlink", entries: with(craftEntry{Name: "data/link", Type: tar.TypeSymlink, Linkname: "/etc/passwd", Unlisted: true}), want: ErrUnsafePath},
+		{name: "unknown format version", entries: ok, mutate: func(m *backupstore.Manifest) { m.FormatVersion = 2 }, want: backupstore.ErrUnknownFormat},
+		{name: "traversal in the archive", entries: with(craftEntry{Name: "data/../../evil", Data: "x", Unlisted: true}), want: backupstore.ErrUnsafePath},
+		{name: "traversal listed in the manifest", entries: with(craftEntry{Name: "data/../../evil", Data: "x"}), want: backupstore.ErrUnsafePath},
+		{name: "absolute path", entries: with(craftEntry{Name: "/tmp/evil", Data: "x", Unlisted: true}), want: backupstore.ErrUnsafePath},
+		{name: "outside data", entries: with(craftEntry{Name: "evil", Data: "x", Unlisted: true}), want: backupstore.ErrUnsafePath},
+		{name: "symlink", entries: with(craftEntry{Name: "data/link", Type: tar.TypeSymlink, Linkname: "/etc/passwd", Unlisted: true}), want: backupstore.ErrUnsafePath},
 		{name: "symlink then write through it", entries: with(
 			craftEntry{Name: "data/out", Type: tar.TypeSymlink, Linkname: "../..", Unlisted: true},
-			craftEntry{Name: "data/out/evil", Data: "x"}), want: ErrUnsafePath},
-		{name: "hard link", entries: with(craftEntry{Name: "data/hard", Type: tar.TypeLink, Linkname: "data/journal/echo-0.jsonl", Unlisted: true}), want: ErrUnsafePath},
-		{name: "device", entries: with(craftEntry{Name: "data/dev", Type: tar.TypeChar, Unlisted: true}), want: ErrUnsafePath},
-		{name: "fifo", entries: with(craftEntry{Name: "data/fifo", Type: tar.TypeFifo, Unlisted: true}), want: ErrUnsafePath},
-		{name: "file not in the manifest", entries: with(craftEntry{Name: "data/extra", Data: "x", Unlisted: true}), want: ErrChecksumMismatch},
-		{name: "file missing from the archive", entries: ok, mutate: func(m *Manifest) {
-			m.Files = append(m.Files, File{Path: "data/missing", Size: 1, Mode: 0o640, SHA256: strings.Repeat("0", 64)})
-		}, want: ErrChecksumMismatch},
-		{name: "directory missing from the archive", entries: ok, mutate: func(m *Manifest) {
-			m.Directories = append(m.Directories, Directory{Path: "data/gone", Mode: 0o750})
-		}, want: ErrChecksumMismatch},
-		{name: "file content differs", entries: ok, mutate: func(m *Manifest) { m.Files[1].SHA256 = strings.Repeat("1", 64) }, want: ErrChecksumMismatch},
-		{name: "file size differs", entries: ok, mutate: func(m *Manifest) { m.Files[1].Size++ }, want: ErrChecksumMismatch},
-		{name: "duplicate entry", entries: with(craftEntry{Name: "data/journal/echo-0.jsonl", Data: "{\"seq\":1}\n", Unlisted: true}), want: ErrChecksumMismatch},
-		{name: "config differs from the manifest", entries: ok, mutate: func(m *Manifest) { m.Config = []byte(`{"other":true}`) }, want: ErrChecksumMismatch},
-		{name: "archive checksum differs", entries: ok, mutate: func(m *Manifest) { m.Archive.SHA256 = strings.Repeat("2", 64) }, want: ErrChecksumMismatch},
-		{name: "corrupted byte", entries: ok, tamper: func(t *testing.T, s *FSStore, key string) {
+			craftEntry{Name: "data/out/evil", Data: "x"}), want: backupstore.ErrUnsafePath},
+		{name: "hard link", entries: with(craftEntry{Name: "data/hard", Type: tar.TypeLink, Linkname: "data/journal/echo-0.jsonl", Unlisted: true}), want: backupstore.ErrUnsafePath},
+		{name: "device", entries: with(craftEntry{Name: "data/dev", Type: tar.TypeChar, Unlisted: true}), want: backupstore.ErrUnsafePath},
+		{name: "fifo", entries: with(craftEntry{Name: "data/fifo", Type: tar.TypeFifo, Unlisted: true}), want: backupstore.ErrUnsafePath},
+		{name: "file not in the manifest", entries: with(craftEntry{Name: "data/extra", Data: "x", Unlisted: true}), want: backupstore.ErrChecksumMismatch},
+		{name: "file missing from the archive", entries: ok, mutate: func(m *backupstore.Manifest) {
+			m.Files = append(m.Files, backupstore.File{Path: "data/missing", Size: 1, Mode: 0o640, SHA256: strings.Repeat("0", 64)})
+		}, want: backupstore.ErrChecksumMismatch},
+		{name: "directory missing from the archive", entries: ok, mutate: func(m *backupstore.Manifest) {
+			m.Directories = append(m.Directories, backupstore.Directory{Path: "data/gone", Mode: 0o750})
+		}, want: backupstore.ErrChecksumMismatch},
+		{name: "file content differs", entries: ok, mutate: func(m *backupstore.Manifest) { m.Files[1].SHA256 = strings.Repeat("1", 64) }, want: backupstore.ErrChecksumMismatch},
+		{name: "file size differs", entries: ok, mutate: func(m *backupstore.Manifest) { m.Files[1].Size++ }, want: backupstore.ErrChecksumMismatch},
+		{name: "duplicate entry", entries: with(craftEntry{Name: "data/journal/echo-0.jsonl", Data: "{\"seq\":1}\n", Unlisted: true}), want: backupstore.ErrChecksumMismatch},
+		{name: "config differs from the manifest", entries: ok, mutate: func(m *backupstore.Manifest) { m.Config = []byte(`{"other":true}`) }, want: backupstore.ErrChecksumMismatch},
+		{name: "archive checksum differs", entries: ok, mutate: func(m *backupstore.Manifest) { m.Archive.SHA256 = strings.Repeat("2", 64) }, want: backupstore.ErrChecksumMismatch},
+		{name: "corrupted byte", entries: ok, tamper: func(t *testing.T, s *backupstore.FSStore, key string) {
 			b := getBytes(t, s, key)
 			b[len(b)/2] ^= 0xff
 			putBytes(t, s, key, b)
-		}, want: ErrChecksumMismatch},
-		{name: "truncated", entries: ok, tamper: func(t *testing.T, s *FSStore, key string) {
+		}, want: backupstore.ErrChecksumMismatch},
+		{name: "truncated", entries: ok, tamper: func(t *testing.T, s *backupstore.FSStore, key string) {
 			b := getBytes(t, s, key)
 			putBytes(t, s, key, b[:len(b)-20])
-		}, want: ErrChecksumMismatch},
-		{name: "archive missing", entries: ok, tamper: func(t *testing.T, s *FSStore, key string) {
+		}, want: backupstore.ErrChecksumMismatch},
+		{name: "archive missing", entries: ok, tamper: func(t *testing.T, s *backupstore.FSStore, key string) {
 			if err := s.Delete(context.Background(), key); err != nil {
 				t.Fatal(err)
 			}
-		}, want: ErrNotFound},
-		{name: "not a gzip stream", entries: ok, tamper: func(t *testing.T, s *FSStore, key string) {
+		}, want: backupstore.ErrNotFound},
+		{name: "not a gzip stream", entries: ok, tamper: func(t *testing.T, s *backupstore.FSStore, key string) {
 			putBytes(t, s, key, []byte("this is not gzip at all"))
-		}, want: ErrChecksumMismatch},
+		}, want: backupstore.ErrChecksumMismatch},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -91,16 +93,16 @@ func TestRestoreRejects(t *testing.T) {
 			writeTree(t, target, existingData)
 			before := readTree(t, target)
 			store := newFSStore(t)
-			craftBackup(t, store, "k", CompressionGzip, c.entries, c.mutate)
+			craftBackup(t, store, "k", backupstore.CompressionGzip, c.entries, c.mutate)
 			if c.tamper != nil {
-				c.tamper(t, store, ArchiveKey("k", CompressionGzip))
+				c.tamper(t, store, backupstore.ArchiveKey("k", backupstore.CompressionGzip))
 			}
 			_, err := Restore(ctx, RestoreOptions{DataDir: target, Store: store, Key: "k", ExistingData: ExistingDataReplace})
 			if !errors.Is(err, c.want) {
 				t.Fatalf("Restore = %v, want %v", err, c.want)
 			}
 			t.Log(err)
-			if Retryable(err) {
+			if backupstore.Retryable(err) {
 				t.Errorf("%v is retryable", err)
 			}
 			assertUntouched(t, target, before)
@@ -115,8 +117,8 @@ func TestRestoreRejects(t *testing.T) {
 // be decoded: ErrCorruptArchive.
 func TestRestoreUndecodableArchive(t *testing.T) {
 	store := newFSStore(t)
-	key := ArchiveKey("k", CompressionGzip)
-	m := craftBackup(t, store, "k", CompressionGzip, []craftEntry{{Name: "data/f", Data: strings.Repeat("data ", 1000)}}, nil)
+	key := backupstore.ArchiveKey("k", backupstore.CompressionGzip)
+	m := craftBackup(t, store, "k", backupstore.CompressionGzip, []craftEntry{{Name: "data/f", Data: strings.Repeat("data ", 1000)}}, nil)
 	b := getBytes(t, store, key)
 	b = b[:len(b)-10]
 	putBytes(t, store, key, b)
@@ -126,10 +128,10 @@ func TestRestoreUndecodableArchive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	putBytes(t, store, ManifestKey("k"), encoded)
+	putBytes(t, store, backupstore.ManifestKey("k"), encoded)
 	target := t.TempDir()
 	_, err = Restore(context.Background(), RestoreOptions{DataDir: target, Store: store, Key: "k"})
-	if !errors.Is(err, ErrCorruptArchive) {
+	if !errors.Is(err, backupstore.ErrCorruptArchive) {
 		t.Fatalf("Restore = %v, want ErrCorruptArchive", err)
 	}
 	assertUntouched(t, target, map[string]treeEntry{})
@@ -138,18 +140,18 @@ func TestRestoreUndecodableArchive(t *testing.T) {
 func TestRestoreFailsBeforeDownloadingIntoData(t *testing.T) {
 	ctx := context.Background()
 	store := &countingStore{Store: newFSStore(t)}
-	craftBackup(t, store.Store, "k", CompressionGzip, []craftEntry{{Name: "data/f", Data: "new"}}, nil)
+	craftBackup(t, store.Store, "k", backupstore.CompressionGzip, []craftEntry{{Name: "data/f", Data: "new"}}, nil)
 	target := t.TempDir()
 	writeTree(t, target, existingData)
 	before := readTree(t, target)
 	_, err := Restore(ctx, RestoreOptions{DataDir: target, Store: store, Key: "k"}) // default policy: Fail
-	if !errors.Is(err, ErrTargetNotEmpty) || Retryable(err) {
+	if !errors.Is(err, backupstore.ErrTargetNotEmpty) || backupstore.Retryable(err) {
 		t.Fatalf("Restore = %v, want ErrTargetNotEmpty", err)
 	}
 	if !strings.Contains(err.Error(), `"journal"`) || !strings.Contains(err.Error(), "Replace") {
 		t.Errorf("error %q should name what is in the way and the way out", err)
 	}
-	if strings.Join(store.gets, ",") != ManifestKey("k") {
+	if strings.Join(store.gets, ",") != backupstore.ManifestKey("k") {
 		t.Errorf("Restore read %v; want only the manifest", store.gets)
 	}
 	assertUntouched(t, target, before)
@@ -158,7 +160,7 @@ func TestRestoreFailsBeforeDownloadingIntoData(t *testing.T) {
 func TestRestoreReplaceKeepsOldData(t *testing.T) {
 	ctx := context.Background()
 	store := newFSStore(t)
-	craftBackup(t, store, "k", CompressionNone, []craftEntry{
+	craftBackup(t, store, "k", backupstore.CompressionNone, []craftEntry{
 		{Name: "data/journal/", Type: tar.TypeDir, Mode: 0o750},
 		{Name: "data/journal/new.jsonl", Data: "{\"seq\":9}\n"},
 	}, nil)
@@ -208,7 +210,7 @@ func TestRestoreReplaceKeepsOldData(t *testing.T) {
 func TestRestoreIgnoresMoverEntries(t *testing.T) {
 	ctx := context.Background()
 	store := newFSStore(t)
-	craftBackup(t, store, "k", CompressionGzip, []craftEntry{{Name: "data/f", Data: "new"}}, nil)
+	craftBackup(t, store, "k", backupstore.CompressionGzip, []craftEntry{{Name: "data/f", Data: "new"}}, nil)
 	target := t.TempDir()
 	writeTree(t, target, map[string]string{
 		lostAndFound + "/":            "",
@@ -231,7 +233,7 @@ func TestRestoreIgnoresMoverEntries(t *testing.T) {
 
 func TestRestoreMissingBackup(t *testing.T) {
 	_, err := Restore(context.Background(), RestoreOptions{DataDir: t.TempDir(), Store: newFSStore(t), Key: "nothing"})
-	if !errors.Is(err, ErrNotFound) || Retryable(err) {
+	if !errors.Is(err, backupstore.ErrNotFound) || backupstore.Retryable(err) {
 		t.Fatalf("Restore = %v, want ErrNotFound", err)
 	}
 }
@@ -244,7 +246,7 @@ func TestRestoreRejectsBadOptions(t *testing.T) {
 		"no dir":     {Store: store, Key: "k"},
 		"bad policy": {DataDir: t.TempDir(), Store: store, Key: "k", ExistingData: "Merge"},
 	} {
-		if _, err := Restore(context.Background(), o); !errors.Is(err, ErrInvalidArgument) {
+		if _, err := Restore(context.Background(), o); !errors.Is(err, backupstore.ErrInvalidArgument) {
 			t.Errorf("%s: Restore = %v, want ErrInvalidArgument", name, err)
 		}
 	}
@@ -254,9 +256,9 @@ func TestRestoreRejectsBadOptions(t *testing.T) {
 func TestRestoreNoSpaceUpFront(t *testing.T) {
 	target := mountTmpfs(t, "size=1m")
 	store := &countingStore{Store: newFSStore(t)}
-	craftBackup(t, store.Store, "k", CompressionGzip, []craftEntry{{Name: "data/big", Data: strings.Repeat("x", 2<<20)}}, nil)
+	craftBackup(t, store.Store, "k", backupstore.CompressionGzip, []craftEntry{{Name: "data/big", Data: strings.Repeat("x", 2<<20)}}, nil)
 	_, err := Restore(context.Background(), RestoreOptions{DataDir: target, Store: store, Key: "k"})
-	if !errors.Is(err, ErrNoSpace) || Retryable(err) {
+	if !errors.Is(err, backupstore.ErrNoSpace) || backupstore.Retryable(err) {
 		t.Fatalf("Restore = %v, want ErrNoSpace", err)
 	}
 	if len(store.gets) != 1 {
@@ -277,9 +279,9 @@ func TestRestoreNoSpaceWhileWriting(t *testing.T) {
 		entries = append(entries, craftEntry{Name: fmt.Sprintf("data/f%03d", i), Data: "small"})
 	}
 	store := newFSStore(t)
-	craftBackup(t, store, "k", CompressionGzip, entries, nil)
+	craftBackup(t, store, "k", backupstore.CompressionGzip, entries, nil)
 	_, err := Restore(context.Background(), RestoreOptions{DataDir: target, Store: store, Key: "k", ExistingData: ExistingDataReplace})
-	if !errors.Is(err, ErrNoSpace) || Retryable(err) {
+	if !errors.Is(err, backupstore.ErrNoSpace) || backupstore.Retryable(err) {
 		t.Fatalf("Restore = %v, want ErrNoSpace", err)
 	}
 	assertUntouched(t, target, before)
@@ -287,12 +289,12 @@ func TestRestoreNoSpaceWhileWriting(t *testing.T) {
 
 func TestRestoreCancelled(t *testing.T) {
 	store := newFSStore(t)
-	craftBackup(t, store, "k", CompressionGzip, []craftEntry{{Name: "data/f", Data: "x"}}, nil)
+	craftBackup(t, store, "k", backupstore.CompressionGzip, []craftEntry{{Name: "data/f", Data: "x"}}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	target := t.TempDir()
 	_, err := Restore(ctx, RestoreOptions{DataDir: target, Store: store, Key: "k"})
-	if !errors.Is(err, context.Canceled) || Retryable(err) {
+	if !errors.Is(err, context.Canceled) || backupstore.Retryable(err) {
 		t.Fatalf("Restore = %v, want context.Canceled", err)
 	}
 	assertUntouched(t, target, map[string]treeEntry{})
@@ -362,14 +364,25 @@ func TestRestoreSwapRollsBack(t *testing.T) {
 // A target that did not exist is not left behind by a failed restore.
 func TestRestoreRemovesTargetItCreated(t *testing.T) {
 	store := newFSStore(t)
-	craftBackup(t, store, "k", CompressionGzip, []craftEntry{{Name: "data/f", Data: "x"}}, func(m *Manifest) {
+	craftBackup(t, store, "k", backupstore.CompressionGzip, []craftEntry{{Name: "data/f", Data: "x"}}, func(m *backupstore.Manifest) {
 		m.Files[1].SHA256 = strings.Repeat("3", 64)
 	})
 	target := filepath.Join(t.TempDir(), "new")
-	if _, err := Restore(context.Background(), RestoreOptions{DataDir: target, Store: store, Key: "k"}); !errors.Is(err, ErrChecksumMismatch) {
+	if _, err := Restore(context.Background(), RestoreOptions{DataDir: target, Store: store, Key: "k"}); !errors.Is(err, backupstore.ErrChecksumMismatch) {
 		t.Fatalf("Restore = %v", err)
 	}
 	if _, err := os.Lstat(target); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the target created by the failed restore is still there: %v", err)
+	}
+}
+
+func TestParseExistingDataPolicy(t *testing.T) {
+	for in, want := range map[string]ExistingDataPolicy{"": ExistingDataFail, "Fail": ExistingDataFail, "Replace": ExistingDataReplace} {
+		if got, err := ParseExistingDataPolicy(in); err != nil || got != want {
+			t.Errorf("ParseExistingDataPolicy(%q) = %q, %v", in, got, err)
+		}
+	}
+	if _, err := ParseExistingDataPolicy("replace"); !errors.Is(err, backupstore.ErrInvalidArgument) {
+		t.Errorf("ParseExistingDataPolicy(replace) error = %v", err)
 	}
 }

@@ -8,5 +8,6 @@
 // SubjectAccessReview, as any aggregated API server does, bounds each
 // user's requests in flight (userinflight.go), then checks that the user
 // may read the echo.dev objects a live resource reveals.
-// It must not import controllers, cmd or test/: they build on it.
+// It lists a location's backups with internal/backupstore and must not
+// import the data mover (internal/datamover), controllers, cmd or test/.
 package liveapi

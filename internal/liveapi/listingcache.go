@@ -6,12 +6,12 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/echo-operator/echo-operator/internal/datamover"
+	"github.com/echo-operator/echo-operator/internal/backupstore"
 )
 
 // locationListing is what a listing of a location's storage found.
 type locationListing struct {
-	backups []datamover.StoredBackup
+	backups []backupstore.StoredBackup
 	// cut says the storage held more than a listing reads: backups are
 	// those of the objects listed before it stopped.
 	cut bool

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/echo-operator/echo-operator/internal/datamover"
+	"github.com/echo-operator/echo-operator/internal/backupstore"
 )
 
 // backupsOf is a listing of n backups whose keys are keyBytes long.
@@ -15,7 +15,7 @@ func backupsOf(n, keyBytes int) locationListing {
 	l := locationListing{}
 	for i := range n {
 		key := strconv.Itoa(i)
-		l.backups = append(l.backups, datamover.StoredBackup{Key: key + strings.Repeat("k", max(0, keyBytes-len(key)))})
+		l.backups = append(l.backups, backupstore.StoredBackup{Key: key + strings.Repeat("k", max(0, keyBytes-len(key)))})
 	}
 	return l
 }

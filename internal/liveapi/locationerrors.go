@@ -10,7 +10,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
-	"github.com/echo-operator/echo-operator/internal/datamover"
+	"github.com/echo-operator/echo-operator/internal/backupstore"
 	"github.com/echo-operator/echo-operator/internal/egress"
 )
 
@@ -51,8 +51,8 @@ func listingError(loc *echov1alpha1.EchoBackupLocation, err error) error {
 func publicReason(err error) string {
 	var refused *egress.RefusedError
 	var local *locationError
-	var tooLarge *datamover.ResponseTooLargeError
-	var tooManyKeys *datamover.PageTooLargeError
+	var tooLarge *backupstore.ResponseTooLargeError
+	var tooManyKeys *backupstore.PageTooLargeError
 	switch {
 	case errors.As(err, &refused):
 		return refused.Error()
@@ -62,18 +62,18 @@ func publicReason(err error) string {
 		return tooLarge.Error()
 	case errors.As(err, &tooManyKeys):
 		return tooManyKeys.Error()
-	case errors.Is(err, datamover.ErrEncryption):
+	case errors.Is(err, backupstore.ErrEncryption):
 		return outcomeEncryption
-	case errors.Is(err, datamover.ErrAccessDenied):
+	case errors.Is(err, backupstore.ErrAccessDenied):
 		return outcomeAccessDenied
-	case errors.Is(err, datamover.ErrBucketNotFound):
+	case errors.Is(err, backupstore.ErrBucketNotFound):
 		return outcomeNoBucket
 	}
-	if status := datamover.HTTPStatus(err); status > 0 {
+	if status := backupstore.HTTPStatus(err); status > 0 {
 		return fmt.Sprintf("%s (HTTP %dxx)", outcomeNotS3, status/100)
 	}
 	var transport *url.Error
-	if errors.Is(err, datamover.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) ||
+	if errors.Is(err, backupstore.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) ||
 		errors.Is(err, context.Canceled) || errors.As(err, &transport) {
 		return outcomeUnreachable
 	}

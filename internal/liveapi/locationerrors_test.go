@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
-	"github.com/echo-operator/echo-operator/internal/datamover"
+	"github.com/echo-operator/echo-operator/internal/backupstore"
 	"github.com/echo-operator/echo-operator/internal/egress"
 	"github.com/echo-operator/echo-operator/internal/storagesecrets"
 	"github.com/echo-operator/echo-operator/test/harness/connectproxy"
@@ -49,18 +49,18 @@ func TestPublicReasonIsOneOfTheFixedOutcomes(t *testing.T) {
 			"the operator does not connect to 10.1.2.3: private network 10.0.0.0/8 (allow it with --storage-egress-allow)"},
 		"the location's own error": {&locationError{errors.New(`reading the credentials Secret s3: secrets "s3" not found`)},
 			`reading the credentials Secret s3: secrets "s3" not found`},
-		"access denied": {errors.Join(datamover.ErrAccessDenied, s3Answer(403, "AccessDenied")), outcomeAccessDenied},
-		"no bucket":     {errors.Join(datamover.ErrBucketNotFound, s3Answer(404, "NoSuchBucket")), outcomeNoBucket},
-		"a server error": {errors.Join(datamover.ErrUnavailable, s3Answer(503, "SlowDown")),
+		"access denied": {errors.Join(backupstore.ErrAccessDenied, s3Answer(403, "AccessDenied")), outcomeAccessDenied},
+		"no bucket":     {errors.Join(backupstore.ErrBucketNotFound, s3Answer(404, "NoSuchBucket")), outcomeNoBucket},
+		"a server error": {errors.Join(backupstore.ErrUnavailable, s3Answer(503, "SlowDown")),
 			outcomeNotS3 + " (HTTP 5xx)"},
 		"a page that is no S3 answer": {fmt.Errorf("s3 list: %w", s3Answer(502, "502 Bad Gateway")), outcomeNotS3 + " (HTTP 5xx)"},
 		"a redirect":                  {fmt.Errorf("s3 list: %w", s3Answer(307, "307 Temporary Redirect")), outcomeNotS3 + " (HTTP 3xx)"},
 		"a body that is no XML":       {fmt.Errorf("s3 list: %w", &xml.SyntaxError{Msg: remoteSecret, Line: 1}), outcomeNotS3},
-		"connection refused":          {errors.Join(datamover.ErrUnavailable, dial(syscall.ECONNREFUSED)), outcomeUnreachable},
-		"connection reset":            {errors.Join(datamover.ErrUnavailable, dial(syscall.ECONNRESET)), outcomeUnreachable},
-		"no route":                    {errors.Join(datamover.ErrUnavailable, dial(syscall.EHOSTUNREACH)), outcomeUnreachable},
+		"connection refused":          {errors.Join(backupstore.ErrUnavailable, dial(syscall.ECONNREFUSED)), outcomeUnreachable},
+		"connection reset":            {errors.Join(backupstore.ErrUnavailable, dial(syscall.ECONNRESET)), outcomeUnreachable},
+		"no route":                    {errors.Join(backupstore.ErrUnavailable, dial(syscall.EHOSTUNREACH)), outcomeUnreachable},
 		"a timeout":                   {fmt.Errorf("the storage did not answer within 20s: %w", context.DeadlineExceeded), outcomeUnreachable},
-		"no such host": {errors.Join(datamover.ErrUnavailable, dial(&net.DNSError{Err: "no such host", Name: "minio.other-team.svc", IsNotFound: true})),
+		"no such host": {errors.Join(backupstore.ErrUnavailable, dial(&net.DNSError{Err: "no such host", Name: "minio.other-team.svc", IsNotFound: true})),
 			outcomeUnreachable},
 		"an untrusted certificate": {&url.Error{Op: "Get", URL: "https://s3.example.com", Err: errors.New("tls: failed to verify certificate: x509: " + remoteSecret)},
 			outcomeUnreachable},
@@ -76,7 +76,7 @@ func TestPublicReasonIsOneOfTheFixedOutcomes(t *testing.T) {
 
 func TestListingErrorIsServiceUnavailableNamingTheLocation(t *testing.T) {
 	loc := &echov1alpha1.EchoBackupLocation{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "offsite"}}
-	err := listingError(loc, errors.Join(datamover.ErrUnavailable, errors.New("dial tcp 10.0.0.5:9000: connect: connection refused")))
+	err := listingError(loc, errors.Join(backupstore.ErrUnavailable, errors.New("dial tcp 10.0.0.5:9000: connect: connection refused")))
 	if !apierrors.IsServiceUnavailable(err) {
 		t.Fatalf("listingError = %v, want 503", err)
 	}

@@ -12,7 +12,7 @@ import (
 
 	livev1alpha1 "github.com/echo-operator/echo-operator/api/live/v1alpha1"
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
-	"github.com/echo-operator/echo-operator/internal/datamover"
+	"github.com/echo-operator/echo-operator/internal/backupstore"
 	"github.com/echo-operator/echo-operator/internal/egress"
 	"github.com/echo-operator/echo-operator/internal/moverprotocol"
 	"github.com/echo-operator/echo-operator/internal/storagesecrets"
@@ -40,7 +40,7 @@ type listingLimits struct {
 	listings, listingsPerNamespace   int
 	manifests, manifestsPerNamespace int
 	// objects, pages, responseBytes and manifestBytes bound one listing
-	// (datamover.ListOptions).
+	// (backupstore.ListOptions).
 	objects, pages               int
 	responseBytes, manifestBytes int64
 	// cachedBackups and cachedBytes bound the listings remembered across
@@ -55,10 +55,10 @@ var defaultListingLimits = listingLimits{
 	listingsPerNamespace:  2,
 	manifests:             16,
 	manifestsPerNamespace: 4,
-	objects:               datamover.DefaultListMaxObjects,
-	pages:                 datamover.DefaultListMaxPages,
-	responseBytes:         datamover.DefaultListMaxResponseBytes,
-	manifestBytes:         datamover.DefaultManifestSummaryBytes,
+	objects:               backupstore.DefaultListMaxObjects,
+	pages:                 backupstore.DefaultListMaxPages,
+	responseBytes:         backupstore.DefaultListMaxResponseBytes,
+	manifestBytes:         backupstore.DefaultManifestSummaryBytes,
 	cachedBackups:         100_000,
 	cachedBytes:           32 << 20,
 }
@@ -71,7 +71,7 @@ type locationListings struct {
 	// api reads the Secrets that hold the storage credentials: they are
 	// not cached.
 	api       client.Reader
-	manifests datamover.ManifestCache
+	manifests backupstore.ManifestCache
 	limits    listingLimits
 	// listingSlots and manifestSlots bound the listings and manifest
 	// reads across the process, and each namespace's share.
@@ -150,7 +150,7 @@ func busyError(loc *echov1alpha1.EchoBackupLocation, why string) error {
 	return apierrors.NewServiceUnavailable(fmt.Sprintf("EchoBackupLocation %s/%s: not read: %s", loc.Namespace, loc.Name, why))
 }
 
-// read lists loc's storage through the data mover's code, within the
+// read lists loc's storage with the data mover's backup store, within the
 // limits.
 func (l *locationListings) read(ctx context.Context, loc *echov1alpha1.EchoBackupLocation) (locationListing, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.limits.timeout)
@@ -159,7 +159,7 @@ func (l *locationListings) read(ctx context.Context, loc *echov1alpha1.EchoBacku
 	if err != nil {
 		return locationListing{}, err
 	}
-	listing, err := datamover.ListBackups(ctx, store, datamover.ListOptions{
+	listing, err := backupstore.ListBackups(ctx, store, backupstore.ListOptions{
 		Manifests: &l.manifests,
 		Scope:     locationScope(loc),
 		// Only the backups a StoredBackup can name are listed, and their
@@ -194,7 +194,7 @@ func locationScope(loc *echov1alpha1.EchoBackupLocation) string {
 // Secret checked on the object whose data is used (optedInSecret). Its errors are the location's own (a Secret missing
 // or not opted in, an endpoint that is no URL): nothing has been asked of
 // the storage yet. The store connects only where l.egress allows.
-func (l *locationListings) open(ctx context.Context, loc *echov1alpha1.EchoBackupLocation) (datamover.Store, error) {
+func (l *locationListings) open(ctx context.Context, loc *echov1alpha1.EchoBackupLocation) (backupstore.Store, error) {
 	s3 := moverprotocol.ResolveS3(&loc.Spec.S3)
 	if s3.ServiceAccount != "" {
 		// A token of the ServiceAccount would have to be requested for the
@@ -211,9 +211,9 @@ func (l *locationListings) open(ctx context.Context, loc *echov1alpha1.EchoBacku
 	if len(id) == 0 || len(secret) == 0 {
 		return nil, &locationError{fmt.Errorf("the credentials Secret %s has no %s or no %s", creds.Name, s3.AccessKeyIDKey, s3.SecretAccessKeyKey)}
 	}
-	cfg := datamover.S3Config{Endpoint: s3.Endpoint, Region: s3.Region, Bucket: s3.Bucket, Prefix: s3.Prefix, PathStyle: s3.PathStyle,
+	cfg := backupstore.S3Config{Endpoint: s3.Endpoint, Region: s3.Region, Bucket: s3.Bucket, Prefix: s3.Prefix, PathStyle: s3.PathStyle,
 		MaxRetries: 1, Transport: l.egress.ConfigureTransport,
-		Encryption: datamover.S3Encryption{Type: string(s3.Encryption), KMSKeyID: s3.KMSKeyID}}
+		Encryption: backupstore.S3Encryption{Type: string(s3.Encryption), KMSKeyID: s3.KMSKeyID}}
 	// A mover Job's pod would not start without either.
 	if s3.CASecret != "" {
 		if cfg.CABundle, err = l.secretKey(ctx, loc, s3.CASecret, s3.CAKey, "CA bundle", ""); err != nil {
@@ -225,7 +225,7 @@ func (l *locationListings) open(ctx context.Context, loc *echov1alpha1.EchoBacku
 			return nil, err
 		}
 	}
-	store, err := datamover.NewS3StoreWithCredentials(cfg, string(id), string(secret))
+	store, err := backupstore.NewS3StoreWithCredentials(cfg, string(id), string(secret))
 	if err != nil {
 		return nil, &locationError{err}
 	}

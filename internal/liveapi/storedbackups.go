@@ -17,7 +17,7 @@ import (
 
 	livev1alpha1 "github.com/echo-operator/echo-operator/api/live/v1alpha1"
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
-	"github.com/echo-operator/echo-operator/internal/datamover"
+	"github.com/echo-operator/echo-operator/internal/backupstore"
 )
 
 // storedBackups serves StoredBackups: the backups in the storage of the
@@ -189,7 +189,7 @@ func (s *storedBackups) Get(ctx context.Context, name string, _ *metav1.GetOptio
 
 // storedBackup is the object of a backup found in loc; false for an
 // artifact whose key is not of the operator's layout.
-func storedBackup(loc *echov1alpha1.EchoBackupLocation, b datamover.StoredBackup) (livev1alpha1.StoredBackup, bool) {
+func storedBackup(loc *echov1alpha1.EchoBackupLocation, b backupstore.StoredBackup) (livev1alpha1.StoredBackup, bool) {
 	name, ok := livev1alpha1.StoredBackupName(loc.Name, b.Key)
 	if !ok {
 		return livev1alpha1.StoredBackup{}, false

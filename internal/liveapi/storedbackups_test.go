@@ -27,7 +27,7 @@ import (
 
 	livev1alpha1 "github.com/echo-operator/echo-operator/api/live/v1alpha1"
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
-	"github.com/echo-operator/echo-operator/internal/datamover"
+	"github.com/echo-operator/echo-operator/internal/backupstore"
 	"github.com/echo-operator/echo-operator/internal/storagesecrets"
 	"github.com/echo-operator/echo-operator/test/harness/fakes3"
 )
@@ -89,13 +89,13 @@ func backupObjects(t *testing.T, keys ...string) map[string][]byte {
 		archive := []byte("the archive of " + key)
 		sum := sha256.Sum256(archive)
 		files := 1
-		m := &datamover.Manifest{
-			FormatVersion: datamover.FormatVersion, CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
-			Source:      datamover.Source{Namespace: strings.Split(key, "/")[0], Name: strings.Split(key, "/")[1]},
-			Compression: datamover.CompressionGzip, DataFileCount: &files, Config: json.RawMessage(`{}`),
-			Archive: datamover.Archive{Name: "data.tar.gz", Size: int64(len(archive)), SHA256: hex.EncodeToString(sum[:])},
-			Files: []datamover.File{
-				{Path: datamover.ConfigName, Size: 2, Mode: 0o644, SHA256: hex.EncodeToString(sum[:])},
+		m := &backupstore.Manifest{
+			FormatVersion: backupstore.FormatVersion, CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+			Source:      backupstore.Source{Namespace: strings.Split(key, "/")[0], Name: strings.Split(key, "/")[1]},
+			Compression: backupstore.CompressionGzip, DataFileCount: &files, Config: json.RawMessage(`{}`),
+			Archive: backupstore.Archive{Name: "data.tar.gz", Size: int64(len(archive)), SHA256: hex.EncodeToString(sum[:])},
+			Files: []backupstore.File{
+				{Path: backupstore.ConfigName, Size: 2, Mode: 0o644, SHA256: hex.EncodeToString(sum[:])},
 				{Path: "data/journal", Size: 1, Mode: 0o640, SHA256: hex.EncodeToString(sum[:])},
 			},
 		}
@@ -103,8 +103,8 @@ func backupObjects(t *testing.T, keys ...string) map[string][]byte {
 		if err != nil {
 			t.Fatal(err)
 		}
-		objects["p/"+datamover.ManifestKey(key)] = b
-		objects["p/"+datamover.ArchiveKey(key, datamover.CompressionGzip)] = archive
+		objects["p/"+backupstore.ManifestKey(key)] = b
+		objects["p/"+backupstore.ArchiveKey(key, backupstore.CompressionGzip)] = archive
 	}
 	return objects
 }

@@ -4,8 +4,8 @@
 // (storage.go), the exit codes the Jobs' pod failure policy reads, and the
 // JSON result the mover leaves as its container's termination message.
 // It imports only the API types.
-// Imported by controllers, internal/datamover, internal/liveapi and
-// test/harness/moverrunner.
+// Imported by controllers, internal/backupstore, internal/datamover,
+// internal/liveapi and test/harness/moverrunner.
 //
 // Both sides use this package: the data mover's subcommands
 // (internal/datamover, run by cmd/manager) write what the controllers' Job

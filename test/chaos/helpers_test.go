@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
-	"github.com/echo-operator/echo-operator/internal/datamover"
+	"github.com/echo-operator/echo-operator/internal/backupstore"
 	"github.com/echo-operator/echo-operator/internal/echoserver"
 	"github.com/echo-operator/echo-operator/test/harness/s3server"
 )
@@ -64,8 +64,8 @@ func startS3(t *testing.T) *s3Env {
 
 func (e *s3Env) storage() echov1alpha1.BackupStorage { return e.server.Storage(e.bucket, e.prefix) }
 
-func (e *s3Env) store() (datamover.Store, error) {
-	store, err := datamover.NewS3Store(datamover.S3Config{
+func (e *s3Env) store() (backupstore.Store, error) {
+	store, err := backupstore.NewS3Store(backupstore.S3Config{
 		Endpoint: e.server.Endpoint, Region: s3server.Region, Bucket: e.bucket, Prefix: e.prefix, PathStyle: true,
 	})
 	if err != nil {

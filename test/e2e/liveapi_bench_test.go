@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/internal/backupstore"
 	echochart "github.com/echo-operator/echo-operator/internal/chart"
 	"github.com/echo-operator/echo-operator/internal/datamover"
 	"github.com/echo-operator/echo-operator/internal/releasetrust"
@@ -177,7 +178,7 @@ func writeSignedReleaseRecords(ns string, n int) {
 // writeBackups writes n backups of a one-file data directory to the
 // bucket of loc with the data mover, under keys of the operator's layout.
 func writeBackups(b *testing.B, s3 *s3server.Server, loc echov1alpha1.S3Storage, n int) {
-	store, err := datamover.NewS3StoreWithCredentials(datamover.S3Config{
+	store, err := backupstore.NewS3StoreWithCredentials(backupstore.S3Config{
 		Endpoint: loc.Endpoint, Region: loc.Region, Bucket: loc.Bucket, Prefix: loc.Prefix, PathStyle: loc.ForcePathStyle,
 	}, s3.AccessKey, s3.SecretKey)
 	Expect(err).NotTo(HaveOccurred())
@@ -186,7 +187,7 @@ func writeBackups(b *testing.B, s3 *s3server.Server, loc echov1alpha1.S3Storage,
 	for i := range n {
 		_, err := datamover.Backup(context.Background(), datamover.BackupOptions{
 			DataDir: data, Store: store, Key: fmt.Sprintf("bench-src/web/b-%04d", i),
-			Config: json.RawMessage(`{}`), Source: datamover.Source{Namespace: "bench-src", Name: "web"},
+			Config: json.RawMessage(`{}`), Source: backupstore.Source{Namespace: "bench-src", Name: "web"},
 		})
 		Expect(err).NotTo(HaveOccurred())
 	}

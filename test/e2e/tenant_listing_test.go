@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/internal/backupstore"
 	"github.com/echo-operator/echo-operator/internal/datamover"
 	"github.com/echo-operator/echo-operator/test/harness/fakes3"
 	"github.com/echo-operator/echo-operator/test/harness/s3server"
@@ -166,7 +167,7 @@ func bystanderWithABackup(t *testing.T) (namespace, backup string) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "offsite"},
 		Spec:       echov1alpha1.EchoBackupLocationSpec{S3: *storage.S3},
 	})).To(Succeed())
-	store, err := datamover.NewS3StoreWithCredentials(datamover.S3Config{
+	store, err := backupstore.NewS3StoreWithCredentials(backupstore.S3Config{
 		Endpoint: storage.S3.Endpoint, Bucket: storage.S3.Bucket, Prefix: storage.S3.Prefix, PathStyle: true,
 	}, s3.AccessKey, s3.SecretKey)
 	Expect(err).NotTo(HaveOccurred())
@@ -174,7 +175,7 @@ func bystanderWithABackup(t *testing.T) (namespace, backup string) {
 	Expect(os.WriteFile(filepath.Join(data, "journal.jsonl"), []byte("an entry\n"), 0o600)).To(Succeed())
 	_, err = datamover.Backup(ctx, datamover.BackupOptions{
 		DataDir: data, Store: store, Key: namespace + "/web/nightly.1",
-		Config: json.RawMessage(`{}`), Source: datamover.Source{Namespace: namespace, Name: "web"},
+		Config: json.RawMessage(`{}`), Source: backupstore.Source{Namespace: namespace, Name: "web"},
 	})
 	Expect(err).NotTo(HaveOccurred())
 	return namespace, "offsite." + namespace + ".web.nightly.1"

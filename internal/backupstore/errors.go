@@ -1,11 +1,10 @@
-package datamover
+package backupstore
 
 import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"io"
 	"net"
 	"net/url"
 	"syscall"
@@ -13,10 +12,10 @@ import (
 	"github.com/echo-operator/echo-operator/internal/moverprotocol"
 )
 
-// Sentinel errors. Every error returned by Backup, Restore, Inspect,
-// Delete and the stores wraps at most one of them (test with errors.Is);
-// Reason names it and Retryable says whether running the same operation
-// again may succeed.
+// Sentinel errors. Every error returned by the stores and by the data
+// mover's Backup, Restore, Inspect and Delete (internal/datamover) wraps
+// at most one of them (test with errors.Is); Reason names it and Retryable
+// says whether running the same operation again may succeed.
 var (
 	// ErrNotFound: the object (a backup's manifest or archive) does not
 	// exist in the store.
@@ -172,38 +171,20 @@ type kindError struct {
 func (e *kindError) Error() string   { return e.err.Error() }
 func (e *kindError) Unwrap() []error { return []error{e.kind, e.err} }
 
-// withKind returns err marked with the sentinel kind; a nil err stays nil
+// WithKind returns err marked with the sentinel kind; a nil err stays nil
 // and a nil kind leaves err as it is.
-func withKind(kind, err error) error {
+func WithKind(kind, err error) error {
 	if err == nil || kind == nil {
 		return err
 	}
 	return &kindError{kind: kind, err: err}
 }
 
-// classifyLocal marks errors of local filesystem operations: a full disk
+// ClassifyLocal marks errors of local filesystem operations: a full disk
 // or quota becomes ErrNoSpace.
-func classifyLocal(err error) error {
+func ClassifyLocal(err error) error {
 	if err != nil && isNoSpace(err) && !errors.Is(err, ErrNoSpace) {
-		return withKind(ErrNoSpace, err)
+		return WithKind(ErrNoSpace, err)
 	}
 	return err
-}
-
-// sourceError marks an error that came from reading the store, so that
-// extraction can tell a broken download from a broken archive.
-type sourceError struct{ err error }
-
-func (e *sourceError) Error() string { return e.err.Error() }
-func (e *sourceError) Unwrap() error { return e.err }
-
-// sourceReader tags every read error except io.EOF as a sourceError.
-type sourceReader struct{ r io.Reader }
-
-func (s sourceReader) Read(p []byte) (int, error) {
-	n, err := s.r.Read(p)
-	if err != nil && !errors.Is(err, io.EOF) {
-		err = &sourceError{err: err}
-	}
-	return n, err
 }

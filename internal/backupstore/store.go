@@ -1,4 +1,4 @@
-package datamover
+package backupstore
 
 import (
 	"context"
@@ -54,9 +54,9 @@ type incompleteUploadAborter interface {
 	AbortIncompleteUpload(ctx context.Context, key string) error
 }
 
-// abortIncompleteUpload removes what an earlier, killed upload of key left
+// AbortIncompleteUpload removes what an earlier, killed upload of key left
 // behind, in the stores that can leave anything.
-func abortIncompleteUpload(ctx context.Context, s Store, key string) error {
+func AbortIncompleteUpload(ctx context.Context, s Store, key string) error {
 	if a, ok := s.(incompleteUploadAborter); ok {
 		return a.AbortIncompleteUpload(ctx, key)
 	}
@@ -89,17 +89,4 @@ func checkPrefix(prefix string) error {
 		return nil
 	}
 	return CheckKey(strings.TrimSuffix(prefix, "/"))
-}
-
-// ctxReader stops a copy loop once ctx is done.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
 }

@@ -1,4 +1,4 @@
-package datamover
+package backupstore
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 )
 
 // FormatVersion is the version of the backup layout and manifest written by
-// this package. Restore rejects any other version.
+// this package. The data mover's Restore rejects any other version.
 const FormatVersion = 1
 
 // Object and archive entry names.
@@ -267,14 +267,14 @@ func (m *Manifest) validate() error {
 }
 
 func checkManifestPath(p string, dir bool, seen map[string]bool) error {
-	clean, err := checkArchivePath(p)
+	clean, err := CheckArchivePath(p)
 	if err != nil {
 		return err
 	}
 	if clean != p {
 		return fmt.Errorf("%w: manifest path %q is not in canonical form", ErrCorruptArchive, p)
 	}
-	if !inArchiveLayout(p, dir) {
+	if !InArchiveLayout(p, dir) {
 		return fmt.Errorf("%w: manifest path %q is neither %s nor under %s", ErrUnsafePath, p, ConfigName, DataPrefix)
 	}
 	if seen[p] {
@@ -284,11 +284,11 @@ func checkManifestPath(p string, dir bool, seen map[string]bool) error {
 	return nil
 }
 
-// checkArchivePath validates an archive entry name and returns it cleaned
+// CheckArchivePath validates an archive entry name and returns it cleaned
 // (without a directory's trailing slash). It rejects empty names, absolute
 // paths, NUL bytes, any ".." element and non-canonical forms such as "a//b"
 // or "./a", all as ErrUnsafePath.
-func checkArchivePath(name string) (string, error) {
+func CheckArchivePath(name string) (string, error) {
 	p := strings.TrimSuffix(name, "/")
 	switch {
 	case p == "" || p == ".":
@@ -309,9 +309,9 @@ func checkArchivePath(name string) (string, error) {
 	return p, nil
 }
 
-// inArchiveLayout reports whether a clean path belongs in an archive:
+// InArchiveLayout reports whether a clean path belongs in an archive:
 // config.json as a file, anything strictly below data/ otherwise.
-func inArchiveLayout(p string, dir bool) bool {
+func InArchiveLayout(p string, dir bool) bool {
 	if p == ConfigName {
 		return !dir
 	}

@@ -1,4 +1,4 @@
-package datamover
+package backupstore
 
 import (
 	"cmp"
@@ -454,7 +454,7 @@ func (s *S3Store) classify(op, key string, err error) error {
 	}
 	var sts credentials.ErrorResponse
 	if errors.As(err, &sts) {
-		return withKind(stsErrorKind(sts.STSError.Code),
+		return WithKind(stsErrorKind(sts.STSError.Code),
 			fmt.Errorf("s3 %s %s: the STS did not exchange the web identity token: %s: %w", op, loc, sts.STSError.Code, err))
 	}
 	resp := minio.ToErrorResponse(err)
@@ -472,7 +472,7 @@ func (s *S3Store) classify(op, key string, err error) error {
 	} else {
 		err = fmt.Errorf("s3 %s %s: %w", op, loc, err)
 	}
-	return withKind(kind, err)
+	return WithKind(kind, err)
 }
 
 // HTTPStatus is the HTTP status of the S3 answer err reports, or 0 when

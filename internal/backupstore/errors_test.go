@@ -1,4 +1,4 @@
-package datamover
+package backupstore
 
 import (
 	"context"
@@ -25,17 +25,17 @@ func TestReasonAndRetryable(t *testing.T) {
 	}{
 		{"not found", fmt.Errorf("get: %w", ErrNotFound), "NotFound", false},
 		{"already exists", ErrAlreadyExists, "AlreadyExists", false},
-		{"access denied", withKind(ErrAccessDenied, errors.New("InvalidAccessKeyId")), "AccessDenied", false},
-		{"bucket", withKind(ErrBucketNotFound, errors.New("NoSuchBucket")), "BucketNotFound", false},
-		{"encryption", withKind(ErrEncryption, errors.New("InvalidRequest")), "EncryptionError", false},
-		{"5xx", withKind(ErrUnavailable, errors.New("InternalError")), "Unavailable", true},
+		{"access denied", WithKind(ErrAccessDenied, errors.New("InvalidAccessKeyId")), "AccessDenied", false},
+		{"bucket", WithKind(ErrBucketNotFound, errors.New("NoSuchBucket")), "BucketNotFound", false},
+		{"encryption", WithKind(ErrEncryption, errors.New("InvalidRequest")), "EncryptionError", false},
+		{"5xx", WithKind(ErrUnavailable, errors.New("InternalError")), "Unavailable", true},
 		{"checksum", ErrChecksumMismatch, "ChecksumMismatch", false},
 		{"corrupt", ErrCorruptArchive, "CorruptArchive", false},
 		{"format", ErrUnknownFormat, "UnknownFormat", false},
 		{"unsafe", ErrUnsafePath, "UnsafePath", false},
 		{"not empty", ErrTargetNotEmpty, "TargetNotEmpty", false},
 		{"no space sentinel", ErrNoSpace, "NoSpace", false},
-		{"ENOSPC", classifyLocal(fmt.Errorf("write: %w", syscall.ENOSPC)), "NoSpace", false},
+		{"ENOSPC", ClassifyLocal(fmt.Errorf("write: %w", syscall.ENOSPC)), "NoSpace", false},
 		{"EDQUOT unclassified", fmt.Errorf("write: %w", syscall.EDQUOT), "NoSpace", false},
 		{"source changed", ErrSourceChanged, "SourceChanged", true},
 		{"invalid", ErrInvalidArgument, "InvalidArgument", false},
@@ -65,12 +65,12 @@ func TestReasonAndRetryable(t *testing.T) {
 
 func TestWithKindKeepsMessage(t *testing.T) {
 	base := errors.New("s3 get s3://b/k: NoSuchKey")
-	err := withKind(ErrNotFound, base)
+	err := WithKind(ErrNotFound, base)
 	if err.Error() != base.Error() || !errors.Is(err, ErrNotFound) || !errors.Is(err, base) {
 		t.Fatalf("withKind = %v", err)
 	}
 	var wrapped *kindError
-	if errors.As(withKind(nil, base), &wrapped) || withKind(ErrNotFound, nil) != nil {
+	if errors.As(WithKind(nil, base), &wrapped) || WithKind(ErrNotFound, nil) != nil {
 		t.Fatal("withKind must leave nil kinds and nil errors alone")
 	}
 }

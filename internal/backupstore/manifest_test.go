@@ -1,4 +1,4 @@
-package datamover
+package backupstore
 
 import (
 	"bytes"
@@ -180,7 +180,7 @@ func TestCheckArchivePath(t *testing.T) {
 		{"data/x\x00y", "", false},
 	}
 	for _, c := range cases {
-		got, err := checkArchivePath(c.in)
+		got, err := CheckArchivePath(c.in)
 		if c.ok != (err == nil) || got != c.want {
 			t.Errorf("checkArchivePath(%q) = %q, %v; want %q, ok=%v", c.in, got, err, c.want, c.ok)
 		}
@@ -190,7 +190,7 @@ func TestCheckArchivePath(t *testing.T) {
 	}
 }
 
-func TestParseOptions(t *testing.T) {
+func TestParseCompression(t *testing.T) {
 	for in, want := range map[string]Compression{"": CompressionGzip, "gzip": CompressionGzip, "none": CompressionNone} {
 		if got, err := ParseCompression(in); err != nil || got != want {
 			t.Errorf("ParseCompression(%q) = %q, %v", in, got, err)
@@ -198,13 +198,5 @@ func TestParseOptions(t *testing.T) {
 	}
 	if _, err := ParseCompression("zstd"); !errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("ParseCompression(zstd) error = %v", err)
-	}
-	for in, want := range map[string]ExistingDataPolicy{"": ExistingDataFail, "Fail": ExistingDataFail, "Replace": ExistingDataReplace} {
-		if got, err := ParseExistingDataPolicy(in); err != nil || got != want {
-			t.Errorf("ParseExistingDataPolicy(%q) = %q, %v", in, got, err)
-		}
-	}
-	if _, err := ParseExistingDataPolicy("replace"); !errors.Is(err, ErrInvalidArgument) {
-		t.Errorf("ParseExistingDataPolicy(replace) error = %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package datamover
+package backupstore
 
 import (
 	"context"
@@ -16,14 +16,15 @@ import (
 	"syscall"
 )
 
-// copyBufferSize is the buffer of every copy loop in this package.
-const copyBufferSize = 1 << 20
+// CopyBufferSize is the buffer of every copy loop of the stores and the
+// data mover.
+const CopyBufferSize = 1 << 20
 
-// fsStorePerm and fsStoreDirPerm are the modes of objects and key
+// fsStorePerm and FSStoreDirPerm are the modes of objects and key
 // directories in a filesystem store.
 const (
 	fsStorePerm    = 0o640
-	fsStoreDirPerm = 0o750
+	FSStoreDirPerm = 0o750
 	tmpMarker      = ".tmp-"
 )
 
@@ -50,7 +51,7 @@ func NewFSStore(dir string) (*FSStore, error) {
 	}
 	info, err := os.Stat(abs)
 	if err != nil {
-		return nil, classifyFS(fmt.Errorf("filesystem store root: %w", err))
+		return nil, ClassifyFS(fmt.Errorf("filesystem store root: %w", err))
 	}
 	if !info.IsDir() {
 		return nil, fmt.Errorf("%w: filesystem store root %s is not a directory", ErrInvalidArgument, abs)
@@ -66,7 +67,7 @@ func (s *FSStore) Location(key string) string {
 func (s *FSStore) open() (*os.Root, error) {
 	root, err := os.OpenRoot(s.dir)
 	if err != nil {
-		return nil, classifyFS(fmt.Errorf("open filesystem store: %w", err))
+		return nil, ClassifyFS(fmt.Errorf("open filesystem store: %w", err))
 	}
 	return root, nil
 }
@@ -80,17 +81,17 @@ func (s *FSStore) Put(ctx context.Context, key string, r io.Reader) (err error) 
 	if err != nil {
 		return err
 	}
-	defer closeInto(&err, root, "close filesystem store")
+	defer CloseInto(&err, root, "close filesystem store")
 	dir, base := path.Split(key)
 	if dir != "" {
-		if err := root.MkdirAll(dir, fsStoreDirPerm); err != nil {
-			return classifyFS(fmt.Errorf("create %s: %w", s.Location(dir), err))
+		if err := root.MkdirAll(dir, FSStoreDirPerm); err != nil {
+			return ClassifyFS(fmt.Errorf("create %s: %w", s.Location(dir), err))
 		}
 	}
 	tmp := dir + "." + base + tmpMarker + randomHex()
 	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fsStorePerm)
 	if err != nil {
-		return classifyFS(fmt.Errorf("create %s: %w", s.Location(tmp), err))
+		return ClassifyFS(fmt.Errorf("create %s: %w", s.Location(tmp), err))
 	}
 	defer func() {
 		if err != nil {
@@ -101,21 +102,21 @@ func (s *FSStore) Put(ctx context.Context, key string, r io.Reader) (err error) 
 	if err := copyToFile(ctx, f, r); err != nil {
 		var werr *writeError
 		if errors.As(err, &werr) {
-			return classifyFS(fmt.Errorf("write %s: %w", s.Location(key), werr.err))
+			return ClassifyFS(fmt.Errorf("write %s: %w", s.Location(key), werr.err))
 		}
 		return err
 	}
 	if err := f.Sync(); err != nil {
-		return classifyFS(fmt.Errorf("sync %s: %w", s.Location(key), err))
+		return ClassifyFS(fmt.Errorf("sync %s: %w", s.Location(key), err))
 	}
 	if err := f.Close(); err != nil {
-		return classifyFS(fmt.Errorf("close %s: %w", s.Location(key), err))
+		return ClassifyFS(fmt.Errorf("close %s: %w", s.Location(key), err))
 	}
 	if err := root.Rename(tmp, key); err != nil {
-		return classifyFS(fmt.Errorf("rename into %s: %w", s.Location(key), err))
+		return ClassifyFS(fmt.Errorf("rename into %s: %w", s.Location(key), err))
 	}
-	if err := syncRootDir(root, dir); err != nil {
-		return classifyFS(fmt.Errorf("sync %s: %w", s.Location(dir), err))
+	if err := SyncRootDir(root, dir); err != nil {
+		return ClassifyFS(fmt.Errorf("sync %s: %w", s.Location(dir), err))
 	}
 	return nil
 }
@@ -129,7 +130,7 @@ func (e *writeError) Unwrap() error { return e.err }
 // copyToFile copies r to f with a large buffer, returning read errors as
 // they are and write errors as *writeError.
 func copyToFile(ctx context.Context, f *os.File, r io.Reader) error {
-	buf := make([]byte, copyBufferSize)
+	buf := make([]byte, CopyBufferSize)
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -161,7 +162,7 @@ func (s *FSStore) Get(_ context.Context, key string) (io.ReadCloser, error) {
 	defer func() { _ = root.Close() }() // an open file outlives its Root
 	f, err := root.Open(key)
 	if err != nil {
-		return nil, classifyFS(fmt.Errorf("open %s: %w", s.Location(key), err))
+		return nil, ClassifyFS(fmt.Errorf("open %s: %w", s.Location(key), err))
 	}
 	info, err := f.Stat()
 	if err == nil && !info.Mode().IsRegular() {
@@ -169,7 +170,7 @@ func (s *FSStore) Get(_ context.Context, key string) (io.ReadCloser, error) {
 	}
 	if err != nil {
 		_ = f.Close()
-		return nil, classifyFS(err)
+		return nil, ClassifyFS(err)
 	}
 	return f, nil
 }
@@ -183,10 +184,10 @@ func (s *FSStore) Stat(_ context.Context, key string) (info ObjectInfo, err erro
 	if err != nil {
 		return ObjectInfo{}, err
 	}
-	defer closeInto(&err, root, "close filesystem store")
+	defer CloseInto(&err, root, "close filesystem store")
 	fi, err := root.Stat(key)
 	if err != nil {
-		return ObjectInfo{}, classifyFS(fmt.Errorf("stat %s: %w", s.Location(key), err))
+		return ObjectInfo{}, ClassifyFS(fmt.Errorf("stat %s: %w", s.Location(key), err))
 	}
 	if !fi.Mode().IsRegular() {
 		return ObjectInfo{}, fmt.Errorf("stat %s: %w", s.Location(key), ErrNotFound)
@@ -204,25 +205,25 @@ func (s *FSStore) Delete(_ context.Context, key string) (err error) {
 	if err != nil {
 		return err
 	}
-	defer closeInto(&err, root, "close filesystem store")
+	defer CloseInto(&err, root, "close filesystem store")
 	if err := root.Remove(key); err != nil {
 		// ENOTDIR: a parent is a file, so the object cannot exist either.
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 			return nil
 		}
-		return classifyFS(fmt.Errorf("delete %s: %w", s.Location(key), err))
+		return ClassifyFS(fmt.Errorf("delete %s: %w", s.Location(key), err))
 	}
-	if err := syncRootDir(root, path.Dir(key)); err != nil {
-		return classifyFS(fmt.Errorf("sync %s: %w", s.Location(path.Dir(key)), err))
+	if err := SyncRootDir(root, path.Dir(key)); err != nil {
+		return ClassifyFS(fmt.Errorf("sync %s: %w", s.Location(path.Dir(key)), err))
 	}
 	return nil
 }
 
-// removeKeyDir removes the directory of a deleted backup's key: first the
+// RemoveKeyDir removes the directory of a deleted backup's key: first the
 // temporary files that interrupted writes of the named objects left in it,
 // then the directory itself if that emptied it. Anything else keeps the
 // directory, and a key that is not a directory is left alone.
-func (s *FSStore) removeKeyDir(key string, names []string) (err error) {
+func (s *FSStore) RemoveKeyDir(key string, names []string) (err error) {
 	if err := CheckKey(key); err != nil {
 		return err
 	}
@@ -230,13 +231,13 @@ func (s *FSStore) removeKeyDir(key string, names []string) (err error) {
 	if err != nil {
 		return err
 	}
-	defer closeInto(&err, root, "close filesystem store")
+	defer CloseInto(&err, root, "close filesystem store")
 	info, err := root.Lstat(key)
 	if errors.Is(err, fs.ErrNotExist) || (err == nil && !info.IsDir()) {
 		return nil
 	}
 	if err != nil {
-		return classifyFS(fmt.Errorf("stat %s: %w", s.Location(key), err))
+		return ClassifyFS(fmt.Errorf("stat %s: %w", s.Location(key), err))
 	}
 	if err := s.removeTemps(root, key, names); err != nil {
 		return err
@@ -245,9 +246,9 @@ func (s *FSStore) removeKeyDir(key string, names []string) (err error) {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
 			return nil
 		}
-		return classifyFS(fmt.Errorf("delete %s: %w", s.Location(key), err))
+		return ClassifyFS(fmt.Errorf("delete %s: %w", s.Location(key), err))
 	}
-	return syncRootDir(root, path.Dir(key))
+	return SyncRootDir(root, path.Dir(key))
 }
 
 // List implements Store. Temporary files of unfinished Puts are not listed.
@@ -281,7 +282,7 @@ func (s *FSStore) Walk(ctx context.Context, prefix string, fn func(ObjectInfo) e
 	if err != nil {
 		return err
 	}
-	defer closeInto(&err, root, "close filesystem store")
+	defer CloseInto(&err, root, "close filesystem store")
 	start := "."
 	if i := strings.LastIndexByte(prefix, '/'); i > 0 {
 		start = prefix[:i]
@@ -316,7 +317,7 @@ func (s *FSStore) Walk(ctx context.Context, prefix string, fn func(ObjectInfo) e
 		return stop.err
 	}
 	if walkErr != nil {
-		return classifyFS(fmt.Errorf("list %s: %w", s.Location(prefix), walkErr))
+		return ClassifyFS(fmt.Errorf("list %s: %w", s.Location(prefix), walkErr))
 	}
 	return nil
 }
@@ -331,7 +332,7 @@ func (s *FSStore) AbortIncompleteUpload(_ context.Context, key string) (err erro
 	if err != nil {
 		return err
 	}
-	defer closeInto(&err, root, "close filesystem store")
+	defer CloseInto(&err, root, "close filesystem store")
 	dir, base := path.Split(key)
 	err = s.removeTemps(root, path.Clean(dir), []string{base})
 	if errors.Is(err, fs.ErrNotExist) {
@@ -345,14 +346,14 @@ func (s *FSStore) AbortIncompleteUpload(_ context.Context, key string) (err erro
 func (s *FSStore) removeTemps(root *os.Root, dir string, names []string) error {
 	entries, err := fs.ReadDir(root.FS(), dir)
 	if err != nil {
-		return classifyFS(fmt.Errorf("read %s: %w", s.Location(dir), err))
+		return ClassifyFS(fmt.Errorf("read %s: %w", s.Location(dir), err))
 	}
 	for _, e := range entries {
 		if !e.Type().IsRegular() || !isTempOf(e.Name(), names) {
 			continue
 		}
 		if err := root.Remove(path.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return classifyFS(fmt.Errorf("delete %s: %w", s.Location(path.Join(dir, e.Name())), err))
+			return ClassifyFS(fmt.Errorf("delete %s: %w", s.Location(path.Join(dir, e.Name())), err))
 		}
 	}
 	return nil
@@ -373,21 +374,21 @@ func isTempOf(name string, objects []string) bool {
 	return false
 }
 
-// classifyFS marks filesystem errors with the package's sentinels.
-func classifyFS(err error) error {
+// ClassifyFS marks filesystem errors with the package's sentinels.
+func ClassifyFS(err error) error {
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, fs.ErrNotExist) && !errors.Is(err, ErrNotFound):
-		return withKind(ErrNotFound, err)
+		return WithKind(ErrNotFound, err)
 	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS):
-		return withKind(ErrAccessDenied, err)
+		return WithKind(ErrAccessDenied, err)
 	}
-	return classifyLocal(err)
+	return ClassifyLocal(err)
 }
 
-// syncRootDir fsyncs directory dir ("" for the root itself) of root.
-func syncRootDir(root *os.Root, dir string) error {
+// SyncRootDir fsyncs directory dir ("" for the root itself) of root.
+func SyncRootDir(root *os.Root, dir string) error {
 	if dir == "" {
 		dir = "."
 	}
@@ -402,9 +403,9 @@ func syncRootDir(root *os.Root, dir string) error {
 	return d.Close()
 }
 
-// closeInto closes c and records a close error in *err unless an earlier
+// CloseInto closes c and records a close error in *err unless an earlier
 // error is already there.
-func closeInto(err *error, c io.Closer, what string) {
+func CloseInto(err *error, c io.Closer, what string) {
 	if cerr := c.Close(); cerr != nil && *err == nil {
 		*err = fmt.Errorf("%s: %w", what, cerr)
 	}
