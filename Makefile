@@ -266,6 +266,13 @@ TEST_SUMMARY_FLAGS = $(if $(filter -v,$(TEST_FLAGS)),-v)
 test-summary: ## Build hack/testsummary, the summary at the end of test and test-unit.
 	go build -o $(TEST_SUMMARY) ./hack/testsummary
 
+# test-env prints the environment make test gives go test, as export
+# lines, so that one package runs alone as it runs in make test:
+# eval "$$(make -s test-env)"; go test ./controllers/ -count=1.
+.PHONY: test-env
+test-env: ## Print the environment make test gives go test, as export lines to eval (see test/README.md).
+	@for v in $(TEST_MANAGER_ENV) $(CONTROL_PLANE_ENV) $(OLM_ENV) $(NODE_ENV) $(IMAGE_TOOLS_ENV); do echo "export $$v"; done
+
 .PHONY: test
 test: test-tools verify-generated verify-bundle verify-catalog scorecard-static docker-lint imagecheck-test lint test-manager test-summary ## Run every test: unit, integration (envtest), end to end and OLM (simulated cluster), the real node's and the images'; end with what ran and what skipped.
 	$(TEST_MANAGER_ENV) $(CONTROL_PLANE_ENV) $(OLM_ENV) $(NODE_ENV) $(IMAGE_TOOLS_ENV) go test ./... -json -timeout $(GO_TEST_TIMEOUT) -count=1 $(TEST_FLAGS) | $(TEST_SUMMARY) $(TEST_SUMMARY_FLAGS)
