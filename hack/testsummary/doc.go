@@ -19,6 +19,8 @@
 // every test it ran skipped; the reason is that line, or each t.Skip
 // message with how many tests gave it. It exits 1 when any package failed
 // or failed to build, else 0; make's pipefail keeps go test's own status.
+// Ctrl-C stops go test, not this command: it reads on to the end and
+// still prints the table, with the tests that never ended.
 //
 // A development command: it imports the standard library only, so that
 // it builds whatever state the project's packages are in, and nothing

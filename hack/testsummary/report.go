@@ -54,13 +54,20 @@ func (p *pkg) notes() []string {
 	return notes
 }
 
-// failedTests lists the top-level tests that failed, or says that none
-// did (a TestMain, a timeout or a panic failed the package).
+// failedTests lists the top-level tests that failed or never ended (the
+// test binary timed out or exited in them), or says that none did (the
+// TestMain failed the package).
 func (p *pkg) failedTests() []string {
 	var failed []string
 	for _, name := range p.order {
-		if !strings.Contains(name, "/") && p.tests[name].action == "fail" {
+		if strings.Contains(name, "/") {
+			continue
+		}
+		switch p.tests[name].action {
+		case "fail":
 			failed = append(failed, name)
+		case "":
+			failed = append(failed, name+" (never ended)")
 		}
 	}
 	if len(failed) == 0 {
@@ -76,6 +83,7 @@ func (s *summary) report() {
 	sort.Strings(names)
 	prefix := commonDir(names)
 	counts := map[string]int{}
+	s.printIncomplete(names)
 	fmt.Fprintln(s.out, "\nSummary of go test:")
 	w := tabwriter.NewWriter(s.out, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(w, "RESULT\tTIME\tPACKAGE\tSKIPPED OR FAILED, AND WHY")
@@ -88,6 +96,16 @@ func (s *summary) report() {
 	}
 	_ = w.Flush()
 	fmt.Fprintln(s.out, countLine(counts))
+}
+
+// printIncomplete prints, as a failing package's, the output of each
+// package that never ended (go test interrupted or killed): it may say why.
+func (s *summary) printIncomplete(names []string) {
+	for _, name := range names {
+		if p := s.pkgs[name]; !s.verbose && p.result() == resultIncomplete {
+			s.printPackage(p)
+		}
+	}
 }
 
 func writeRow(w *tabwriter.Writer, p *pkg, name string) {

@@ -106,12 +106,33 @@ func TestAGreenRunSaysWhatItSkipped(t *testing.T) {
 	}
 }
 
+// testdata/timeout.jsonl: `go test -json -timeout 2s` of a package whose
+// test hangs (f) and one whose test panics (g).
+func TestATimeoutOrAPanicFailsAndNamesItsTest(t *testing.T) {
+	s, out, _ := run(t, "timeout.jsonl", false)
+	for _, line := range []string{
+		"    f_test.go:11: waiting for something\npanic: test timed out after 2s\n",
+		"panic: assignment to entry in nil map",
+		"FAIL    2.1s  f        failed: TestHangs (never ended)\n",
+		"FAIL    0.2s  g        failed: TestPanics\n",
+		"FAIL: packages: 2 FAIL\n",
+	} {
+		if !strings.Contains(out, line) {
+			t.Errorf("the output lacks %q:\n%s", line, out)
+		}
+	}
+	if !s.failed() {
+		t.Error("failed() = false with two failed packages")
+	}
+}
+
 // A package whose events stop before it ends (go test killed) fails.
 func TestAPackageThatNeverEndedFails(t *testing.T) {
 	var o, e bytes.Buffer
 	s := newSummary(&o, &e, false)
 	in := `{"Action":"start","Package":"m/p"}
 {"Action":"run","Package":"m/p","Test":"TestSlow"}
+{"Action":"output","Package":"m/p","Test":"TestSlow","Output":"    slow_test.go:9: still waiting\n"}
 `
 	if err := s.read(strings.NewReader(in)); err != nil {
 		t.Fatal(err)
@@ -122,6 +143,9 @@ func TestAPackageThatNeverEndedFails(t *testing.T) {
 	}
 	if !strings.Contains(o.String(), "incomplete") || !strings.HasSuffix(o.String(), "FAIL: packages: 1 incomplete\n") {
 		t.Errorf("the summary does not call the package incomplete:\n%s", o.String())
+	}
+	if !strings.HasPrefix(o.String(), "    slow_test.go:9: still waiting\n") {
+		t.Errorf("the output of the package that never ended is not printed before the summary:\n%s", o.String())
 	}
 }
 
