@@ -20,14 +20,16 @@ type test struct {
 
 // pkg gathers the events of one package until it ends.
 type pkg struct {
-	name        string
-	action      string // pass, fail or skip (no test files)
-	elapsed     float64
-	lines       []outputLine
-	tests       map[string]*test
-	order       []string
-	skipLine    string
-	buildFailed bool
+	name     string
+	action   string // pass, fail or skip (no test files)
+	elapsed  float64
+	lines    []outputLine
+	tests    map[string]*test
+	order    []string
+	skipLine string
+	// notRun is "build failed" or "setup failed" when go test ran no
+	// test binary for the package.
+	notRun string
 }
 
 func newPkg(name string) *pkg {
@@ -51,8 +53,10 @@ func (p *pkg) addPackageLine(text string) {
 	if p.skipLine == "" && packageSkipLine.MatchString(text) {
 		p.skipLine = strings.TrimSpace(text)
 	}
-	if strings.HasSuffix(strings.TrimSpace(text), "[build failed]") {
-		p.buildFailed = true
+	for _, why := range []string{"build failed", "setup failed"} {
+		if strings.HasSuffix(strings.TrimSpace(text), "["+why+"]") {
+			p.notRun = why
+		}
 	}
 }
 

@@ -37,8 +37,8 @@ func (p *pkg) result() string {
 func (p *pkg) notes() []string {
 	var notes []string
 	switch {
-	case p.buildFailed:
-		notes = append(notes, "build failed")
+	case p.notRun != "":
+		notes = append(notes, p.notRun)
 	case p.result() == resultFail:
 		notes = append(notes, "failed: "+strings.Join(p.failedTests(), ", "))
 	case p.result() == resultIncomplete:
@@ -121,6 +121,9 @@ func writeRow(w *tabwriter.Writer, p *pkg, name string) {
 
 // countLine is the last line: how many packages came to each result.
 func countLine(counts map[string]int) string {
+	if len(counts) == 0 {
+		return "FAIL: go test reported no package (see its errors above)"
+	}
 	var parts []string
 	for _, r := range []string{resultOK, resultSkipped, resultFail, resultIncomplete, resultNoTests} {
 		if counts[r] > 0 {

@@ -97,8 +97,12 @@ func (p *pkg) shows(l outputLine) bool {
 	return t.action != "pass" && t.action != "skip" && !framing(l.text)
 }
 
-// failed says whether any package failed, or never ended.
+// failed says whether any package failed or never ended, or go test
+// reported none (it failed before it ran any).
 func (s *summary) failed() bool {
+	if len(s.pkgs) == 0 {
+		return true
+	}
 	for _, p := range s.pkgs {
 		if r := p.result(); r == resultFail || r == resultIncomplete {
 			return true

@@ -170,6 +170,23 @@ func TestASkipWithoutAMessage(t *testing.T) {
 	}
 }
 
+// go test failing before any package (a bad pattern, a broken go.mod)
+// writes its errors to standard error and no event: that fails too.
+func TestNoPackageFails(t *testing.T) {
+	var o, e bytes.Buffer
+	s := newSummary(&o, &e, false)
+	if err := s.read(strings.NewReader("")); err != nil {
+		t.Fatal(err)
+	}
+	s.report()
+	if !s.failed() {
+		t.Error("failed() = false when go test reported no package")
+	}
+	if want := "FAIL: go test reported no package (see its errors above)\n"; !strings.HasSuffix(o.String(), want) {
+		t.Errorf("the summary ends with %q, want %q", tail(o.String(), 2), want)
+	}
+}
+
 // Lines that are not events (go test's own errors, say) pass through.
 func TestLinesThatAreNotEventsPassThrough(t *testing.T) {
 	var o, e bytes.Buffer
