@@ -84,9 +84,9 @@ func (s *summary) report() {
 	prefix := commonDir(names)
 	counts := map[string]int{}
 	s.printIncomplete(names)
-	fmt.Fprintln(s.out, "\nSummary of go test:")
+	_, _ = fmt.Fprintln(s.out, "\nSummary of go test:")
 	w := tabwriter.NewWriter(s.out, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(w, "RESULT\tTIME\tPACKAGE\tSKIPPED OR FAILED, AND WHY")
+	_, _ = fmt.Fprintln(w, "RESULT\tTIME\tPACKAGE\tSKIPPED OR FAILED, AND WHY")
 	for _, name := range names {
 		p := s.pkgs[name]
 		counts[p.result()]++
@@ -95,7 +95,7 @@ func (s *summary) report() {
 		}
 	}
 	_ = w.Flush()
-	fmt.Fprintln(s.out, countLine(counts))
+	_, _ = fmt.Fprintln(s.out, countLine(counts))
 }
 
 // printIncomplete prints, as a failing package's, the output of each
@@ -113,9 +113,9 @@ func writeRow(w *tabwriter.Writer, p *pkg, name string) {
 	if len(notes) > 0 {
 		first, notes = notes[0], notes[1:]
 	}
-	fmt.Fprintf(w, "%s\t%.1fs\t%s\t%s\n", p.result(), p.elapsed, name, first)
+	_, _ = fmt.Fprintf(w, "%s\t%.1fs\t%s\t%s\n", p.result(), p.elapsed, name, first)
 	for _, n := range notes {
-		fmt.Fprintf(w, "\t\t\t%s\n", n)
+		_, _ = fmt.Fprintf(w, "\t\t\t%s\n", n)
 	}
 }
 

@@ -44,12 +44,12 @@ func (s *summary) read(r io.Reader) error {
 func (s *summary) line(line string) {
 	var e event
 	if !strings.HasPrefix(line, "{") || json.Unmarshal([]byte(line), &e) != nil {
-		fmt.Fprint(s.out, line)
+		_, _ = fmt.Fprint(s.out, line)
 		return
 	}
 	switch {
 	case e.Action == "build-output":
-		fmt.Fprint(s.errOut, e.Output)
+		_, _ = fmt.Fprint(s.errOut, e.Output)
 	case e.Package != "":
 		s.event(e)
 	}
@@ -64,7 +64,7 @@ func (s *summary) event(e event) {
 	}
 	p.add(e)
 	if s.verbose && e.Action == "output" {
-		fmt.Fprint(s.out, e.Output)
+		_, _ = fmt.Fprint(s.out, e.Output)
 	}
 	if !s.verbose && e.Test == "" && isEnd(e.Action) {
 		s.printPackage(p)
@@ -77,7 +77,7 @@ func (s *summary) event(e event) {
 func (s *summary) printPackage(p *pkg) {
 	for _, l := range p.lines {
 		if p.shows(l) {
-			fmt.Fprint(s.out, l.text)
+			_, _ = fmt.Fprint(s.out, l.text)
 		}
 	}
 }
