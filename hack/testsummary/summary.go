@@ -66,8 +66,11 @@ func (s *summary) event(e event) {
 	if s.verbose && e.Action == "output" {
 		_, _ = fmt.Fprint(s.out, e.Output)
 	}
-	if !s.verbose && e.Test == "" && isEnd(e.Action) {
-		s.printPackage(p)
+	if e.Test == "" && isEnd(e.Action) {
+		if !s.verbose {
+			s.printPackage(p)
+		}
+		p.lines = nil // printed: the table needs none of it
 	}
 }
 
