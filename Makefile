@@ -255,13 +255,31 @@ TEST_MANAGER_ENV = ECHO_MANAGER_BINARY=$(TEST_MANAGER)
 test-manager: ## Build the manager binary the test packages share.
 	go build -o $(TEST_MANAGER) ./cmd/manager
 
+# hack/testsummary reads go test -json and prints what go test prints
+# without it, then a table of every package: ok, FAIL or skipped, and why
+# it or its tests skipped (not root, a tool missing, -short). With -v in
+# TEST_FLAGS it passes every line through. pipefail keeps go test's status.
+TEST_SUMMARY = $(LOCALBIN)/test/testsummary
+TEST_SUMMARY_FLAGS = $(if $(filter -v,$(TEST_FLAGS)),-v)
+
+.PHONY: test-summary
+test-summary: ## Build hack/testsummary, the summary at the end of test and test-unit.
+	go build -o $(TEST_SUMMARY) ./hack/testsummary
+
+# test-env prints the environment make test gives go test, as export
+# lines, so that one package runs alone as it runs in make test:
+# eval "$$(make -s test-env)"; go test ./controllers/ -count=1.
+.PHONY: test-env
+test-env: ## Print the environment make test gives go test, as export lines to eval (see test/README.md).
+	@for v in $(TEST_MANAGER_ENV) $(CONTROL_PLANE_ENV) $(OLM_ENV) $(NODE_ENV) $(IMAGE_TOOLS_ENV); do echo "export $$v"; done
+
 .PHONY: test
-test: test-tools verify-generated verify-bundle verify-catalog scorecard-static docker-lint imagecheck-test lint test-manager ## Run every test: unit, integration (envtest), end to end and OLM (simulated cluster), the real node's and the images'.
-	$(TEST_MANAGER_ENV) $(CONTROL_PLANE_ENV) $(OLM_ENV) $(NODE_ENV) $(IMAGE_TOOLS_ENV) go test ./... -timeout $(GO_TEST_TIMEOUT) -count=1 $(TEST_FLAGS)
+test: test-tools verify-generated verify-bundle verify-catalog scorecard-static docker-lint imagecheck-test lint test-manager test-summary ## Run every test: unit, integration (envtest), end to end and OLM (simulated cluster), the real node's and the images'; end with what ran and what skipped.
+	$(TEST_MANAGER_ENV) $(CONTROL_PLANE_ENV) $(OLM_ENV) $(NODE_ENV) $(IMAGE_TOOLS_ENV) go test ./... -json -timeout $(GO_TEST_TIMEOUT) -count=1 $(TEST_FLAGS) | $(TEST_SUMMARY) $(TEST_SUMMARY_FLAGS)
 
 .PHONY: test-unit
-test-unit: ## Run the tests that need no control plane.
-	go test ./... -short -count=1 $(TEST_FLAGS)
+test-unit: test-summary ## Run the tests that need no control plane; end with what ran and what skipped.
+	go test ./... -json -short -count=1 $(TEST_FLAGS) | $(TEST_SUMMARY) $(TEST_SUMMARY_FLAGS)
 
 .PHONY: test-e2e
 test-e2e: control-plane minio test-manager ## Run only the end-to-end tests against the simulated cluster.

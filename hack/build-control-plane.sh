@@ -4,17 +4,14 @@
 # (k8s.io/kubernetes), etcd and kwok. Each lands in
 # $BIN_DIR/<component>/<version>/ and is skipped when already there, so only
 # the first run pays for the build.
-set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" || exit 1
 
 KUBE_VERSION="${KUBE_VERSION:-v1.35.4}"
 ETCD_VERSION="${ETCD_VERSION:-v3.6.16}"
 KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
-BIN_DIR="${BIN_DIR:-$(cd "$(dirname "$0")/.." && pwd)/bin}"
 
 staging_version="v0${KUBE_VERSION#v1}"   # v1.35.4 -> v0.35.4
 kube_minor="$(cut -d. -f2 <<<"${KUBE_VERSION}")"
-
-log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 kube_dir="${BIN_DIR}/kubernetes/${KUBE_VERSION}"
 etcd_dir="${BIN_DIR}/etcd/${ETCD_VERSION}"
@@ -23,7 +20,7 @@ kwok_dir="${BIN_DIR}/kwok/${KWOK_VERSION}"
 # Builds inside a throwaway module so that nothing leaks into the project's go.mod.
 scratch_module() {
   local dir
-  dir="$(mktemp -d "${TMPDIR:-/tmp}/echo-cp-build.XXXXXX")"
+  dir="$(scratch_dir echo-cp-build)"
   echo "${dir}"
 }
 
@@ -113,13 +110,6 @@ ETCD=${etcd_dir}/etcd
 KWOK=${kwok_dir}/kwok
 KWOK_STAGES=${kwok_dir}/stages
 OUT
-}
-
-# bin/ lies inside the project's module: a go.mod of its own keeps the Go
-# files that ship with kwok's stage configs out of the project's packages.
-fence_bin_dir() {
-  mkdir -p "${BIN_DIR}"
-  [[ -f "${BIN_DIR}/go.mod" ]] || printf 'module echo-operator.local/bin\n' >"${BIN_DIR}/go.mod"
 }
 
 case "${1:-build}" in

@@ -9,56 +9,20 @@
 # The images' stand-in base images hold a static busybox, from Debian's
 # busybox-static package: installed with apt-get when missing and the
 # script runs as root.
-set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" || exit 1
 
 BUILDKIT_VERSION="${BUILDKIT_VERSION:-v0.34.2}"
 REGISTRY_VERSION="${REGISTRY_VERSION:-v3.1.2}"
-BIN_DIR="${BIN_DIR:-$(cd "$(dirname "$0")/.." && pwd)/bin}"
 
 buildkit_dir="${BIN_DIR}/buildkit/${BUILDKIT_VERSION}"
 registry_dir="${BIN_DIR}/registry/${REGISTRY_VERSION}"
 busybox=/bin/busybox
 
-log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-die() { echo "$0: $*" >&2; exit 1; }
-
-# bin/ lies inside the project's module: a go.mod of its own keeps it out of
-# the project's packages (see hack/build-control-plane.sh).
-fence_bin_dir() {
-  mkdir -p "${BIN_DIR}"
-  [[ -f "${BIN_DIR}/go.mod" ]] || printf 'module echo-operator.local/bin\n' >"${BIN_DIR}/go.mod"
-}
-
-# install_into TMP DIR FILE... moves each file from TMP into DIR, under a
-# temporary name first so that an interrupted build leaves nothing that
-# looks complete, then removes TMP.
-install_into() {
-  local tmp="$1" dir="$2" f
-  shift 2
-  mkdir -p "${dir}"
-  for f in "$@"; do
-    mv "${tmp}/${f}" "${dir}/${f}.tmp"
-    mv "${dir}/${f}.tmp" "${dir}/${f}"
-  done
-  rm -rf "${tmp}"
-}
-
-tmp_dir() { mktemp -d "${TMPDIR:-/tmp}/echo-image-tools.XXXXXX"; }
-
-# with_proxy_fallback runs a go command; when the module proxy fails, it
-# runs it again against the module cache served as a file proxy (as
-# hack/build-node.sh does).
-with_proxy_fallback() {
-  if "$@"; then return; fi
-  log "the module proxy failed; trying the module cache instead"
-  GOPROXY="file://$(go env GOMODCACHE)/cache/download,$(go env GOPROXY)" "$@"
-}
-
 build_registry() {
   if [[ -x "${registry_dir}/registry" ]]; then return; fi
   log "building registry ${REGISTRY_VERSION} (first run only)"
   local start=${SECONDS} tmp module=github.com/distribution/distribution/v3
-  tmp="$(tmp_dir)"
+  tmp="$(scratch_dir echo-image-tools)"
   # go install pkg@version builds outside any module; distribution's go.mod
   # has no replace or exclude directive, so it may.
   GOBIN="${tmp}" CGO_ENABLED=0 GOFLAGS=-buildvcs=false with_proxy_fallback \
@@ -76,7 +40,7 @@ build_buildkit() {
   if [[ -x "${buildkit_dir}/buildkitd" && -x "${buildkit_dir}/buildctl" ]]; then return; fi
   log "building buildkitd and buildctl ${BUILDKIT_VERSION} (first run only, several minutes)"
   local start=${SECONDS} tmp src pkg=github.com/moby/buildkit
-  tmp="$(tmp_dir)"
+  tmp="$(scratch_dir echo-image-tools)"
   src="$(with_proxy_fallback go mod download -json "${pkg}@${BUILDKIT_VERSION}" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')"
   [[ -f "${src}" ]] || die "${pkg}@${BUILDKIT_VERSION} did not download"
   mkdir "${tmp}/mod"

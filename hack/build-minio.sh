@@ -4,35 +4,22 @@
 # there. The data mover's tests and benchmark run it as a real S3 service on
 # 127.0.0.1 (test/harness/s3server), found through the MINIO
 # environment variable that the Makefile sets.
-set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" || exit 1
 
 MINIO_VERSION="${MINIO_VERSION:-v0.0.0-20260212201848-7aac2a2c5b7c}"
-BIN_DIR="${BIN_DIR:-$(cd "$(dirname "$0")/.." && pwd)/bin}"
 
 dir="${BIN_DIR}/minio/${MINIO_VERSION}"
-
-log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-
-# bin/ lies inside the project's module: a go.mod of its own keeps it out of
-# the project's packages (see hack/build-control-plane.sh).
-fence_bin_dir() {
-  mkdir -p "${BIN_DIR}"
-  [[ -f "${BIN_DIR}/go.mod" ]] || printf 'module echo-operator.local/bin\n' >"${BIN_DIR}/go.mod"
-}
 
 build() {
   if [[ -x "${dir}/minio" ]]; then return; fi
   log "building minio ${MINIO_VERSION} (first run only, a few minutes)"
   local tmp
-  tmp="$(mktemp -d "${TMPDIR:-/tmp}/echo-minio-build.XXXXXX")"
+  tmp="$(scratch_dir echo-minio-build)"
   # go install pkg@version builds outside any module, so nothing leaks into
   # the project's go.mod.
   GOBIN="${tmp}" CGO_ENABLED=0 GOFLAGS=-buildvcs=false \
     go install -trimpath -ldflags "-s -w" "github.com/minio/minio@${MINIO_VERSION}"
-  mkdir -p "${dir}"
-  mv "${tmp}/minio" "${dir}/minio.tmp"
-  mv "${dir}/minio.tmp" "${dir}/minio"
-  rm -rf "${tmp}"
+  install_into "${tmp}" "${dir}" minio
 }
 
 case "${1:-build}" in

@@ -15,7 +15,7 @@
 # against (only while runc is built), nftables, whose nft binary
 # kube-proxy runs in its nftables mode, and busybox-static, the userland of
 # local-path-provisioner's helper pods.
-set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" || exit 1
 
 KUBE_VERSION="${KUBE_VERSION:-v1.35.4}"
 CONTAINERD_VERSION="${CONTAINERD_VERSION:-v2.4.2}"
@@ -26,10 +26,7 @@ CNI_PLUGINS_VERSION="${CNI_PLUGINS_VERSION:-v1.10.0}"
 PAUSE_VERSION="${PAUSE_VERSION:-3.10.1}"
 COREDNS_VERSION="${COREDNS_VERSION:-v1.15.0}"
 LOCAL_PATH_PROVISIONER_VERSION="${LOCAL_PATH_PROVISIONER_VERSION:-v0.0.30}"
-BIN_DIR="${BIN_DIR:-$(cd "$(dirname "$0")/.." && pwd)/bin}"
 export KUBE_VERSION BIN_DIR
-
-hack_dir="$(cd "$(dirname "$0")" && pwd)"
 
 kube_dir="${BIN_DIR}/kubernetes/${KUBE_VERSION}"
 containerd_dir="${BIN_DIR}/containerd/${CONTAINERD_VERSION}"
@@ -48,42 +45,9 @@ cni_plugins=(main/bridge ipam/host-local main/loopback meta/portmap)
 # CoreDNS's plugin.cfg (the metrics plugin's directive is prometheus).
 coredns_plugins=(reload ready health prometheus errors log loadbalance cache template hosts kubernetes loop forward whoami)
 
-log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-die() { echo "$0: $*" >&2; exit 1; }
-
-# bin/ lies inside the project's module: a go.mod of its own keeps it out of
-# the project's packages (see hack/build-control-plane.sh).
-fence_bin_dir() {
-  mkdir -p "${BIN_DIR}"
-  [[ -f "${BIN_DIR}/go.mod" ]] || printf 'module echo-operator.local/bin\n' >"${BIN_DIR}/go.mod"
-}
-
-# install_into TMP DIR FILE... moves each file from the temporary directory
-# TMP into DIR, under a temporary name first so that an interrupted build
-# leaves nothing that looks complete, then removes TMP.
-install_into() {
-  local tmp="$1" dir="$2" f
-  shift 2
-  mkdir -p "${dir}"
-  for f in "$@"; do
-    mv "${tmp}/${f}" "${dir}/${f}.tmp"
-    mv "${dir}/${f}.tmp" "${dir}/${f}"
-  done
-  rm -rf "${tmp}"
-}
-
-tmp_dir() { mktemp -d "${TMPDIR:-/tmp}/echo-node-build.XXXXXX"; }
-
 # go_install runs go install with its arguments. go install pkg@version
-# builds outside any module, so nothing leaks into the project's go.mod. It
-# also asks the proxy for the module's version list (deprecation notices):
-# when that fails, even with the module in the module cache, build from the
-# cache served as a file proxy (as hack/build-prometheus.sh does).
-go_install() {
-  if go install "$@"; then return; fi
-  log "the module proxy failed; building from the module cache instead"
-  GOPROXY="file://$(go env GOMODCACHE)/cache/download,$(go env GOPROXY)" go install "$@"
-}
+# builds outside any module, so nothing leaks into the project's go.mod.
+go_install() { with_proxy_fallback go install "$@"; }
 
 # apt_install installs Debian packages, refreshing the package lists only
 # when the install fails for lack of them. It holds a lock of its own
@@ -160,7 +124,7 @@ go_install_missing() {
   done
   if [[ ${#names[@]} == 0 ]]; then return; fi
   building "${what} (first run only)"
-  local tmp; tmp="$(tmp_dir)"
+  local tmp; tmp="$(scratch_dir echo-node-build)"
   GOBIN="${tmp}" CGO_ENABLED=0 GOFLAGS=-buildvcs=false go_install -trimpath -ldflags "${ldflags}" "${pkgs[@]}"
   install_into "${tmp}" "${dir}" "${names[@]}"
 }
@@ -178,7 +142,7 @@ build_runc() {
   need_package pkg-config "runc's seccomp support finds libseccomp with pkg-config" have_pkg_config
   need_package libseccomp-dev "runc links libseccomp statically" have_libseccomp
   building "runc ${RUNC_VERSION} (first run only, about a minute)"
-  local tmp; tmp="$(tmp_dir)"
+  local tmp; tmp="$(scratch_dir echo-node-build)"
   # runc's nsenter is C, so cgo; the seccomp tag links libseccomp.a into a
   # static PIE, as runc's own `make static` does. runc's default tag
   # libpathrs needs a Rust library Debian does not have: without it runc
@@ -207,7 +171,7 @@ build_pause() {
   tag="$(sed -n 's/^TAG ?= *//p' "${src}/build/pause/Makefile")"
   [[ "${tag}" == "${PAUSE_VERSION}" ]] ||
     die "k8s.io/kubernetes@${KUBE_VERSION} ships pause ${tag}, PAUSE_VERSION is ${PAUSE_VERSION}: make them equal"
-  local tmp; tmp="$(tmp_dir)"
+  local tmp; tmp="$(scratch_dir echo-node-build)"
   # The CFLAGS of build/pause/Makefile; its VERSION has a git revision
   # where this one says where it was built.
   gcc -Os -Wall -Werror -static -DVERSION="v${PAUSE_VERSION}-k8s.io-kubernetes-${KUBE_VERSION}" \
@@ -243,7 +207,7 @@ build_coredns() {
   done <"${src}/plugin.cfg"
   [[ $(grep -c . <<<"${directives}") == "${#coredns_plugins[@]}" ]] ||
     die "plugin.cfg of ${module}@${COREDNS_VERSION} lacks some of: ${coredns_plugins[*]}"
-  tmp="$(tmp_dir)"
+  tmp="$(scratch_dir echo-node-build)"
   mkdir "${tmp}/src"
   (
     cd "${tmp}/src"

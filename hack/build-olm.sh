@@ -17,14 +17,13 @@
 # real node (test/olmnode) build OLM's and opm's images from their own
 # Dockerfiles and install OLM from the manifests its release renders. Both find the
 # files through the environment variables `paths` prints.
-set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" || exit 1
 
 OLM_VERSION="${OLM_VERSION:-v0.46.0}"
 OPM_VERSION="${OPM_VERSION:-v1.73.0}"
 # The version opm v1.73.0 requires in its go.mod, which its release passes
 # to its image Dockerfile (GRPC_HEALTH_PROBE_VERSION).
 GRPC_HEALTH_PROBE_VERSION="${GRPC_HEALTH_PROBE_VERSION:-v0.4.53}"
-BIN_DIR="${BIN_DIR:-$(cd "$(dirname "$0")/.." && pwd)/bin}"
 
 olm_dir="${BIN_DIR}/olm/${OLM_VERSION}"
 opm_dir="${BIN_DIR}/opm/${OPM_VERSION}"
@@ -32,15 +31,6 @@ probe_dir="${BIN_DIR}/grpc-health-probe/${GRPC_HEALTH_PROBE_VERSION}"
 
 # Both projects build with cgo (sqlite) and these tags in their releases.
 build_tags="json1,containers_image_openpgp"
-
-log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-
-# bin/ lies inside the project's module: a go.mod of its own keeps it out of
-# the project's packages (see hack/build-control-plane.sh).
-fence_bin_dir() {
-  mkdir -p "${BIN_DIR}"
-  [[ -f "${BIN_DIR}/go.mod" ]] || printf 'module echo-operator.local/bin\n' >"${BIN_DIR}/go.mod"
-}
 
 # install_cmds MODULE VERSION DIR LDFLAGS CMD... builds MODULE/CMD at
 # VERSION for each CMD (a package path in the module, cmd/olm, named by its
@@ -55,7 +45,7 @@ install_cmds() {
   local module="$1" version="$2" dir="$3" ldflags="$4"
   shift 4
   local tmp
-  tmp="$(mktemp -d "${TMPDIR:-/tmp}/echo-olm-build.XXXXXX")"
+  tmp="$(scratch_dir echo-olm-build)"
   (
     trap 'rm -rf "${tmp}"' EXIT
     cd "${tmp}"

@@ -22,10 +22,9 @@
 # names quay.io images; a test on an offline cluster builds the images from
 # image/ and edits the manifest before it applies it. Tests find the files
 # through the variables `paths` prints.
-set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" || exit 1
 
 OLMV1_VERSION="${OLMV1_VERSION:-v1.2.0}"
-BIN_DIR="${BIN_DIR:-$(cd "$(dirname "$0")/.." && pwd)/bin}"
 # The project's kustomize (`make kustomize`), as the Makefile names it.
 KUSTOMIZE="${KUSTOMIZE:-${BIN_DIR}/kustomize/${KUSTOMIZE_VERSION:-v5.8.1}/kustomize}"
 
@@ -40,15 +39,6 @@ build_tags="containers_image_openpgp"
 image_registry="quay.io/operator-framework"
 # The overlay a release renders (KUSTOMIZE_BUILD_DIR in the Makefile).
 release_overlay="config/overlays/cert-manager"
-
-log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-
-# bin/ lies inside the project's module: a go.mod of its own keeps it out of
-# the project's packages (see hack/build-control-plane.sh).
-fence_bin_dir() {
-  mkdir -p "${BIN_DIR}"
-  [[ -f "${BIN_DIR}/go.mod" ]] || printf 'module echo-operator.local/bin\n' >"${BIN_DIR}/go.mod"
-}
 
 # download_field FIELD prints FIELD of `go mod download -json` for OLM v1's
 # module, downloading it first.
@@ -118,7 +108,7 @@ build_managers() {
   log "building OLM v1 ${OLMV1_VERSION} (first run only, several minutes)"
   local tmp ldflags
   ldflags="-s -w $(version_ldflags)"
-  tmp="$(mktemp -d "${TMPDIR:-/tmp}/olmv1-build.XXXXXX")"
+  tmp="$(scratch_dir olmv1-build)"
   (
     trap 'rm -rf "${tmp}"' EXIT
     throwaway_module "${tmp}"

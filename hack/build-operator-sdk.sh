@@ -5,25 +5,15 @@
 # when both are already there. `make bundle` generates and validates the OLM
 # bundle with the CLI; `make scorecard-static` runs the scorecard's static
 # tests with the test binary, without a cluster.
-set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" || exit 1
 
 OPERATOR_SDK_VERSION="${OPERATOR_SDK_VERSION:-v1.42.2}"
 # The Kubernetes version the release was built against (its Makefile's
 # K8S_VERSION); `operator-sdk version` reports it.
 OPERATOR_SDK_K8S_VERSION="${OPERATOR_SDK_K8S_VERSION:-v1.33.1}"
-BIN_DIR="${BIN_DIR:-$(cd "$(dirname "$0")/.." && pwd)/bin}"
 
 module="github.com/operator-framework/operator-sdk"
 dir="${BIN_DIR}/operator-sdk/${OPERATOR_SDK_VERSION}"
-
-log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-
-# bin/ lies inside the project's module: a go.mod of its own keeps it out of
-# the project's packages (see hack/build-control-plane.sh).
-fence_bin_dir() {
-  mkdir -p "${BIN_DIR}"
-  [[ -f "${BIN_DIR}/go.mod" ]] || printf 'module echo-operator.local/bin\n' >"${BIN_DIR}/go.mod"
-}
 
 # Builds inside a throwaway module, as hack/build-control-plane.sh does for
 # k8s.io/kubernetes, so that nothing leaks into the project's go.mod and the
@@ -32,7 +22,7 @@ build() {
   if [[ -x "${dir}/operator-sdk" && -x "${dir}/scorecard-test" ]]; then return; fi
   log "building operator-sdk ${OPERATOR_SDK_VERSION} (first run only, several minutes)"
   local tmp
-  tmp="$(mktemp -d "${TMPDIR:-/tmp}/echo-operator-sdk-build.XXXXXX")"
+  tmp="$(scratch_dir echo-operator-sdk-build)"
   (
     cd "${tmp}"
     go mod init echo-operator.local/operator-sdk >/dev/null 2>&1
