@@ -124,14 +124,13 @@ OLM_ENV = \
 	OPM=$(OPM) \
 	OPM_IMAGE_DIR=$(LOCALBIN)/opm/$(OPM_VERSION)/image \
 	GRPC_HEALTH_PROBE=$(LOCALBIN)/grpc-health-probe/$(GRPC_HEALTH_PROBE_VERSION)/grpc_health_probe \
-	HELM=$(HELM) \
 	OPERATOR_SDK=$(OPERATOR_SDK) \
 	OLMV1_DIR=$(LOCALBIN)/olmv1/$(OLMV1_VERSION)
 OPERATOR_SDK ?= $(LOCALBIN)/operator-sdk/$(OPERATOR_SDK_VERSION)/operator-sdk
 SCORECARD_TEST ?= $(LOCALBIN)/operator-sdk/$(OPERATOR_SDK_VERSION)/scorecard-test
 
-# The simulated cluster's binaries, and the MinIO server and Prometheus tools
-# the tests run, as the tests and `make run` find them.
+# The simulated cluster's binaries, and the MinIO server, Prometheus tools
+# and helm CLI the tests run, as the tests and `make run` find them.
 CONTROL_PLANE_ENV = \
 	KUBE_APISERVER=$(LOCALBIN)/kubernetes/$(KUBE_VERSION)/kube-apiserver \
 	KUBE_CONTROLLER_MANAGER=$(LOCALBIN)/kubernetes/$(KUBE_VERSION)/kube-controller-manager \
@@ -145,7 +144,8 @@ CONTROL_PLANE_ENV = \
 	TEST_ASSET_KUBECTL=$(CACHED_KUBECTL) \
 	MINIO=$(MINIO) \
 	PROMETHEUS=$(PROMETHEUS) \
-	PROMTOOL=$(PROMTOOL)
+	PROMTOOL=$(PROMTOOL) \
+	HELM=$(HELM)
 
 # The real node's binaries, as hack/build-node.sh prints them.
 NODE_ENV = \
@@ -282,7 +282,7 @@ test-unit: test-summary ## Run the tests that need no control plane; end with wh
 	go test ./... -json -short -count=1 $(TEST_FLAGS) | $(TEST_SUMMARY) $(TEST_SUMMARY_FLAGS)
 
 .PHONY: test-e2e
-test-e2e: control-plane minio test-manager ## Run only the end-to-end tests against the simulated cluster.
+test-e2e: control-plane minio helm test-manager ## Run only the end-to-end tests against the simulated cluster.
 	$(TEST_MANAGER_ENV) $(CONTROL_PLANE_ENV) go test ./test/e2e/... -timeout $(GO_TEST_TIMEOUT) -count=1 -v $(TEST_FLAGS)
 
 # How many Echoes test-flood's tenant creates at once (make test's run of
