@@ -178,11 +178,46 @@ func (h *helmCLI) expectRenderedValues(g Gomega, key types.NamespacedName) {
 	g.Expect(got).To(MatchJSON(wantJSON), "helm get values %s", key)
 }
 
-// getManifest runs `helm get manifest NAME -n NAMESPACE` as
-// docs/architecture.md ("Status ownership", "The helm CLI reads the
-// releases") shows it.
+// The helm commands docs/architecture.md ("The helm CLI reads the
+// releases") shows, as it writes them; the test runs each one. test/docs
+// checks kubectl commands only: keep these and the docs in step.
+var documentedHelm = []string{
+	"list -n NAMESPACE",
+	"history NAME -n NAMESPACE",
+	"get values NAME -n NAMESPACE",
+	"get manifest NAME -n NAMESPACE",
+}
+
+// runDocumented runs a command of documentedHelm for the release of key.
+func (h *helmCLI) runDocumented(g Gomega, command string, key types.NamespacedName) string {
+	args := strings.Fields(command)
+	for i, a := range args {
+		switch a {
+		case "NAME":
+			args[i] = chart.ReleaseName(key.Name)
+		case "NAMESPACE":
+			args[i] = key.Namespace
+		}
+	}
+	return h.run(g, args...)
+}
+
+// expectDocumentedCommands runs every documented helm command for the
+// release of key and checks that each shows it.
+func (h *helmCLI) expectDocumentedCommands(g Gomega, key types.NamespacedName, message string) {
+	out := map[string]string{}
+	for _, c := range documentedHelm {
+		out[c] = h.runDocumented(g, c, key)
+	}
+	g.Expect(out["list -n NAMESPACE"]).To(MatchRegexp(`(?m)^%s\s+%s\s+\d+\s+.*\sdeployed\s+%s\s+%s\s*$`, key.Name, key.Namespace, echoChart, echoAppVersion))
+	g.Expect(out["history NAME -n NAMESPACE"]).To(MatchRegexp(`(?m)^\d+\s+.*\sdeployed\s+%s\s+%s\s`, echoChart, echoAppVersion))
+	g.Expect(out["get values NAME -n NAMESPACE"]).To(And(HavePrefix("USER-SUPPLIED VALUES:"), MatchRegexp(`(?m)^message: %s$`, message)))
+	expectDeploymentInManifest(g, out["get manifest NAME -n NAMESPACE"], key, getEcho(g, key).Spec.DesiredReplicas().Replicas)
+}
+
+// getManifest runs `helm get manifest NAME -n NAMESPACE`.
 func (h *helmCLI) getManifest(g Gomega, key types.NamespacedName) string {
-	return h.run(g, "get", "manifest", chart.ReleaseName(key.Name), "-n", key.Namespace)
+	return h.runDocumented(g, "get manifest NAME -n NAMESPACE", key)
 }
 
 // expectDeploymentInManifest checks that a release's manifest holds the
@@ -230,6 +265,7 @@ func TestHelmCLIReadsTheReleases(t *testing.T) {
 		values := map[string]any{}
 		helm.decode(Default, &values, "get", "values", alpha.Name, "-n", ns, "-o", "json")
 		Expect(values).To(And(HaveKeyWithValue("message", "first"), HaveKeyWithValue("replicas", BeNumerically("==", 2))))
+		helm.expectDocumentedCommands(Default, alpha, "first")
 	})
 
 	t.Run("upgrades keep the last revisions", func(t *testing.T) {
@@ -326,5 +362,6 @@ func TestHelmCLIReadsTheReleases(t *testing.T) {
 		expectDeploymentInManifest(Default, helm.getManifest(Default, alpha), alpha, 2)
 		helm.expectListed(Default, ns, latest)
 		helm.expectConsistentHistory(Default, beta)
+		helm.expectDocumentedCommands(Default, alpha, getEcho(Default, alpha).Spec.Message)
 	})
 }
