@@ -141,8 +141,9 @@ func (r *EchoStatusReconciler) ensureStatus(ctx context.Context, echo *echov1alp
 	log.FromContext(ctx).V(1).Info("Updated status", "ready", desired.ready.Status, "reason", desired.ready.Reason)
 
 	switch {
-	case desired.ready.Status == metav1.ConditionTrue && current.ready.Status != metav1.ConditionTrue:
-		r.Recorder.Event(echo, corev1.EventTypeNormal, echov1alpha1.EventReasonReady, desired.ready.Message)
+	case becameReady(current.ready, desired.ready):
+		r.Recorder.Eventf(echo, corev1.EventTypeNormal, echov1alpha1.EventReasonReady, "Generation %d is Ready: %s",
+			desired.ready.ObservedGeneration, desired.ready.Message)
 	case desired.ready.Status != metav1.ConditionTrue && current.ready.Status == metav1.ConditionTrue:
 		r.Recorder.Event(echo, corev1.EventTypeWarning, echov1alpha1.EventReasonNotReady, desired.ready.Message)
 	}
@@ -150,6 +151,13 @@ func (r *EchoStatusReconciler) ensureStatus(ctx context.Context, echo *echov1alp
 		r.Recorder.Event(echo, corev1.EventTypeWarning, echov1alpha1.EventReasonUntrustedReleaseRecords, desired.releaseRecords.Message)
 	}
 	return nil
+}
+
+// becameReady says whether an Echo is Ready now and was not, or was Ready
+// for an earlier generation: the one Event of an install or an upgrade.
+func becameReady(current, desired metav1.Condition) bool {
+	return desired.Status == metav1.ConditionTrue &&
+		(current.Status != metav1.ConditionTrue || current.ObservedGeneration != desired.ObservedGeneration)
 }
 
 // sameWorkloadStatus compares two workload statuses, ignoring when the

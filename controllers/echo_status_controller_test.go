@@ -60,13 +60,27 @@ func TestEchoCreateRendersChildrenAndBecomesReady(t *testing.T) {
 	Expect(e.Status.Address).To(Equal("http://hello." + ns + ".svc:80"))
 	Expect(e.Status.Selector).To(ContainSubstring(chart.InstanceLabel + "=hello"))
 	Expect(e.Status.DeployedRelease).To(Equal(&echov1alpha1.DeployedRelease{Name: "hello"}))
-	// The Helm reconciler's and the status controller's Events alike are
-	// events.k8s.io/v1 Events of echo-operator.
+	// An install's one Event is Ready, an events.k8s.io/v1 Event of
+	// echo-operator that names the generation.
 	Eventually(func(g Gomega) []eventsv1.Event { return objectEvents(g, ns, key.Name) }, timeout, interval).
-		Should(ContainElements(
-			operatorEvent(e, corev1.EventTypeNormal, echov1alpha1.EventReasonReleaseInstalled),
-			operatorEvent(e, corev1.EventTypeNormal, echov1alpha1.EventReasonReady),
-		))
+		Should(ConsistOf(And(operatorEvent(e, corev1.EventTypeNormal, echov1alpha1.EventReasonReady),
+			HaveField("Note", "Generation 1 is Ready: 1 of 1 replicas available"))))
+
+	// An upgrade's one Event is Ready for the new generation.
+	updateEcho(t, key, func(e *echov1alpha1.Echo) { e.Spec.Message = "upgraded" })
+	rollOut(t, key)
+	Eventually(func(g Gomega) []string {
+		var notes []string
+		for _, ev := range objectEvents(g, ns, key.Name) {
+			if ev.Reason != echov1alpha1.EventReasonNotReady {
+				notes = append(notes, ev.Reason+": "+ev.Note)
+			}
+		}
+		return notes
+	}, timeout, interval).Should(ConsistOf(
+		"Ready: Generation 1 is Ready: 1 of 1 replicas available",
+		"Ready: Generation 2 is Ready: 1 of 1 replicas available",
+	))
 }
 
 func TestEchoStatusKeepsTheManifestOut(t *testing.T) {

@@ -66,8 +66,6 @@ const (
 const (
 	EventReasonReady                = "Ready"
 	EventReasonNotReady             = "NotReady"
-	EventReasonReleaseInstalled     = "ReleaseInstalled"
-	EventReasonReleaseUpgraded      = "ReleaseUpgraded"
 	EventReasonReleaseUninstalled   = "ReleaseUninstalled"
 	EventReasonReleaseInstallFailed = "ReleaseInstallFailed"
 	EventReasonReleaseUpgradeFailed = "ReleaseUpgradeFailed"

@@ -56,13 +56,13 @@ func testEventsLandAsSeries(t *testing.T, cfg *rest.Config) {
 	}}
 	list := func(g Gomega) []eventsv1.Event {
 		evs, err := clientset.EventsV1().Events(ns.Name).List(ctx, metav1.ListOptions{
-			FieldSelector: "regarding.name=web,reason=" + echov1alpha1.EventReasonReleaseUpgraded,
+			FieldSelector: "regarding.name=web,reason=" + echov1alpha1.EventReasonReady,
 		})
 		g.Expect(err).NotTo(HaveOccurred())
 		return evs.Items
 	}
 	record := func() {
-		rec.Eventf(echo, corev1.EventTypeNormal, echov1alpha1.EventReasonReleaseUpgraded, "Upgraded release to revision %d", 2)
+		rec.Eventf(echo, corev1.EventTypeNormal, echov1alpha1.EventReasonReady, "Generation %d is Ready: 1 of 1 replicas available", 2)
 	}
 	hostname, err := os.Hostname()
 	g.Expect(err).NotTo(HaveOccurred())
@@ -75,9 +75,9 @@ func testEventsLandAsSeries(t *testing.T, cfg *rest.Config) {
 		first = evs[0]
 	}, timeout, interval).Should(Succeed())
 	g.Expect(first.Type).To(Equal(corev1.EventTypeNormal))
-	g.Expect(first.Reason).To(Equal(echov1alpha1.EventReasonReleaseUpgraded))
-	g.Expect(first.Note).To(Equal("Upgraded release to revision 2"))
-	g.Expect(first.Action).To(Equal(echov1alpha1.EventActionUpgradingRelease))
+	g.Expect(first.Reason).To(Equal(echov1alpha1.EventReasonReady))
+	g.Expect(first.Note).To(Equal("Generation 2 is Ready: 1 of 1 replicas available"))
+	g.Expect(first.Action).To(Equal(echov1alpha1.EventActionCheckingReadiness))
 	g.Expect(first.ReportingController).To(Equal(ReportingController))
 	g.Expect(first.ReportingInstance).To(Equal(ReportingController + "-" + hostname))
 	g.Expect(first.EventTime.IsZero()).To(BeFalse())

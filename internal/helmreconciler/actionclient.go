@@ -163,8 +163,6 @@ func (c *actionClient) Install(name, namespace string, chrt *chart.Chart, vals m
 		return rel, err
 	}
 	c.g.expected.expect(c.releaseKey(name), rel.Version)
-	c.g.recorder.Eventf(c.obj, corev1.EventTypeNormal, echov1alpha1.EventReasonReleaseInstalled,
-		"Installed release revision %d of chart %s", rel.Version, chartName(rel))
 	return rel, nil
 }
 
@@ -200,8 +198,6 @@ func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals m
 		return rel, err
 	}
 	c.g.expected.expect(c.releaseKey(name), rel.Version)
-	c.g.recorder.Eventf(c.obj, corev1.EventTypeNormal, echov1alpha1.EventReasonReleaseUpgraded,
-		"Upgraded release to revision %d of chart %s", rel.Version, chartName(rel))
 	return rel, nil
 }
 
@@ -304,11 +300,4 @@ func withLabel(labels map[string]string, key, value string) map[string]string {
 	}
 	out[key] = value
 	return out
-}
-
-func chartName(rel *release.Release) string {
-	if rel == nil || rel.Chart == nil || rel.Chart.Metadata == nil {
-		return "unknown"
-	}
-	return rel.Chart.Metadata.Name + "-" + rel.Chart.Metadata.Version
 }

@@ -263,13 +263,16 @@ func TestKubectlRunsTheDocumentedCommands(t *testing.T) {
 			Expect(yaml).To(MatchRegexp(`(?m)^\s+` + regexp.QuoteMeta(field) + `$`))
 		}
 
-		desc := d.run(Default, documented("describe", "echo", "ECHO"))
-		Expect(desc).To(MatchRegexp(`(?m)^Name:\s+echo-sample$`))
-		Expect(desc).To(MatchRegexp(`(?m)^\s+Type:\s+Ready$`))
-		Expect(desc).To(MatchRegexp(`(?m)^Events:\n(.*\n)*.*\s` + echov1alpha1.EventReasonReleaseInstalled + `\s`))
+		// The Ready Event is recorded just after the condition.
+		Eventually(func(g Gomega) {
+			desc := d.run(g, documented("describe", "echo", "ECHO"))
+			g.Expect(desc).To(MatchRegexp(`(?m)^Name:\s+echo-sample$`))
+			g.Expect(desc).To(MatchRegexp(`(?m)^\s+Type:\s+Ready$`))
+			g.Expect(desc).To(MatchRegexp(`(?m)^Events:\n(.*\n)*.*\s` + echov1alpha1.EventReasonReady + `\s`))
+		}, timeout, interval).Should(Succeed())
 
-		Expect(d.run(Default, documented("events", "--for", "echo/ECHO"))).To(ContainSubstring(echov1alpha1.EventReasonReleaseInstalled))
-		Expect(d.run(Default, documented("events"))).To(MatchRegexp(`(?m)\s` + echov1alpha1.EventReasonReleaseInstalled + `\s+[Ee]cho/echo-sample\s`))
+		Expect(d.run(Default, documented("events", "--for", "echo/ECHO"))).To(ContainSubstring(echov1alpha1.EventReasonReady))
+		Expect(d.run(Default, documented("events"))).To(MatchRegexp(`(?m)\s` + echov1alpha1.EventReasonReady + `\s+[Ee]cho/echo-sample\s`))
 
 		explain := d.run(Default, documented("explain", "echo.spec"))
 		Expect(explain).To(MatchRegexp(`(?m)^KIND:\s+Echo$`))
