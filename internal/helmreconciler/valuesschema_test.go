@@ -20,7 +20,7 @@ import (
 	echochart "github.com/echo-operator/echo-operator/internal/chart"
 )
 
-func loadEchoChart(t *testing.T) *chart.Chart {
+func loadEchoChart(t testing.TB) *chart.Chart {
 	t.Helper()
 	ch, err := echochart.Load(echoChartDir)
 	if err != nil {
