@@ -189,6 +189,19 @@ func TestChartMetadata(t *testing.T) {
 	}
 }
 
+// The chart as loaded keeps no file beside Chart.yaml, the templates, the
+// values and the schema: Helm stores every other file of the chart in each
+// release record, and the lint values under ci/ are for helm lint only
+// (.helmignore).
+func TestChartCarriesNoOtherFiles(t *testing.T) {
+	if _, err := os.Stat(filepath.Join(chartDir, "ci", "all-enabled-values.yaml")); err != nil {
+		t.Fatalf("the lint values of make lint: %v", err)
+	}
+	for _, f := range loadChart(t).Files {
+		t.Errorf("the loaded chart carries %s (%d bytes) into every release record", f.Name, len(f.Data))
+	}
+}
+
 func TestDefaults(t *testing.T) {
 	objs := render(t, nil)
 	if got, want := kinds(objs), []string{"Deployment", "Service"}; !slices.Equal(got, want) {

@@ -53,6 +53,9 @@ type actionClientGetter struct {
 	expected *expectations
 	// charts are the digests of the charts rendered, for fingerprints.
 	charts releaserecords.ChartDigests
+	// schemas are the compiled values schemas of the charts rendered
+	// (valuesschema.go).
+	schemas chartSchemas
 	// signer signs and verifies the release Secrets.
 	signer *releasetrust.Signer
 	// skipOpenAPIValidation leaves the validation of rendered objects to
@@ -76,6 +79,31 @@ type actionClient struct {
 	g   *actionClientGetter
 	// helm is Helm's action client, built on first use.
 	helm helmclient.ActionInterface
+	// checked is the values check of the fingerprint checkedFP: a
+	// reconcile renders and upgrades with the same values.
+	checkedFP string
+	checked   valuesCheck
+}
+
+// valuesCheck is the outcome of checking values against the chart's
+// schema: handled tells whether Helm's own check may be skipped.
+type valuesCheck struct {
+	handled bool
+	err     error
+}
+
+// checkValues checks vals against the chart's compiled schema, once per
+// reconcile and fingerprint.
+func (c *actionClient) checkValues(chrt *chart.Chart, vals map[string]any, fp string, hasFP bool) valuesCheck {
+	if hasFP && c.checkedFP == fp {
+		return c.checked
+	}
+	var out valuesCheck
+	out.handled, out.err = c.g.schemas.validate(chrt, vals)
+	if hasFP {
+		c.checkedFP, c.checked = fp, out
+	}
+	return out
 }
 
 // live returns Helm's action client for the object.
@@ -145,18 +173,26 @@ func (c *actionClient) Install(name, namespace string, chrt *chart.Chart, vals m
 		return nil, err
 	}
 	fp, hasFP := c.fingerprint(chrt, vals)
+	checked := c.checkValues(chrt, vals, fp, hasFP)
 	opts = append(opts, func(i *action.Install) error {
 		if hasFP {
 			i.Labels = withLabel(i.Labels, releaserecords.FingerprintLabel, fp)
 		}
 		i.DisableOpenAPIValidation = i.DisableOpenAPIValidation || c.g.skipOpenAPIValidation
+		i.SkipSchemaValidation = i.SkipSchemaValidation || checked.handled
 		return nil
 	})
-	if dryRun(opts, func(a *action.Install) bool { return a.DryRun }) {
+	install := func() (*release.Release, error) {
+		if checked.err != nil {
+			return nil, checked.err
+		}
 		return h.Install(name, namespace, chrt, vals, opts...)
 	}
+	if dryRun(opts, func(a *action.Install) bool { return a.DryRun }) {
+		return install()
+	}
 	start := time.Now()
-	rel, err := h.Install(name, namespace, chrt, vals, opts...)
+	rel, err := install()
 	opmetrics.ReleaseOperation(opmetrics.OperationInstall, start, err)
 	if err != nil {
 		c.g.recorder.Eventf(c.obj, corev1.EventTypeWarning, echov1alpha1.EventReasonReleaseInstallFailed, "Installing the release failed: %v", err)
@@ -180,6 +216,7 @@ func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals m
 			u.Labels = withLabel(u.Labels, releaserecords.FingerprintLabel, fp)
 		}
 		u.DisableOpenAPIValidation = u.DisableOpenAPIValidation || c.g.skipOpenAPIValidation
+		u.SkipSchemaValidation = u.SkipSchemaValidation || c.checkValues(chrt, vals, fp, hasFP).handled
 		return nil
 	})
 	if dryRun(opts, func(a *action.Upgrade) bool { return a.DryRun }) {
@@ -190,7 +227,7 @@ func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals m
 		return nil, err
 	}
 	start := time.Now()
-	rel, err := h.Upgrade(name, namespace, chrt, vals, opts...)
+	rel, err := c.upgrade(h, name, namespace, chrt, vals, fp, hasFP, opts)
 	opmetrics.ReleaseOperation(opmetrics.OperationUpgrade, start, err)
 	if err != nil {
 		recordRollback(rel, err)
@@ -199,6 +236,16 @@ func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals m
 	}
 	c.g.expected.expect(c.releaseKey(name), rel.Version)
 	return rel, nil
+}
+
+// upgrade runs Helm's upgrade, or dry run, of values the chart's schema
+// takes.
+func (c *actionClient) upgrade(h helmclient.ActionInterface, name, namespace string, chrt *chart.Chart, vals map[string]any,
+	fp string, hasFP bool, opts []helmclient.UpgradeOption) (*release.Release, error) {
+	if err := c.checkValues(chrt, vals, fp, hasFP).err; err != nil {
+		return nil, err
+	}
+	return h.Upgrade(name, namespace, chrt, vals, opts...)
 }
 
 // recordRollback counts the rollback Helm's action client runs after an
@@ -233,7 +280,7 @@ func (c *actionClient) render(name, namespace string, chrt *chart.Chart, vals ma
 	if err != nil {
 		return nil, err
 	}
-	rel, err := h.Upgrade(name, namespace, chrt, vals, opts...)
+	rel, err := c.upgrade(h, name, namespace, chrt, vals, fp, hasFP, opts)
 	if err != nil {
 		// A failed render is what stops the release from moving on.
 		c.g.recorder.Eventf(c.obj, corev1.EventTypeWarning, echov1alpha1.EventReasonReleaseUpgradeFailed, "Rendering the release failed: %v", err)

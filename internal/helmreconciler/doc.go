@@ -21,6 +21,10 @@
 //     cached records of releaserecords) and record Events;
 //   - storage.go: the release storage, signed (see releasetrust) and
 //     queried with the cache's help;
+//   - valuesschema.go: the values checked against the chart's schema,
+//     compiled once per chart, instead of on every render by Helm;
+//   - recordwrites.go: the release records written in the layout of
+//     Helm's Secrets driver, at a cheaper gzip level;
 //   - manifestguard.go: what a release may touch, the chart's kinds in its
 //     own namespace;
 //   - watches.go and typedcache.go: the watches of the chart's objects and

@@ -23,7 +23,8 @@ import (
 )
 
 // releaseStorage is the storage driver of the Helm action clients: Helm's
-// Secrets driver, whose queries are answered with the cache's help.
+// Secrets driver, whose queries are answered with the cache's help and
+// whose records are written at a cheaper gzip level (recordwrites.go).
 //
 // Helm finds a release's revisions with a label-selected list of Secrets,
 // which the API server answers by scanning every Secret of the namespace:
@@ -35,6 +36,8 @@ import (
 // server as before.
 type releaseStorage struct {
 	driver.Driver
+	// secrets is the Secrets client Driver writes through.
+	secrets   corev1client.SecretInterface
 	cache     client.Reader
 	namespace string
 	// pending reports whether the cache may lack revisions of a release
@@ -59,6 +62,7 @@ func (g *actionClientGetter) storageDriverMapper() helmclient.ObjectToStorageDri
 			[]metav1.OwnerReference{*owner}, helmclient.MatchAllSecrets)
 		return &releaseStorage{
 			Driver:    driver.NewSecrets(secrets),
+			secrets:   secrets,
 			cache:     g.cache,
 			namespace: obj.GetNamespace(),
 			pending: func(name string) bool {

@@ -14,7 +14,7 @@ import (
 	"github.com/echo-operator/echo-operator/internal/chartvalues"
 )
 
-func translate(t *testing.T, spec echov1alpha1.EchoSpec) map[string]any {
+func translate(t testing.TB, spec echov1alpha1.EchoSpec) map[string]any {
 	t.Helper()
 	echo := &echov1alpha1.Echo{ObjectMeta: metav1.ObjectMeta{Name: "e", Namespace: "ns", Generation: 7}, Spec: spec}
 	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(echo)
