@@ -66,6 +66,22 @@ func (s *releaseStorage) Update(key string, rls *release.Release) error {
 	return nil
 }
 
+// Delete implements driver.Driver with the one request it needs. Helm's
+// driver reads the record first, to return it; none of Helm's callers
+// uses what it returns (pruning the history, purging on uninstall), so
+// this returns an empty release rather than pay a read per revision
+// pruned.
+func (s *releaseStorage) Delete(key string) (*release.Release, error) {
+	err := s.secrets.Delete(context.Background(), key, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, driver.ErrReleaseNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("delete: failed to delete: %w", err)
+	}
+	return &release.Release{}, nil
+}
+
 // releaseRecord is the Secret Helm's driver writes for a revision: the
 // release's labels, the system labels and the time of the write under
 // timeLabel.

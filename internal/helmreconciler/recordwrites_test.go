@@ -100,6 +100,33 @@ func TestReleaseRecordWrites(t *testing.T) {
 	})
 }
 
+// TestReleaseRecordDeleteIsOneRequest: a record is deleted with one
+// DELETE, no GET before it; one that is gone is not found.
+func TestReleaseRecordDeleteIsOneRequest(t *testing.T) {
+	ours, helms, cs := recordStorages()
+	key := "sh.helm.release.v1.web.v1"
+	if err := ours.Create(key, renderedRelease(t)); err != nil {
+		t.Fatal(err)
+	}
+	cs.ClearActions()
+	if _, err := ours.Delete(key); err != nil {
+		t.Fatal(err)
+	}
+	var verbs []string
+	for _, a := range cs.Actions() {
+		verbs = append(verbs, a.GetVerb())
+	}
+	if len(verbs) != 1 || verbs[0] != "delete" {
+		t.Errorf("deleting a record sent %v, want one delete", verbs)
+	}
+	if _, err := helms.Get(key); !errors.Is(err, driver.ErrReleaseNotFound) {
+		t.Errorf("the record is still there: %v", err)
+	}
+	if _, err := ours.Delete(key); !errors.Is(err, driver.ErrReleaseNotFound) {
+		t.Errorf("deleting a missing record: %v, want ErrReleaseNotFound", err)
+	}
+}
+
 func sameKeys(a, b []byte) bool { return len(a) > 0 && len(b) > 0 }
 
 func secret(t *testing.T, cs *fake.Clientset, name string) *corev1.Secret {
