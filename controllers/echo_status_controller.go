@@ -85,6 +85,11 @@ func (r *EchoStatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, nil
 	}
 	if onlyProgress(current, desired) {
+		if nothingRendered(world) {
+			// The release's first object starts the next reconcile;
+			// until it exists there is no progress to report.
+			return ctrl.Result{}, nil
+		}
 		if wait := r.pacer.wait(req.NamespacedName, now); wait > 0 {
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}

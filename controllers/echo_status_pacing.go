@@ -43,6 +43,14 @@ func onlyProgress(current, desired workloadStatus) bool {
 	return true
 }
 
+// nothingRendered says whether none of the objects readiness reads exists
+// yet: the release is not installed, or is being installed. A progress
+// write then would only say "pending", a write per install that the
+// status written once the Deployment exists makes moot.
+func nothingRendered(w echoWorld) bool {
+	return w.deployment == nil && w.service == nil && w.ingress == nil
+}
+
 // statusPacer holds back the status writes that only report progress, per
 // Echo, for at most a delay from the first one held: whatever changes in
 // between goes out in one write, and a change that matters (Ready, a

@@ -5,6 +5,9 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -74,4 +77,24 @@ func TestStatusPacer(t *testing.T) {
 
 	p.forget(web)
 	g.Expect(p.wait(web, start.Add(11*time.Second))).To(Equal(10*time.Second), "after a write, the next progress waits again")
+}
+
+func TestNothingRendered(t *testing.T) {
+	tests := map[string]struct {
+		world echoWorld
+		want  bool
+	}{
+		"no object of the release yet": {echoWorld{}, true},
+		"untrusted records alone":      {echoWorld{untrustedRecords: []string{"sh.helm.release.v1.web.v1"}}, true},
+		"the Service first":            {echoWorld{service: &corev1.Service{}}, false},
+		"the Deployment":               {echoWorld{deployment: &appsv1.Deployment{}}, false},
+		"the Ingress":                  {echoWorld{ingress: &networkingv1.Ingress{}}, false},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := nothingRendered(tc.world); got != tc.want {
+				t.Errorf("nothingRendered = %v, want %v", got, tc.want)
+			}
+		})
+	}
 }
