@@ -11,18 +11,20 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/echo-operator/echo-operator/test/harness/storetest"
 )
 
 func TestFSStore(t *testing.T) {
 	ctx := context.Background()
 	s := newFSStore(t)
-	putBytes(t, s, "b/one/manifest.json", []byte("1"))
-	putBytes(t, s, "b/one/data.tar.gz", []byte("archive"))
-	putBytes(t, s, "b/two/manifest.json", []byte("22"))
-	putBytes(t, s, "c", []byte("333"))
-	putBytes(t, s, "c", []byte("3333")) // replaces
+	storetest.PutBytes(t, s, "b/one/manifest.json", []byte("1"))
+	storetest.PutBytes(t, s, "b/one/data.tar.gz", []byte("archive"))
+	storetest.PutBytes(t, s, "b/two/manifest.json", []byte("22"))
+	storetest.PutBytes(t, s, "c", []byte("333"))
+	storetest.PutBytes(t, s, "c", []byte("3333")) // replaces
 
-	if got := string(getBytes(t, s, "b/one/data.tar.gz")); got != "archive" {
+	if got := string(storetest.GetBytes(t, s, "b/one/data.tar.gz")); got != "archive" {
 		t.Errorf("Get = %q", got)
 	}
 	info, err := s.Stat(ctx, "c")
@@ -98,13 +100,13 @@ func TestFSStoreRejectsEscapingKeys(t *testing.T) {
 func TestFSStoreFailedPutLeavesNothing(t *testing.T) {
 	ctx := context.Background()
 	s := newFSStore(t)
-	putBytes(t, s, "k/data.tar.gz", []byte("old"))
+	storetest.PutBytes(t, s, "k/data.tar.gz", []byte("old"))
 	boom := errors.New("producer failed")
 	r := io.MultiReader(strings.NewReader("partial"), iotest.ErrReader(boom))
 	if err := s.Put(ctx, "k/data.tar.gz", r); !errors.Is(err, boom) {
 		t.Fatalf("Put = %v, want the reader's error unchanged", err)
 	}
-	if got := string(getBytes(t, s, "k/data.tar.gz")); got != "old" {
+	if got := string(storetest.GetBytes(t, s, "k/data.tar.gz")); got != "old" {
 		t.Errorf("object = %q after a failed Put, want the old one", got)
 	}
 	entries, err := os.ReadDir(filepath.Join(s.dir, "k"))
@@ -123,7 +125,7 @@ func TestFSStoreFailedPutLeavesNothing(t *testing.T) {
 func TestFSStoreAbortIncompleteUpload(t *testing.T) {
 	ctx := context.Background()
 	s := newFSStore(t)
-	putBytes(t, s, "k/data.tar.gz", []byte("kept"))
+	storetest.PutBytes(t, s, "k/data.tar.gz", []byte("kept"))
 	dir := filepath.Join(s.dir, "k")
 	for _, name := range []string{".data.tar.gz" + tmpMarker + "1a2b", ".data.tar.gz" + tmpMarker + "3c4d", ".manifest.json" + tmpMarker + "5e6f"} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte("partial"), 0o600); err != nil {
@@ -150,7 +152,7 @@ func TestFSStoreAbortIncompleteUpload(t *testing.T) {
 }
 
 func TestFSStoreNoSpace(t *testing.T) {
-	dir := mountTmpfs(t, "size=256k")
+	dir := storetest.MountTmpfs(t, "size=256k")
 	s, err := NewFSStore(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/echo-operator/echo-operator/internal/moverprotocol"
 	"github.com/echo-operator/echo-operator/test/harness/s3server"
+	"github.com/echo-operator/echo-operator/test/harness/storetest"
 )
 
 // testCustomerKey is an SSE-C key of 32 bytes; otherCustomerKey another.
@@ -122,15 +123,15 @@ func TestS3StoreEncryptsAtRest(t *testing.T) {
 			s := newTestS3Store(t, srv, S3Config{Prefix: prefix, Encryption: tc.e})
 			// A small object in one request, and 40 MiB of unknown length
 			// in a multipart upload.
-			putBytes(t, s, "b1/manifest.json", small)
+			storetest.PutBytes(t, s, "b1/manifest.json", small)
 			const big = 40 << 20
 			if err := s.Put(ctx, "b1/data.tar.gz", markerReader(big)); err != nil {
 				t.Fatal(err)
 			}
-			if got := getBytes(t, s, "b1/manifest.json"); !bytes.Equal(got, small) {
+			if got := storetest.GetBytes(t, s, "b1/manifest.json"); !bytes.Equal(got, small) {
 				t.Errorf("read back %d bytes, not what was written", len(got))
 			}
-			if got := getBytes(t, s, "b1/data.tar.gz"); len(got) != big || !bytes.Equal(got[:len(small)], small) {
+			if got := storetest.GetBytes(t, s, "b1/data.tar.gz"); len(got) != big || !bytes.Equal(got[:len(small)], small) {
 				t.Errorf("read back %d bytes of the multipart object, not what was written", len(got))
 			}
 			info, err := s.Stat(ctx, "b1/data.tar.gz")
@@ -191,7 +192,7 @@ func TestS3StoreEncryptionRefusals(t *testing.T) {
 	sseC := func(key []byte) S3Config {
 		return S3Config{Prefix: "refusals", Encryption: S3Encryption{Type: moverprotocol.SSEC, CustomerKey: key}}
 	}
-	putBytes(t, newTestS3Store(t, srv, sseC(testCustomerKey)), "b1/manifest.json", []byte(plaintextMarker))
+	storetest.PutBytes(t, newTestS3Store(t, srv, sseC(testCustomerKey)), "b1/manifest.json", []byte(plaintextMarker))
 
 	for name, cfg := range map[string]S3Config{
 		"no key":      {Prefix: "refusals"},

@@ -22,6 +22,7 @@ import (
 
 	"github.com/echo-operator/echo-operator/internal/moverprotocol"
 	"github.com/echo-operator/echo-operator/test/harness/s3server"
+	"github.com/echo-operator/echo-operator/test/harness/storetest"
 	"github.com/echo-operator/echo-operator/test/harness/testcerts"
 )
 
@@ -65,8 +66,8 @@ func TestS3Store(t *testing.T) {
 	ctx := context.Background()
 	s := newTestS3Store(t, srv, S3Config{Prefix: "/team-a/"})
 
-	putBytes(t, s, "echo/b1/manifest.json", []byte(`{"m":1}`))
-	putBytes(t, s, "echo/b2/manifest.json", []byte(`{"m":2}`))
+	storetest.PutBytes(t, s, "echo/b1/manifest.json", []byte(`{"m":1}`))
+	storetest.PutBytes(t, s, "echo/b2/manifest.json", []byte(`{"m":2}`))
 	// 40 MiB of unknown length: a multipart upload of three 16 MiB parts.
 	const big = 40 << 20
 	if err := s.Put(ctx, "echo/b1/data.tar.gz", randomReader(1, big)); err != nil {
@@ -236,8 +237,8 @@ func TestS3StoreTLS(t *testing.T) {
 	srv := s3server.StartTLS(t, testBucket)
 	ctx := context.Background()
 	s := newTestS3Store(t, srv, S3Config{})
-	putBytes(t, s, "tls/object", []byte("over https"))
-	if got := string(getBytes(t, s, "tls/object")); got != "over https" {
+	storetest.PutBytes(t, s, "tls/object", []byte("over https"))
+	if got := string(storetest.GetBytes(t, s, "tls/object")); got != "over https" {
 		t.Errorf("Get = %q", got)
 	}
 	// Without the CA the server is not trusted, and retrying cannot help.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/echo-operator/echo-operator/internal/backupstore"
 	"github.com/echo-operator/echo-operator/internal/echoserver"
+	"github.com/echo-operator/echo-operator/test/harness/storetest"
 )
 
 // sampleData is a data directory with journals (one with a torn last line),
@@ -100,11 +101,11 @@ func TestBackupRestoreRoundTrip(t *testing.T) {
 				t.Errorf("DataFiles = %d", m.DataFiles())
 			}
 			// The stored objects are what the manifest says.
-			archive := getBytes(t, store, backupstore.ArchiveKey("team-a/echo/b1", c))
+			archive := storetest.GetBytes(t, store, backupstore.ArchiveKey("team-a/echo/b1", c))
 			if int64(len(archive)) != m.Archive.Size {
 				t.Errorf("archive is %d bytes, manifest says %d", len(archive), m.Archive.Size)
 			}
-			stored, err := backupstore.DecodeManifest(bytes.NewReader(getBytes(t, store, backupstore.ManifestKey("team-a/echo/b1"))))
+			stored, err := backupstore.DecodeManifest(bytes.NewReader(storetest.GetBytes(t, store, backupstore.ManifestKey("team-a/echo/b1"))))
 			if err != nil || stored.Archive != m.Archive {
 				t.Fatalf("stored manifest %+v, %v", stored, err)
 			}
@@ -132,12 +133,12 @@ func TestBackupRefusesToOverwrite(t *testing.T) {
 	if _, err := Backup(ctx, opts); err != nil {
 		t.Fatal(err)
 	}
-	before := getBytes(t, store, backupstore.ManifestKey("k"))
+	before := storetest.GetBytes(t, store, backupstore.ManifestKey("k"))
 	_, err := Backup(ctx, opts)
 	if !errors.Is(err, backupstore.ErrAlreadyExists) || backupstore.Retryable(err) {
 		t.Fatalf("second Backup = %v, want ErrAlreadyExists", err)
 	}
-	if !bytes.Equal(before, getBytes(t, store, backupstore.ManifestKey("k"))) {
+	if !bytes.Equal(before, storetest.GetBytes(t, store, backupstore.ManifestKey("k"))) {
 		t.Error("the existing manifest changed")
 	}
 }
@@ -153,7 +154,7 @@ func TestBackupRetryFindsItsOwnArtifact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := getBytes(t, store, backupstore.ManifestKey("k"))
+	before := storetest.GetBytes(t, store, backupstore.ManifestKey("k"))
 	writeTree(t, src, map[string]string{"added-after-the-first-attempt": "x"})
 
 	retry, err := Backup(ctx, BackupOptions{DataDir: src, Store: store, Key: "k", BackupID: "uid-1"})
@@ -169,7 +170,7 @@ func TestBackupRetryFindsItsOwnArtifact(t *testing.T) {
 			t.Errorf("backup %q under another backup's key = %v, want ErrAlreadyExists", other, err)
 		}
 	}
-	if !bytes.Equal(before, getBytes(t, store, backupstore.ManifestKey("k"))) {
+	if !bytes.Equal(before, storetest.GetBytes(t, store, backupstore.ManifestKey("k"))) {
 		t.Error("the stored manifest changed")
 	}
 }

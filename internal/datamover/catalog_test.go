@@ -12,6 +12,7 @@ import (
 
 	"github.com/echo-operator/echo-operator/internal/backupstore"
 	"github.com/echo-operator/echo-operator/test/harness/s3server"
+	"github.com/echo-operator/echo-operator/test/harness/storetest"
 )
 
 // TestListBackups lists a store holding whole, damaged and foreign
@@ -28,10 +29,10 @@ func TestListBackups(t *testing.T) {
 		if err := s.Delete(ctx, backupstore.ArchiveKey("team-a/web/no-archive", backupstore.CompressionGzip)); err != nil {
 			t.Fatal(err)
 		}
-		putBytes(t, s, backupstore.ArchiveKey("team-a/web/resized", backupstore.CompressionGzip), []byte("short"))
+		storetest.PutBytes(t, s, backupstore.ArchiveKey("team-a/web/resized", backupstore.CompressionGzip), []byte("short"))
 		unknownFormat(t, s, "team-a/web/future")
 		// An upload that never finished: an archive without manifest.
-		putBytes(t, s, backupstore.ArchiveKey("team-a/web/partial", backupstore.CompressionGzip), []byte("partial"))
+		storetest.PutBytes(t, s, backupstore.ArchiveKey("team-a/web/partial", backupstore.CompressionGzip), []byte("partial"))
 
 		counting := &countingStore{Store: s}
 		manifests := &backupstore.ManifestCache{}
@@ -104,7 +105,7 @@ func TestListBackupsBounds(t *testing.T) {
 	for _, key := range []string{"team-a/web/b1", "team-a/web/b2", "team-a/web/b3"} {
 		backupForInspect(t, s, source, key, inspectConfig)
 	}
-	m := getBytes(t, s, backupstore.ManifestKey("team-a/web/b1"))
+	m := storetest.GetBytes(t, s, backupstore.ManifestKey("team-a/web/b1"))
 	if i := bytes.Index(m, []byte(`"dataFiles": 6`)); i < 0 || i > bytes.Index(m, []byte(`"config"`)) {
 		t.Errorf("a backup's manifest does not have its summary first:\n%s", m)
 	}
@@ -170,8 +171,8 @@ func TestManifestCacheScopes(t *testing.T) {
 			t.Errorf("three listings under two scopes read %v; want one read per scope", counting.gets)
 		}
 		// The same key written again (another time, in S3 another ETag).
-		b := getBytes(t, s, backupstore.ManifestKey("team-a/web/b1"))
-		putBytes(t, s, backupstore.ManifestKey("team-a/web/b1"), bytes.Replace(b, []byte(`"namespace": "team-a"`), []byte(`"namespace": "team-c"`), 1))
+		b := storetest.GetBytes(t, s, backupstore.ManifestKey("team-a/web/b1"))
+		storetest.PutBytes(t, s, backupstore.ManifestKey("team-a/web/b1"), bytes.Replace(b, []byte(`"namespace": "team-a"`), []byte(`"namespace": "team-c"`), 1))
 		if st, err := s.Stat(ctx, backupstore.ManifestKey("team-a/web/b1")); err == nil && st.ETag == "" {
 			// A filesystem's time may not have moved: make it.
 			later := time.Now().Add(time.Minute)

@@ -32,6 +32,7 @@ import (
 	"github.com/echo-operator/echo-operator/internal/echoserver"
 	"github.com/echo-operator/echo-operator/internal/moverprotocol"
 	"github.com/echo-operator/echo-operator/test/harness/s3server"
+	"github.com/echo-operator/echo-operator/test/harness/storetest"
 )
 
 const moverTimeout = 2 * time.Minute
@@ -378,7 +379,7 @@ func readStoredManifest(t *testing.T, srv *s3server.Server, storage []string, ke
 	} else {
 		store = newTestS3Store(t, srv, backupstore.S3Config{Prefix: "echo-backups", Encryption: encryptionOf(storage)})
 	}
-	m, err := backupstore.DecodeManifest(bytes.NewReader(getBytes(t, store, backupstore.ManifestKey(key))))
+	m, err := backupstore.DecodeManifest(bytes.NewReader(storetest.GetBytes(t, store, backupstore.ManifestKey(key))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -627,12 +628,12 @@ func TestCLIExistingData(t *testing.T) {
 func TestCLIFullDisk(t *testing.T) {
 	f := newFaultEnv(t)
 	f.backupTo(t, "disk/full")
-	target := mountTmpfs(t, "size=1m")
+	target := storetest.MountTmpfs(t, "size=1m")
 	res := runMover(t, f.srv.Env(), append([]string{"restore", "--data-dir", target, "--key", "disk/full"}, s3Flags(f.srv, testBucket)...)...)
 	expectFailure(t, res, "NoSpace", false)
 	assertUntouched(t, target, map[string]treeEntry{})
 
-	storeDir := mountTmpfs(t, "size=1m")
+	storeDir := storetest.MountTmpfs(t, "size=1m")
 	res = runMover(t, nil, "backup", "--data-dir", f.source, "--key", "disk/full", "--fs-root", storeDir)
 	expectFailure(t, res, "NoSpace", false)
 	for name, e := range readTree(t, storeDir) {

@@ -7,7 +7,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -22,11 +21,11 @@ import (
 	"time"
 
 	"github.com/klauspost/pgzip"
-	"golang.org/x/sys/unix"
 
 	"github.com/echo-operator/echo-operator/internal/backupstore"
 	"github.com/echo-operator/echo-operator/test/harness/managerbin"
 	"github.com/echo-operator/echo-operator/test/harness/s3server"
+	"github.com/echo-operator/echo-operator/test/harness/storetest"
 )
 
 // managerBin is the manager binary built by TestMain, empty in -short mode.
@@ -231,54 +230,13 @@ func craftBackup(t testing.TB, s backupstore.Store, key string, c backupstore.Co
 	if mutate != nil {
 		mutate(m)
 	}
-	putBytes(t, s, backupstore.ArchiveKey(key, c), buf.Bytes())
+	storetest.PutBytes(t, s, backupstore.ArchiveKey(key, c), buf.Bytes())
 	encoded, err := m.Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
-	putBytes(t, s, backupstore.ManifestKey(key), encoded)
+	storetest.PutBytes(t, s, backupstore.ManifestKey(key), encoded)
 	return m
-}
-
-func putBytes(t testing.TB, s backupstore.Store, key string, b []byte) {
-	t.Helper()
-	if err := s.Put(context.Background(), key, bytes.NewReader(b)); err != nil {
-		t.Fatalf("put %s: %v", key, err)
-	}
-}
-
-func getBytes(t testing.TB, s backupstore.Store, key string) []byte {
-	t.Helper()
-	r, err := s.Get(context.Background(), key)
-	if err != nil {
-		t.Fatalf("get %s: %v", key, err)
-	}
-	defer func() { _ = r.Close() }()
-	b, err := io.ReadAll(r)
-	if err != nil {
-		t.Fatalf("read %s: %v", key, err)
-	}
-	return b
-}
-
-// mountTmpfs mounts a tmpfs with the given options on a new directory and
-// unmounts it when the test ends. It skips the test where mounting is not
-// permitted.
-func mountTmpfs(t *testing.T, options string) string {
-	t.Helper()
-	dir := t.TempDir()
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, options); err != nil {
-		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
-			t.Skipf("mounting a tmpfs (%s) is not permitted here (needs root or CAP_SYS_ADMIN): %v", options, err)
-		}
-		t.Fatalf("mount tmpfs: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := unix.Unmount(dir, 0); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
-	return dir
 }
 
 // countingStore records which keys were read, by concurrent readers too.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/echo-operator/echo-operator/internal/backupstore"
 	"github.com/echo-operator/echo-operator/internal/moverprotocol"
+	"github.com/echo-operator/echo-operator/test/harness/storetest"
 )
 
 // inspectConfig is the configuration the inspect tests back up, as the
@@ -44,12 +45,12 @@ func backupForInspect(t *testing.T, s backupstore.Store, dir, key, config string
 func editManifest(old, new string) func(t *testing.T, s backupstore.Store, key string) {
 	return func(t *testing.T, s backupstore.Store, key string) {
 		t.Helper()
-		b := getBytes(t, s, backupstore.ManifestKey(key))
+		b := storetest.GetBytes(t, s, backupstore.ManifestKey(key))
 		edited := bytes.Replace(b, []byte(old), []byte(new), 1)
 		if bytes.Equal(edited, b) {
 			t.Fatalf("manifest holds no %s", old)
 		}
-		putBytes(t, s, backupstore.ManifestKey(key), edited)
+		storetest.PutBytes(t, s, backupstore.ManifestKey(key), edited)
 	}
 }
 
@@ -61,7 +62,7 @@ func editArchive(edit func([]byte) []byte) func(t *testing.T, s backupstore.Stor
 	return func(t *testing.T, s backupstore.Store, key string) {
 		t.Helper()
 		archive := backupstore.ArchiveKey(key, backupstore.CompressionGzip)
-		putBytes(t, s, archive, edit(getBytes(t, s, archive)))
+		storetest.PutBytes(t, s, archive, edit(storetest.GetBytes(t, s, archive)))
 	}
 }
 
@@ -134,8 +135,8 @@ func TestInspectRejects(t *testing.T) {
 		{name: "malformed manifest", backup: true, tamper: editManifest(`"compression": "gzip"`, `"compression": "zstd"`),
 			want: backupstore.ErrCorruptArchive, reason: "CorruptArchive", asRestore: true},
 		{name: "manifest cut short", backup: true, tamper: func(t *testing.T, s backupstore.Store, key string) {
-			b := getBytes(t, s, backupstore.ManifestKey(key))
-			putBytes(t, s, backupstore.ManifestKey(key), b[:len(b)-10])
+			b := storetest.GetBytes(t, s, backupstore.ManifestKey(key))
+			storetest.PutBytes(t, s, backupstore.ManifestKey(key), b[:len(b)-10])
 		}, want: backupstore.ErrUnknownFormat, reason: "UnknownFormat", asRestore: true},
 		{name: "archive missing", backup: true, tamper: deleteArchive, want: backupstore.ErrCorruptArchive, reason: "CorruptArchive"},
 		{name: "archive truncated", backup: true, tamper: truncateArchive, want: backupstore.ErrChecksumMismatch, reason: "ChecksumMismatch", asRestore: true},

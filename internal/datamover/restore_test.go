@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/echo-operator/echo-operator/internal/backupstore"
+	"github.com/echo-operator/echo-operator/test/harness/storetest"
 )
 
 // existingData is what restore targets hold before a restore.
@@ -68,13 +69,13 @@ func TestRestoreRejects(t *testing.T) {
 		{name: "config differs from the manifest", entries: ok, mutate: func(m *backupstore.Manifest) { m.Config = []byte(`{"other":true}`) }, want: backupstore.ErrChecksumMismatch},
 		{name: "archive checksum differs", entries: ok, mutate: func(m *backupstore.Manifest) { m.Archive.SHA256 = strings.Repeat("2", 64) }, want: backupstore.ErrChecksumMismatch},
 		{name: "corrupted byte", entries: ok, tamper: func(t *testing.T, s *backupstore.FSStore, key string) {
-			b := getBytes(t, s, key)
+			b := storetest.GetBytes(t, s, key)
 			b[len(b)/2] ^= 0xff
-			putBytes(t, s, key, b)
+			storetest.PutBytes(t, s, key, b)
 		}, want: backupstore.ErrChecksumMismatch},
 		{name: "truncated", entries: ok, tamper: func(t *testing.T, s *backupstore.FSStore, key string) {
-			b := getBytes(t, s, key)
-			putBytes(t, s, key, b[:len(b)-20])
+			b := storetest.GetBytes(t, s, key)
+			storetest.PutBytes(t, s, key, b[:len(b)-20])
 		}, want: backupstore.ErrChecksumMismatch},
 		{name: "archive missing", entries: ok, tamper: func(t *testing.T, s *backupstore.FSStore, key string) {
 			if err := s.Delete(context.Background(), key); err != nil {
@@ -82,7 +83,7 @@ func TestRestoreRejects(t *testing.T) {
 			}
 		}, want: backupstore.ErrNotFound},
 		{name: "not a gzip stream", entries: ok, tamper: func(t *testing.T, s *backupstore.FSStore, key string) {
-			putBytes(t, s, key, []byte("this is not gzip at all"))
+			storetest.PutBytes(t, s, key, []byte("this is not gzip at all"))
 		}, want: backupstore.ErrChecksumMismatch},
 	}
 	for _, c := range cases {
@@ -119,16 +120,16 @@ func TestRestoreUndecodableArchive(t *testing.T) {
 	store := newFSStore(t)
 	key := backupstore.ArchiveKey("k", backupstore.CompressionGzip)
 	m := craftBackup(t, store, "k", backupstore.CompressionGzip, []craftEntry{{Name: "data/f", Data: strings.Repeat("data ", 1000)}}, nil)
-	b := getBytes(t, store, key)
+	b := storetest.GetBytes(t, store, key)
 	b = b[:len(b)-10]
-	putBytes(t, store, key, b)
+	storetest.PutBytes(t, store, key, b)
 	m.Archive.Size = int64(len(b))
 	m.Archive.SHA256 = sha256Hex(b)
 	encoded, err := m.Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
-	putBytes(t, store, backupstore.ManifestKey("k"), encoded)
+	storetest.PutBytes(t, store, backupstore.ManifestKey("k"), encoded)
 	target := t.TempDir()
 	_, err = Restore(context.Background(), RestoreOptions{DataDir: target, Store: store, Key: "k"})
 	if !errors.Is(err, backupstore.ErrCorruptArchive) {
@@ -254,7 +255,7 @@ func TestRestoreRejectsBadOptions(t *testing.T) {
 
 // The space check refuses a backup that cannot fit before downloading it.
 func TestRestoreNoSpaceUpFront(t *testing.T) {
-	target := mountTmpfs(t, "size=1m")
+	target := storetest.MountTmpfs(t, "size=1m")
 	store := &countingStore{Store: newFSStore(t)}
 	craftBackup(t, store.Store, "k", backupstore.CompressionGzip, []craftEntry{{Name: "data/big", Data: strings.Repeat("x", 2<<20)}}, nil)
 	_, err := Restore(context.Background(), RestoreOptions{DataDir: target, Store: store, Key: "k"})
@@ -271,7 +272,7 @@ func TestRestoreNoSpaceUpFront(t *testing.T) {
 // the space check does not foresee) fails the restore with ErrNoSpace and
 // leaves the target as it was.
 func TestRestoreNoSpaceWhileWriting(t *testing.T) {
-	target := mountTmpfs(t, "size=4m,nr_inodes=32")
+	target := storetest.MountTmpfs(t, "size=4m,nr_inodes=32")
 	writeTree(t, target, map[string]string{"keep.txt": "old data"})
 	before := readTree(t, target)
 	var entries []craftEntry
