@@ -20,6 +20,7 @@ import (
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	"github.com/echo-operator/echo-operator/internal/cachetrim"
+	"github.com/echo-operator/echo-operator/internal/releaserecords"
 )
 
 // StatusFieldOwner is the server-side apply field manager of the status
@@ -43,7 +44,10 @@ type EchoStatusReconciler struct {
 	// ProgressStatusDelay holds back status changes that only report
 	// progress (see onlyProgress); 0 means DefaultProgressStatusDelay.
 	ProgressStatusDelay time.Duration
-	Clock               Clock
+	// InstallStatusDelay holds back the progress of an Echo that has no
+	// status yet; 0 means DefaultInstallStatusDelay.
+	InstallStatusDelay time.Duration
+	Clock              Clock
 
 	pacer *statusPacer
 }
@@ -90,7 +94,7 @@ func (r *EchoStatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 			// until it exists there is no progress to report.
 			return ctrl.Result{}, nil
 		}
-		if wait := r.pacer.wait(req.NamespacedName, now); wait > 0 {
+		if wait := r.pacer.wait(req.NamespacedName, now, current.ready.Type == ""); wait > 0 {
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 	}
@@ -117,7 +121,10 @@ func (r *EchoStatusReconciler) observe(ctx context.Context, echo *echov1alpha1.E
 			return w, err
 		}
 	}
-	w.untrustedRecords, err = untrustedReleaseRecords(ctx, r.Client, echo)
+	if w.untrustedRecords, err = untrustedReleaseRecords(ctx, r.Client, echo); err != nil {
+		return w, err
+	}
+	w.deployed, err = releaserecords.CachedDeployed(ctx, r.Client, echo.Namespace, echo.Name, echo.UID)
 	return w, err
 }
 
@@ -149,7 +156,7 @@ func (r *EchoStatusReconciler) ensureStatus(ctx context.Context, echo *echov1alp
 	case becameReady(current.ready, desired.ready):
 		r.Recorder.Eventf(echo, corev1.EventTypeNormal, echov1alpha1.EventReasonReady, "Generation %d is Ready: %s",
 			desired.ready.ObservedGeneration, desired.ready.Message)
-	case desired.ready.Status != metav1.ConditionTrue && current.ready.Status == metav1.ConditionTrue:
+	case lostReadiness(current.ready, desired.ready):
 		r.Recorder.Event(echo, corev1.EventTypeWarning, echov1alpha1.EventReasonNotReady, desired.ready.Message)
 	}
 	if desired.releaseRecords.Status == metav1.ConditionFalse && desired.releaseRecords.Message != current.releaseRecords.Message {
@@ -165,11 +172,23 @@ func becameReady(current, desired metav1.Condition) bool {
 		(current.Status != metav1.ConditionTrue || current.ObservedGeneration != desired.ObservedGeneration)
 }
 
+// lostReadiness says whether a Ready Echo is not any more for another
+// reason than the rollout of a new generation of its spec: that one is the
+// user's change on its way, and the Ready Event of the new generation
+// closes it.
+func lostReadiness(current, desired metav1.Condition) bool {
+	if desired.Status == metav1.ConditionTrue || current.Status != metav1.ConditionTrue {
+		return false
+	}
+	return !progressReasons[desired.Reason] || desired.ObservedGeneration <= current.ObservedGeneration
+}
+
 // sameWorkloadStatus compares two workload statuses, ignoring when the
 // conditions last changed.
 func sameWorkloadStatus(a, b workloadStatus) bool {
 	a.ready.LastTransitionTime, b.ready.LastTransitionTime = metav1.Time{}, metav1.Time{}
 	a.releaseRecords.LastTransitionTime, b.releaseRecords.LastTransitionTime = metav1.Time{}, metav1.Time{}
+	a.deployed.LastTransitionTime, b.deployed.LastTransitionTime = metav1.Time{}, metav1.Time{}
 	return a == b
 }
 
@@ -188,7 +207,7 @@ func getOptional[T client.Object](ctx context.Context, c client.Reader, key clie
 // Echo through the owner reference the Helm release puts on them, release
 // Secrets (the only Secrets the cache holds) through their release name.
 func (r *EchoStatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	r.pacer = newStatusPacer(cmp.Or(r.ProgressStatusDelay, DefaultProgressStatusDelay))
+	r.pacer = newStatusPacer(cmp.Or(r.ProgressStatusDelay, DefaultProgressStatusDelay), cmp.Or(r.InstallStatusDelay, DefaultInstallStatusDelay))
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("echo-status").
 		WithOptions(controllerOptions(r.MaxConcurrentReconciles)).

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	. "github.com/onsi/gomega/gstruct"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +13,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -29,6 +31,7 @@ func TestEchoCreateRendersChildrenAndBecomesReady(t *testing.T) {
 	RegisterTestingT(t)
 	ns := newNamespace(t)
 	key := types.NamespacedName{Namespace: ns, Name: "hello"}
+	requests := managerRequests.snapshot()
 	createEcho(t, newEcho(ns, key.Name))
 
 	d := getDeployment(t, key, 1)
@@ -44,17 +47,21 @@ func TestEchoCreateRendersChildrenAndBecomesReady(t *testing.T) {
 	Expect(k8sClient.Get(context.Background(), key, svc)).To(Succeed())
 	Expect(svc.Spec.Ports[0].Port).To(BeEquivalentTo(80))
 
-	// The Deployment exists but no pod is available: not Ready yet.
-	Eventually(func(g Gomega) {
-		e := getEcho(g, key)
-		g.Expect(e.Finalizers).To(ContainElement("uninstall-helm-release"))
-		g.Expect(readyCondition(e).Reason).To(Equal(echov1alpha1.EchoReasonRollingOut))
-		g.Expect(conditionStatus(e, echov1alpha1.EchoConditionDeployed)).To(Equal(metav1.ConditionTrue))
-	}, timeout, interval).Should(Succeed())
+	// The Deployment exists but no pod is available: not Ready yet, and
+	// an install's progress is held back (InstallStatusDelay).
+	Consistently(func(g Gomega) []metav1.Condition { return getEcho(g, key).Status.Conditions }, "1s", interval).
+		Should(BeEmpty(), "an install is reported once, when it is Ready")
 
 	markDeploymentAvailable(t, key)
 	e := waitReady(t, key)
+	Expect(e.Finalizers).To(ContainElement("uninstall-helm-release"))
 	Expect(readyCondition(e).Reason).To(Equal(echov1alpha1.EchoReasonAvailable))
+	Expect(meta.FindStatusCondition(e.Status.Conditions, echov1alpha1.EchoConditionDeployed)).To(PointTo(MatchFields(IgnoreExtras, Fields{
+		"Status": Equal(metav1.ConditionTrue), "Reason": Equal(echov1alpha1.EchoReasonInstallSuccessful),
+		"Message": ContainSubstring(`Echo server "hello"`)})), "the chart's notes")
+	Expect(managerRequests.since(requests, ns)).To(HaveKeyWithValue("PATCH /apis/echo.dev/v1alpha1/namespaces/"+ns+"/echoes/hello/status", 1),
+		"one status write per install: Ready, with the release's fields")
+	t.Logf("install requests: %v", managerRequests.since(requests, ns))
 	Expect(e.Status.ReadyReplicas).To(BeEquivalentTo(1))
 	Expect(e.Status.AvailableReplicas).To(BeEquivalentTo(1))
 	Expect(e.Status.Address).To(Equal("http://hello." + ns + ".svc:80"))
@@ -66,15 +73,14 @@ func TestEchoCreateRendersChildrenAndBecomesReady(t *testing.T) {
 		Should(ConsistOf(And(operatorEvent(e, corev1.EventTypeNormal, echov1alpha1.EventReasonReady),
 			HaveField("Note", "Generation 1 is Ready: 1 of 1 replicas available"))))
 
-	// An upgrade's one Event is Ready for the new generation.
+	// An upgrade's one Event is Ready for the new generation: its rollout
+	// is no loss of readiness.
 	updateEcho(t, key, func(e *echov1alpha1.Echo) { e.Spec.Message = "upgraded" })
 	rollOut(t, key)
 	Eventually(func(g Gomega) []string {
 		var notes []string
 		for _, ev := range objectEvents(g, ns, key.Name) {
-			if ev.Reason != echov1alpha1.EventReasonNotReady {
-				notes = append(notes, ev.Reason+": "+ev.Note)
-			}
+			notes = append(notes, ev.Reason+": "+ev.Note)
 		}
 		return notes
 	}, timeout, interval).Should(ConsistOf(
@@ -399,7 +405,8 @@ func TestEchoReleaseFailureIsReportedAndRecovers(t *testing.T) {
 
 	updateEcho(t, key, func(e *echov1alpha1.Echo) { e.Spec.Ingress.Enabled = false })
 	rollOut(t, key)
-	Expect(conditionStatus(getEcho(Default, key), echov1alpha1.EchoConditionReleaseFailed)).To(Equal(metav1.ConditionFalse))
+	Eventually(func(g Gomega) []metav1.Condition { return getEcho(g, key).Status.Conditions }, timeout, interval).
+		ShouldNot(ContainElement(HaveField("Type", echov1alpha1.EchoConditionReleaseFailed)), "a release that recovered is no longer reported failed: an absent ReleaseFailed is False")
 	got := &networkingv1.Ingress{}
 	Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(theirs), got)).To(Succeed())
 	Expect(got.UID).To(Equal(theirs.UID), "their Ingress is left alone")

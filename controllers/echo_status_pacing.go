@@ -14,6 +14,11 @@ import (
 // status change that only reports progress (see onlyProgress).
 const DefaultProgressStatusDelay = 10 * time.Second
 
+// DefaultInstallStatusDelay is how long it holds back the progress of an
+// Echo that has no status yet: an install is reported once, when it is
+// Ready or has failed, unless it takes longer than this.
+const DefaultInstallStatusDelay = time.Minute
+
 // progressReasons are the reasons of a Ready=False condition that say the
 // Echo is on its way, not that something is wrong.
 var progressReasons = map[string]bool{
@@ -57,25 +62,30 @@ func nothingRendered(w echoWorld) bool {
 // failure) goes out at once with it. What it remembers is a timer, not
 // state: a restarted operator writes what is pending at once.
 type statusPacer struct {
-	delay time.Duration
-	mu    sync.Mutex
-	since map[types.NamespacedName]time.Time
+	delay, installDelay time.Duration
+	mu                  sync.Mutex
+	since               map[types.NamespacedName]time.Time
 }
 
-func newStatusPacer(delay time.Duration) *statusPacer {
-	return &statusPacer{delay: delay, since: map[types.NamespacedName]time.Time{}}
+func newStatusPacer(delay, installDelay time.Duration) *statusPacer {
+	return &statusPacer{delay: delay, installDelay: installDelay, since: map[types.NamespacedName]time.Time{}}
 }
 
 // wait returns how long the progress of key must still wait at now; zero
-// when it may be written.
-func (p *statusPacer) wait(key types.NamespacedName, now time.Time) time.Duration {
+// when it may be written. An Echo that has no status yet (installing) waits
+// for installDelay instead of delay.
+func (p *statusPacer) wait(key types.NamespacedName, now time.Time, installing bool) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	first, ok := p.since[key]
 	if !ok {
 		p.since[key], first = now, now
 	}
-	return max(first.Add(p.delay).Sub(now), 0)
+	delay := p.delay
+	if installing {
+		delay = p.installDelay
+	}
+	return max(first.Add(delay).Sub(now), 0)
 }
 
 // forget drops what is held for key: its status was written, needs no

@@ -66,17 +66,22 @@ func TestOnlyProgress(t *testing.T) {
 
 func TestStatusPacer(t *testing.T) {
 	g := NewWithT(t)
-	p := newStatusPacer(10 * time.Second)
+	p := newStatusPacer(10*time.Second, time.Minute)
 	web, api := types.NamespacedName{Namespace: "ns", Name: "web"}, types.NamespacedName{Namespace: "ns", Name: "api"}
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-	g.Expect(p.wait(web, start)).To(Equal(10*time.Second), "the first progress waits the whole delay")
-	g.Expect(p.wait(web, start.Add(4*time.Second))).To(Equal(6*time.Second), "later progress waits for the same write")
-	g.Expect(p.wait(api, start.Add(4*time.Second))).To(Equal(10*time.Second), "each Echo has its own")
-	g.Expect(p.wait(web, start.Add(10*time.Second))).To(BeZero(), "due")
+	g.Expect(p.wait(web, start, false)).To(Equal(10*time.Second), "the first progress waits the whole delay")
+	g.Expect(p.wait(web, start.Add(4*time.Second), false)).To(Equal(6*time.Second), "later progress waits for the same write")
+	g.Expect(p.wait(api, start.Add(4*time.Second), false)).To(Equal(10*time.Second), "each Echo has its own")
+	g.Expect(p.wait(web, start.Add(10*time.Second), false)).To(BeZero(), "due")
 
 	p.forget(web)
-	g.Expect(p.wait(web, start.Add(11*time.Second))).To(Equal(10*time.Second), "after a write, the next progress waits again")
+	g.Expect(p.wait(web, start.Add(11*time.Second), false)).To(Equal(10*time.Second), "after a write, the next progress waits again")
+
+	installing := types.NamespacedName{Namespace: "ns", Name: "new"}
+	g.Expect(p.wait(installing, start, true)).To(Equal(time.Minute), "an install is reported when it is Ready, or after a minute")
+	g.Expect(p.wait(installing, start.Add(59*time.Second), true)).To(Equal(time.Second))
+	g.Expect(p.wait(installing, start.Add(time.Minute), true)).To(BeZero(), "a slow install shows its progress")
 }
 
 func TestNothingRendered(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"helm.sh/helm/v3/pkg/release"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -24,6 +25,8 @@ type echoWorld struct {
 	// untrustedRecords names the release Secrets of the Echo that did not
 	// verify.
 	untrustedRecords []string
+	// deployed is the release's deployed revision, as the cache holds it.
+	deployed *release.Release
 }
 
 // workloadStatus is the part of an Echo's status the Echo controller owns.
@@ -31,6 +34,8 @@ type workloadStatus struct {
 	observedGeneration int64
 	ready              metav1.Condition
 	releaseRecords     metav1.Condition
+	deployed           metav1.Condition
+	releaseName        string
 	replicas           int32
 	readyReplicas      int32
 	availableReplicas  int32
@@ -70,8 +75,10 @@ func computeWorkloadStatus(echo *echov1alpha1.Echo, w echoWorld, now metav1.Time
 		ObservedGeneration: echo.Generation,
 	}
 	st.releaseRecords = releaseRecordsCondition(echo, w.untrustedRecords)
+	st.deployed, st.releaseName = deployedCondition(w.deployed)
 	st.ready.LastTransitionTime = transitionTime(echo, st.ready, now)
 	st.releaseRecords.LastTransitionTime = transitionTime(echo, st.releaseRecords, now)
+	st.deployed.LastTransitionTime = transitionTime(echo, st.deployed, now)
 	return st
 }
 
@@ -202,6 +209,12 @@ func currentWorkloadStatus(echo *echov1alpha1.Echo) workloadStatus {
 	if c := meta.FindStatusCondition(echo.Status.Conditions, echov1alpha1.EchoConditionReleaseRecordsVerified); c != nil {
 		st.releaseRecords = *c
 	}
+	if c := meta.FindStatusCondition(echo.Status.Conditions, echov1alpha1.EchoConditionDeployed); c != nil {
+		st.deployed = *c
+	}
+	if echo.Status.DeployedRelease != nil {
+		st.releaseName = echo.Status.DeployedRelease.Name
+	}
 	return st
 }
 
@@ -211,7 +224,8 @@ func (st workloadStatus) toApplyMap() map[string]any {
 	// A Condition always converts; the error is for types that cannot.
 	ready, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(&st.ready)
 	records, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(&st.releaseRecords)
-	out := map[string]any{"conditions": []any{ready, records}}
+	deployed, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(&st.deployed)
+	out := map[string]any{"conditions": []any{ready, records, deployed}}
 	setIf := func(key string, v any, zero bool) {
 		if !zero {
 			out[key] = v
@@ -225,5 +239,6 @@ func (st workloadStatus) toApplyMap() map[string]any {
 	setIf("selector", st.selector, st.selector == "")
 	setIf("address", st.address, st.address == "")
 	setIf("externalAddress", st.externalAddress, st.externalAddress == "")
+	setIf("deployedRelease", map[string]any{"name": st.releaseName}, st.releaseName == "")
 	return out
 }

@@ -1,9 +1,11 @@
 package controllers
 
 import (
+	"strings"
 	"testing"
 	"time"
 
+	"helm.sh/helm/v3/pkg/release"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -184,5 +186,61 @@ func TestSameWorkloadStatusIgnoresOnlyTransitionTime(t *testing.T) {
 	c.readyReplicas = 1
 	if sameWorkloadStatus(a, c) {
 		t.Error("different counts should make statuses differ")
+	}
+}
+
+func TestDeployedCondition(t *testing.T) {
+	cases := []struct {
+		name        string
+		rel         *release.Release
+		wantStatus  metav1.ConditionStatus
+		wantReason  string
+		wantMessage string
+		wantName    string
+	}{
+		{name: "none deployed", wantStatus: metav1.ConditionFalse, wantReason: echov1alpha1.EchoReasonReleaseNotFound,
+			wantMessage: "The release has no deployed revision"},
+		{name: "revision 1, its notes", rel: &release.Release{Name: "e", Version: 1, Info: &release.Info{Notes: "curl http://e"}},
+			wantStatus: metav1.ConditionTrue, wantReason: echov1alpha1.EchoReasonInstallSuccessful, wantMessage: "curl http://e", wantName: "e"},
+		{name: "a later revision without notes", rel: &release.Release{Name: "e", Version: 4, Info: &release.Info{}},
+			wantStatus: metav1.ConditionTrue, wantReason: echov1alpha1.EchoReasonUpgradeSuccessful, wantMessage: "release was successfully upgraded", wantName: "e"},
+		{name: "notes past a condition's bound are cut", rel: &release.Release{Name: "e", Version: 1, Info: &release.Info{Notes: strings.Repeat("n", 40000)}},
+			wantStatus: metav1.ConditionTrue, wantReason: echov1alpha1.EchoReasonInstallSuccessful, wantMessage: strings.Repeat("n", 32765) + "...", wantName: "e"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, name := deployedCondition(tc.rel)
+			if got.Type != echov1alpha1.EchoConditionDeployed || got.Status != tc.wantStatus || got.Reason != tc.wantReason || got.Message != tc.wantMessage || name != tc.wantName {
+				t.Errorf("got %s %s %s %.40q, release %q", got.Type, got.Status, got.Reason, got.Message, name)
+			}
+		})
+	}
+}
+
+func TestLostReadiness(t *testing.T) {
+	ready := func(gen int64) metav1.Condition {
+		return metav1.Condition{Status: metav1.ConditionTrue, Reason: echov1alpha1.EchoReasonAvailable, ObservedGeneration: gen}
+	}
+	notReady := func(reason string, gen int64) metav1.Condition {
+		return metav1.Condition{Status: metav1.ConditionFalse, Reason: reason, ObservedGeneration: gen}
+	}
+	cases := []struct {
+		name             string
+		current, desired metav1.Condition
+		want             bool
+	}{
+		{"a new generation rolling out", ready(1), notReady(echov1alpha1.EchoReasonRollingOut, 2), false},
+		{"a new generation's release on its way", ready(1), notReady(echov1alpha1.EchoReasonReleasePending, 2), false},
+		{"pods lost, same generation", ready(2), notReady(echov1alpha1.EchoReasonRollingOut, 2), true},
+		{"a new generation's release failed", ready(1), notReady(echov1alpha1.EchoReasonReleaseFailed, 2), true},
+		{"never Ready", metav1.Condition{}, notReady(echov1alpha1.EchoReasonRollingOut, 1), false},
+		{"still Ready", ready(1), ready(2), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := lostReadiness(tc.current, tc.desired); got != tc.want {
+				t.Errorf("lostReadiness = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"helm.sh/helm/v3/pkg/release"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -63,6 +64,32 @@ func releaseRecordsCondition(echo *echov1alpha1.Echo, untrusted []string) metav1
 		"or they were changed since: they are ignored. Delete them; if one holds the name of the next revision, upgrades wait until it is gone",
 		strings.Join(named, ", "), more)
 	return c
+}
+
+// maxDeployedMessage is the longest message metav1.Condition accepts.
+const maxDeployedMessage = 32768
+
+// deployedCondition reports the release's deployed revision, as the Helm
+// reconciler reported it before this controller took the condition over
+// (so an Echo reported then is not written again): the chart's notes as
+// the message, and the revision number in the reason. It also gives the
+// name of the release, when one is deployed.
+func deployedCondition(rel *release.Release) (metav1.Condition, string) {
+	if rel == nil {
+		return metav1.Condition{Type: echov1alpha1.EchoConditionDeployed, Status: metav1.ConditionFalse,
+			Reason: echov1alpha1.EchoReasonReleaseNotFound, Message: "The release has no deployed revision"}, ""
+	}
+	reason, message := echov1alpha1.EchoReasonInstallSuccessful, "release was successfully installed"
+	if rel.Version > 1 {
+		reason, message = echov1alpha1.EchoReasonUpgradeSuccessful, "release was successfully upgraded"
+	}
+	if rel.Info != nil && rel.Info.Notes != "" {
+		message = rel.Info.Notes
+	}
+	if len(message) > maxDeployedMessage {
+		message = message[:maxDeployedMessage-3] + "..."
+	}
+	return metav1.Condition{Type: echov1alpha1.EchoConditionDeployed, Status: metav1.ConditionTrue, Reason: reason, Message: message}, rel.Name
 }
 
 // releaseRecordToEcho maps a release Secret to the Echo of its release's

@@ -169,7 +169,9 @@ func startManager(ctx context.Context) (<-chan struct{}, error) {
 		MoverImage:  testMoverImage,
 		MoverEnv:    testMoverEnv,
 		Now:         clock.Now,
-		// Progress reaches the status within a second here, not ten.
+		// Progress reaches the status within a second here, not ten; that
+		// of an install is held back as it is by default, so that an
+		// install the test rolls out is written once, at Ready.
 		ProgressStatusDelay: time.Second,
 		// The release signing key is created there on start.
 		OperatorNamespace: testOperatorNamespace,

@@ -7,22 +7,21 @@ import (
 
 // Condition types of an Echo.
 //
-// Ready and ReleaseRecordsVerified are owned by the Echo controller. The
-// other types are written by the Helm release reconciler and describe the
-// release, not the workload.
+// Ready, Deployed and ReleaseRecordsVerified are owned by the Echo status
+// controller. ReleaseFailed, Irreconcilable and Paused are written by the
+// Helm release reconciler, only while they are not False: an absent one is
+// False.
 const (
 	// EchoConditionReady is True when the release for the current spec is
 	// deployed and every desired replica is updated and available.
 	EchoConditionReady = "Ready"
 
-	// EchoConditionDeployed is True when the Helm release exists.
+	// EchoConditionDeployed is True when the release has a deployed revision.
 	EchoConditionDeployed = "Deployed"
 	// EchoConditionReleaseFailed is True when the last install or upgrade failed.
 	EchoConditionReleaseFailed = "ReleaseFailed"
 	// EchoConditionIrreconcilable is True when the release cannot be reconciled.
 	EchoConditionIrreconcilable = "Irreconcilable"
-	// EchoConditionInitialized is True once the release reconciler has seen the Echo.
-	EchoConditionInitialized = "Initialized"
 	// EchoConditionPaused is True while reconciliation is paused by annotation.
 	EchoConditionPaused = "Paused"
 	// EchoConditionReleaseRecordsVerified is True when every Secret that
@@ -30,6 +29,16 @@ const (
 	// echo-operator and not changed since. When False, its message names
 	// the others: they are ignored, and never acted on.
 	EchoConditionReleaseRecordsVerified = "ReleaseRecordsVerified"
+)
+
+// Reasons of the Deployed condition.
+const (
+	// EchoReasonInstallSuccessful: revision 1 of the release is deployed.
+	EchoReasonInstallSuccessful = "InstallSuccessful"
+	// EchoReasonUpgradeSuccessful: a later revision of the release is deployed.
+	EchoReasonUpgradeSuccessful = "UpgradeSuccessful"
+	// EchoReasonReleaseNotFound: the release has no deployed revision.
+	EchoReasonReleaseNotFound = "ReleaseNotFound"
 )
 
 // Reasons of the ReleaseRecordsVerified condition.

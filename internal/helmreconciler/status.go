@@ -21,10 +21,14 @@ import (
 // status fields that describe the Helm release.
 const ReleaseStatusFieldOwner = "echo-operator-release"
 
-// releaseConditionTypes are the condition types the Helm reconciler writes.
+// releaseConditionTypes are the condition types the Helm reconciler writes:
+// the ones that say its release cannot move on. Each is written only while
+// it is not False: an absent one is False, so a healthy Echo carries none
+// of them and a healthy reconcile writes nothing. The release's other
+// fields (Deployed, deployedRelease) are the Echo status controller's,
+// written with Ready from the deployed revision: one status write per
+// install instead of two.
 var releaseConditionTypes = []string{
-	echov1alpha1.EchoConditionInitialized,
-	echov1alpha1.EchoConditionDeployed,
 	echov1alpha1.EchoConditionReleaseFailed,
 	echov1alpha1.EchoConditionIrreconcilable,
 	echov1alpha1.EchoConditionPaused,
@@ -38,10 +42,10 @@ const maxConditionMessage = 32768
 //
 // The Helm reconciler writes status by replacing all of it with its
 // conditions and the release, manifest included. Through this client that
-// write becomes a server-side apply of only the fields the Helm reconciler
-// owns (its condition types and the release name), so the fields other
-// controllers own survive, the manifest never reaches the API server, and
-// nothing is sent when those fields already hold the desired values.
+// write becomes a server-side apply of only its conditions that are not
+// False (see releaseConditionTypes), so the fields other controllers own
+// survive, the manifest never reaches the API server, and nothing is sent
+// when those conditions already hold the desired values.
 func newStatusClient(c client.Client, gvk schema.GroupVersionKind) client.Client {
 	return interceptor.NewClient(noWatch{c}, interceptor.Funcs{
 		SubResourceUpdate: func(ctx context.Context, c client.Client, subResource string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
@@ -76,10 +80,10 @@ func applyReleaseStatus(ctx context.Context, c client.Client, u *unstructured.Un
 	return nil
 }
 
-// releaseStatus is the part of an Echo's status owned by the Helm reconciler.
+// releaseStatus is the part of an Echo's status owned by the Helm
+// reconciler: its conditions that are not False.
 type releaseStatus struct {
-	conditions  []metav1.Condition
-	releaseName string
+	conditions []metav1.Condition
 }
 
 // releaseStatusOf extracts the release-owned status from an object, in a
@@ -93,27 +97,21 @@ func releaseStatusOf(u *unstructured.Unstructured) releaseStatus {
 			Message            string      `json:"message,omitempty"`
 			LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty"`
 		} `json:"conditions"`
-		DeployedRelease *struct {
-			Name string `json:"name"`
-		} `json:"deployedRelease"`
 	}
 	if raw, ok := u.Object["status"].(map[string]any); ok {
 		_ = runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &st)
 	}
 
 	out := releaseStatus{}
-	if st.DeployedRelease != nil {
-		out.releaseName = st.DeployedRelease.Name
-	}
 	for _, t := range releaseConditionTypes {
 		for _, c := range st.Conditions {
-			if c.Type != t {
+			if c.Type != t || c.Status == string(metav1.ConditionFalse) {
 				continue
 			}
 			out.conditions = append(out.conditions, metav1.Condition{
 				Type:               c.Type,
 				Status:             metav1.ConditionStatus(c.Status),
-				Reason:             conditionReason(c.Type, c.Status, c.Reason),
+				Reason:             conditionReason(c.Status, c.Reason),
 				Message:            truncate(c.Message, maxConditionMessage),
 				LastTransitionTime: c.LastTransitionTime,
 			})
@@ -124,14 +122,12 @@ func releaseStatusOf(u *unstructured.Unstructured) releaseStatus {
 
 // conditionReason gives conditions the Helm reconciler leaves without a
 // reason one that says what the status means.
-func conditionReason(condType, status, reason string) string {
+func conditionReason(status, reason string) string {
 	switch {
 	case reason != "":
 		return reason
 	case status == string(metav1.ConditionUnknown):
 		return "Unknown"
-	case condType == echov1alpha1.EchoConditionDeployed && status == string(metav1.ConditionFalse):
-		return "ReleaseNotFound"
 	default:
 		return "Reconciled"
 	}
@@ -143,7 +139,7 @@ func equalReleaseStatus(a, b releaseStatus) bool {
 }
 
 func withoutTimes(s releaseStatus) releaseStatus {
-	out := releaseStatus{releaseName: s.releaseName}
+	out := releaseStatus{}
 	for _, c := range s.conditions {
 		c.LastTransitionTime = metav1.Time{}
 		out.conditions = append(out.conditions, c)
@@ -151,6 +147,9 @@ func withoutTimes(s releaseStatus) releaseStatus {
 	return out
 }
 
+// toMap renders the release status as the status of an apply request. An
+// empty list of conditions releases, and so removes, the ones the Helm
+// reconciler wrote before.
 func (s releaseStatus) toMap() map[string]any {
 	conds := make([]any, 0, len(s.conditions))
 	for _, c := range s.conditions {
@@ -161,11 +160,7 @@ func (s releaseStatus) toMap() map[string]any {
 		cond, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(&c)
 		conds = append(conds, cond)
 	}
-	out := map[string]any{"conditions": conds}
-	if s.releaseName != "" {
-		out["deployedRelease"] = map[string]any{"name": s.releaseName}
-	}
-	return out
+	return map[string]any{"conditions": conds}
 }
 
 func truncate(s string, n int) string {

@@ -16,6 +16,7 @@ func TestReleaseStatusOf(t *testing.T) {
 			map[string]any{"type": "Deployed", "status": "True", "reason": "InstallSuccessful", "message": "installed"},
 			map[string]any{"type": "Initialized", "status": "True"},
 			map[string]any{"type": "Irreconcilable", "status": "Unknown"},
+			map[string]any{"type": "ReleaseFailed", "status": "True", "message": "quota"},
 			map[string]any{"type": "Paused", "status": "False"},
 		},
 		"deployedRelease": map[string]any{"name": "e", "manifest": "kind: Deployment\n..."},
@@ -23,38 +24,38 @@ func TestReleaseStatusOf(t *testing.T) {
 	}}}
 	st := releaseStatusOf(u)
 
-	if st.releaseName != "e" {
-		t.Errorf("release name = %q", st.releaseName)
-	}
 	want := map[string]string{
-		echov1alpha1.EchoConditionDeployed:       "InstallSuccessful",
-		echov1alpha1.EchoConditionInitialized:    "Reconciled",
 		echov1alpha1.EchoConditionIrreconcilable: "Unknown",
-		echov1alpha1.EchoConditionPaused:         "Reconciled",
+		echov1alpha1.EchoConditionReleaseFailed:  "Reconciled",
 	}
 	if len(st.conditions) != len(want) {
-		t.Fatalf("conditions = %+v, want the %d release types only", st.conditions, len(want))
+		t.Fatalf("conditions = %+v, want the release's conditions that are not False only", st.conditions)
 	}
 	for _, c := range st.conditions {
-		if c.Type == echov1alpha1.EchoConditionReady {
-			t.Error("the Ready condition belongs to the Echo controller")
-		}
 		if c.Reason != want[c.Type] {
 			t.Errorf("%s reason = %q, want %q", c.Type, c.Reason, want[c.Type])
 		}
 	}
 	applied := st.toMap()
-	if _, ok := applied["deployedRelease"].(map[string]any)["manifest"]; ok {
-		t.Error("the manifest would be written to status")
+	if len(applied) != 1 {
+		t.Errorf("applied %v: only conditions belong to the release reconciler", applied)
 	}
-	if _, ok := applied["readyReplicas"]; ok {
-		t.Error("fields of other controllers would be written")
+}
+
+func TestHealthyReleaseStatusIsEmpty(t *testing.T) {
+	healthy := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"conditions": []any{
+		map[string]any{"type": "ReleaseFailed", "status": "False"},
+		map[string]any{"type": "Irreconcilable", "status": "False"},
+		map[string]any{"type": "Paused", "status": "False"},
+	}}}}
+	if !equalReleaseStatus(releaseStatusOf(healthy), releaseStatusOf(&unstructured.Unstructured{Object: map[string]any{}})) {
+		t.Error("a healthy release's conditions should compare equal to none: nothing to write")
 	}
 }
 
 func TestReleaseStatusComparisonIgnoresTransitionTimes(t *testing.T) {
-	a := releaseStatus{releaseName: "e", conditions: []metav1.Condition{{Type: "Deployed", Status: "True", Reason: "R", LastTransitionTime: metav1.Now()}}}
-	b := releaseStatus{releaseName: "e", conditions: []metav1.Condition{{Type: "Deployed", Status: "True", Reason: "R"}}}
+	a := releaseStatus{conditions: []metav1.Condition{{Type: "ReleaseFailed", Status: "True", Reason: "R", LastTransitionTime: metav1.Now()}}}
+	b := releaseStatus{conditions: []metav1.Condition{{Type: "ReleaseFailed", Status: "True", Reason: "R"}}}
 	if !equalReleaseStatus(a, b) {
 		t.Error("statuses that differ only in transition times should compare equal")
 	}

@@ -203,27 +203,59 @@ func CachedLatest(ctx context.Context, c client.Reader, namespace, name string, 
 	if err != nil {
 		return nil, false, err
 	}
-	var latest *corev1.Secret
-	latestVersion := 0
-	for i := range secrets {
-		s := &secrets[i]
-		v, err := strconv.Atoi(s.Labels[chart.ReleaseVersionLabel])
-		if err != nil || !releasetrust.CachedVerified(s) {
-			continue
-		}
-		if v > latestVersion {
-			latest, latestVersion = s, v
-		}
-	}
+	latest := newestRecord(secrets, func(*corev1.Secret) bool { return true })
 	if latest == nil || !ownedBy(latest, owner) {
 		return nil, false, nil
 	}
-	manifest, hasManifest := latest.Data[cachedManifestKey]
+	rel = cachedRelease(latest)
+	_, hasManifest = latest.Data[cachedManifestKey]
+	return rel, hasManifest, nil
+}
+
+// CachedDeployed returns the newest verified revision of a release whose
+// status is deployed and that belongs to owner, as cached: its version,
+// fingerprint label, manifest and notes. It is nil when there is none.
+func CachedDeployed(ctx context.Context, c client.Reader, namespace, name string, owner types.UID) (*release.Release, error) {
+	secrets, err := CachedRecords(ctx, c, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	deployed := newestRecord(secrets, func(s *corev1.Secret) bool {
+		return s.Labels[chart.ReleaseStatusLabel] == string(release.StatusDeployed) && ownedBy(s, owner)
+	})
+	if deployed == nil {
+		return nil, nil
+	}
+	return cachedRelease(deployed), nil
+}
+
+// newestRecord returns the verified record of the highest version among
+// those keep takes, or nil.
+func newestRecord(secrets []corev1.Secret, keep func(*corev1.Secret) bool) *corev1.Secret {
+	var newest *corev1.Secret
+	newestVersion := 0
+	for i := range secrets {
+		s := &secrets[i]
+		v, err := strconv.Atoi(s.Labels[chart.ReleaseVersionLabel])
+		if err != nil || !releasetrust.CachedVerified(s) || !keep(s) {
+			continue
+		}
+		if v > newestVersion {
+			newest, newestVersion = s, v
+		}
+	}
+	return newest
+}
+
+// cachedRelease is the release a cached record describes: what the cache
+// keeps of it, not its chart or values.
+func cachedRelease(s *corev1.Secret) *release.Release {
+	version, _ := strconv.Atoi(s.Labels[chart.ReleaseVersionLabel])
 	return &release.Release{
-		Name: name, Namespace: namespace, Version: latestVersion, Manifest: string(manifest),
-		Info:   &release.Info{Status: release.Status(latest.Labels[chart.ReleaseStatusLabel]), Notes: string(latest.Data[cachedNotesKey])},
-		Labels: map[string]string{FingerprintLabel: latest.Labels[FingerprintLabel]},
-	}, hasManifest, nil
+		Name: s.Labels[chart.ReleaseNameLabel], Namespace: s.Namespace, Version: version, Manifest: string(s.Data[cachedManifestKey]),
+		Info:   &release.Info{Status: release.Status(s.Labels[chart.ReleaseStatusLabel]), Notes: string(s.Data[cachedNotesKey])},
+		Labels: map[string]string{FingerprintLabel: s.Labels[FingerprintLabel]},
+	}
 }
 
 func ownedBy(o client.Object, uid types.UID) bool {

@@ -275,18 +275,7 @@ func TestCachedLatest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			scheme := runtime.NewScheme()
-			if err := corev1.AddToScheme(scheme); err != nil {
-				t.Fatal(err)
-			}
-			b := fake.NewClientBuilder().WithScheme(scheme)
-			for _, s := range tt.secrets {
-				out, _ := transformReleaseSecret(s)
-				b = b.WithObjects(out.(client.Object))
-			}
-			c := b.WithIndex(&corev1.Secret{}, releaseNameIndex, releaseNameOf).Build()
-
-			got, hasManifest, err := CachedLatest(context.Background(), c, "ns", "web", owner)
+			got, hasManifest, err := CachedLatest(context.Background(), cachedSecrets(t, tt.secrets), "ns", "web", owner)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -307,6 +296,74 @@ func TestCachedLatest(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestCachedDeployed(t *testing.T) {
+	const owner, other = types.UID("echo-uid"), types.UID("old-uid")
+	tests := []struct {
+		name        string
+		secrets     []*corev1.Secret
+		wantVersion int // 0: none
+	}{
+		{name: "no release"},
+		{
+			name: "the deployed revision, not the newer failed one",
+			secrets: []*corev1.Secret{
+				releaseSecret(t, "web", 1, release.StatusSuperseded, owner),
+				releaseSecret(t, "web", 2, release.StatusDeployed, owner),
+				releaseSecret(t, "web", 3, release.StatusFailed, owner),
+			},
+			wantVersion: 2,
+		},
+		{
+			name:    "a failed install has none",
+			secrets: []*corev1.Secret{releaseSecret(t, "web", 1, release.StatusFailed, owner)},
+		},
+		{
+			name:    "a deployed revision of another owner is not this Echo's",
+			secrets: []*corev1.Secret{releaseSecret(t, "web", 4, release.StatusDeployed, other)},
+		},
+		{
+			name: "a revision the operator did not write is passed over",
+			secrets: []*corev1.Secret{
+				releaseSecret(t, "web", 1, release.StatusDeployed, owner),
+				unsignedReleaseSecret(t, "web", 9, release.StatusDeployed, owner),
+			},
+			wantVersion: 1,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := CachedDeployed(context.Background(), cachedSecrets(t, tt.secrets), "ns", "web", owner)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.wantVersion == 0 {
+				if got != nil {
+					t.Fatalf("got revision %d, want none", got.Version)
+				}
+				return
+			}
+			if got == nil || got.Version != tt.wantVersion || got.Info.Status != release.StatusDeployed || got.Info.Notes != "notes of web" {
+				t.Fatalf("got %+v, want deployed revision %d with its notes", got, tt.wantVersion)
+			}
+		})
+	}
+}
+
+// cachedSecrets is a client reading the cache's copies of release Secrets.
+func cachedSecrets(t *testing.T, secrets []*corev1.Secret) client.Reader {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := corev1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	b := fake.NewClientBuilder().WithScheme(scheme)
+	for _, s := range secrets {
+		out, _ := transformReleaseSecret(s)
+		b = b.WithObjects(out.(client.Object))
+	}
+	return b.WithIndex(&corev1.Secret{}, releaseNameIndex, releaseNameOf).Build()
 }
 
 func TestCachedRevision(t *testing.T) {

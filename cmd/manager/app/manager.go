@@ -83,6 +83,9 @@ type Options struct {
 	// ProgressStatusDelay holds back Echo status changes that only report
 	// progress; 0 means controllers.DefaultProgressStatusDelay.
 	ProgressStatusDelay time.Duration
+	// InstallStatusDelay holds back the progress of an Echo that has no
+	// status yet; 0 means controllers.DefaultInstallStatusDelay.
+	InstallStatusDelay time.Duration
 
 	// LiveAPI configures the aggregated API server; an empty or "0"
 	// BindAddress disables it.
@@ -242,6 +245,7 @@ func setupReconcilers(mgr ctrl.Manager, o Options, recorder record.EventRecorder
 		Recorder:                recorder,
 		MaxConcurrentReconciles: o.Helm.DefaultMaxConcurrentReconciles,
 		ProgressStatusDelay:     o.ProgressStatusDelay,
+		InstallStatusDelay:      o.InstallStatusDelay,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Echo controller: %w", err)
 	}
