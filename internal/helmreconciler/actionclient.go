@@ -51,6 +51,9 @@ type actionClientGetter struct {
 	scheme *runtime.Scheme
 	// revisions the cache has yet to show (see expectations).
 	expected *expectations
+	// manifests are the objects of the manifests drift repair decoded
+	// (manifestmemo.go).
+	manifests *manifestMemo
 	// charts are the digests of the charts rendered, for fingerprints.
 	charts releaserecords.ChartDigests
 	// schemas are the compiled values schemas of the charts rendered

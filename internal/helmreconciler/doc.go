@@ -15,7 +15,8 @@
 //     pending;
 //   - uninstallgate.go: no uninstall until the final backup is done;
 //   - driftrepair.go: repair of the objects of a release that drifted or
-//     were deleted;
+//     were deleted, from the manifest's objects decoded once
+//     (manifestmemo.go);
 //   - actionclient.go: the action clients, which answer an unchanged
 //     release from the cache (expectations.go, and the fingerprints and
 //     cached records of releaserecords) and record Events;

@@ -40,7 +40,7 @@ import (
 // watch event that starts another reconcile.
 func (c *actionClient) Reconcile(rel *release.Release) error {
 	guard := newManifestGuard(c.obj.GetNamespace(), c.g.cachedKinds)
-	objs, err := manifestObjects(rel.Manifest, guard, c.g.mapper)
+	objs, err := c.g.manifests.objects(rel.Manifest, guard, c.g.mapper)
 	if err != nil {
 		return fmt.Errorf("reading the objects of release %s: %w", rel.Name, err)
 	}

@@ -186,6 +186,7 @@ func newActionClientGetter(mgr ctrl.Manager, signer *releasetrust.Signer, record
 		mapper:      mgr.GetRESTMapper(),
 		scheme:      mgr.GetScheme(),
 		expected:    newExpectations(),
+		manifests:   newManifestMemo(),
 		signer:      signer,
 		recorder:    recorder,
 		log:         log,
