@@ -44,9 +44,9 @@ type EchoStatusReconciler struct {
 	// ProgressStatusDelay holds back status changes that only report
 	// progress (see onlyProgress); 0 means DefaultProgressStatusDelay.
 	ProgressStatusDelay time.Duration
-	// InstallStatusDelay holds back the progress of an Echo that has no
-	// status yet; 0 means DefaultInstallStatusDelay.
-	InstallStatusDelay time.Duration
+	// RolloutStatusDelay holds back the progress of a change on its way
+	// (changeOnItsWay); 0 means DefaultRolloutStatusDelay.
+	RolloutStatusDelay time.Duration
 	Clock              Clock
 
 	pacer *statusPacer
@@ -94,7 +94,7 @@ func (r *EchoStatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 			// until it exists there is no progress to report.
 			return ctrl.Result{}, nil
 		}
-		if wait := r.pacer.wait(req.NamespacedName, now, current.ready.Type == ""); wait > 0 {
+		if wait := r.pacer.wait(req.NamespacedName, now, changeOnItsWay(current)); wait > 0 {
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 	}
@@ -180,7 +180,7 @@ func lostReadiness(current, desired metav1.Condition) bool {
 	if desired.Status == metav1.ConditionTrue || current.Status != metav1.ConditionTrue {
 		return false
 	}
-	return !progressReasons[desired.Reason] || desired.ObservedGeneration <= current.ObservedGeneration
+	return !progressReasons[desired.Reason] || !newGeneration(current, desired)
 }
 
 // sameWorkloadStatus compares two workload statuses, ignoring when the
@@ -207,7 +207,7 @@ func getOptional[T client.Object](ctx context.Context, c client.Reader, key clie
 // Echo through the owner reference the Helm release puts on them, release
 // Secrets (the only Secrets the cache holds) through their release name.
 func (r *EchoStatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	r.pacer = newStatusPacer(cmp.Or(r.ProgressStatusDelay, DefaultProgressStatusDelay), cmp.Or(r.InstallStatusDelay, DefaultInstallStatusDelay))
+	r.pacer = newStatusPacer(cmp.Or(r.ProgressStatusDelay, DefaultProgressStatusDelay), cmp.Or(r.RolloutStatusDelay, DefaultRolloutStatusDelay))
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("echo-status").
 		WithOptions(controllerOptions(r.MaxConcurrentReconciles)).

@@ -155,10 +155,10 @@ func TestEchoUpdatesConverge(t *testing.T) {
 		})
 		e := getEcho(Default, key)
 		getDeployment(t, key, e.Generation)
-		Eventually(func(g Gomega) string { return readyCondition(getEcho(g, key)).Reason }, timeout, interval).
-			Should(Equal(echov1alpha1.EchoReasonRollingOut))
-		Consistently(func(g Gomega) metav1.ConditionStatus { return readyCondition(getEcho(g, key)).Status }, "500ms", interval).
-			Should(Equal(metav1.ConditionFalse), "not Ready below the autoscaler's minimum")
+		Consistently(func(g Gomega) bool {
+			c := readyCondition(getEcho(g, key))
+			return c.Status == metav1.ConditionTrue && c.ObservedGeneration == e.Generation
+		}, "1s", interval).Should(BeFalse(), "not Ready below the autoscaler's minimum")
 		scaleDeployment(t, key, 2) // as the autoscaler would
 		rollOut(t, key)
 		hpa := &autoscalingv2.HorizontalPodAutoscaler{}

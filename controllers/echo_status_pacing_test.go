@@ -21,6 +21,10 @@ func TestOnlyProgress(t *testing.T) {
 	records := func(status metav1.ConditionStatus, message string) metav1.Condition {
 		return metav1.Condition{Type: echov1alpha1.EchoConditionReleaseRecordsVerified, Status: status, Message: message}
 	}
+	generation := func(c metav1.Condition, gen int64) metav1.Condition {
+		c.ObservedGeneration = gen
+		return c
+	}
 	verified := records(metav1.ConditionTrue, "")
 	tests := []struct {
 		name             string
@@ -38,9 +42,15 @@ func TestOnlyProgress(t *testing.T) {
 		{"becoming Ready",
 			workloadStatus{ready: ready(metav1.ConditionFalse, echov1alpha1.EchoReasonRollingOut)},
 			workloadStatus{ready: ready(metav1.ConditionTrue, echov1alpha1.EchoReasonAvailable)}, false},
-		{"a Ready Echo starting a rollout",
+		{"a Ready Echo losing pods, same generation",
 			workloadStatus{ready: ready(metav1.ConditionTrue, echov1alpha1.EchoReasonAvailable)},
 			workloadStatus{ready: ready(metav1.ConditionFalse, echov1alpha1.EchoReasonRollingOut)}, false},
+		{"a Ready Echo rolling out a new generation",
+			workloadStatus{ready: generation(ready(metav1.ConditionTrue, echov1alpha1.EchoReasonAvailable), 1)},
+			workloadStatus{ready: generation(ready(metav1.ConditionFalse, echov1alpha1.EchoReasonRollingOut), 2)}, true},
+		{"a Ready Echo's new generation failing",
+			workloadStatus{ready: generation(ready(metav1.ConditionTrue, echov1alpha1.EchoReasonAvailable), 1)},
+			workloadStatus{ready: generation(ready(metav1.ConditionFalse, echov1alpha1.EchoReasonReleaseFailed), 2)}, false},
 		{"counts of a Ready Echo",
 			workloadStatus{ready: ready(metav1.ConditionTrue, echov1alpha1.EchoReasonAvailable), replicas: 2},
 			workloadStatus{ready: ready(metav1.ConditionTrue, echov1alpha1.EchoReasonAvailable), replicas: 3}, false},
@@ -79,9 +89,18 @@ func TestStatusPacer(t *testing.T) {
 	g.Expect(p.wait(web, start.Add(11*time.Second), false)).To(Equal(10*time.Second), "after a write, the next progress waits again")
 
 	installing := types.NamespacedName{Namespace: "ns", Name: "new"}
-	g.Expect(p.wait(installing, start, true)).To(Equal(time.Minute), "an install is reported when it is Ready, or after a minute")
+	g.Expect(p.wait(installing, start, true)).To(Equal(time.Minute), "a change on its way is reported when it is Ready, or after a minute")
 	g.Expect(p.wait(installing, start.Add(59*time.Second), true)).To(Equal(time.Second))
-	g.Expect(p.wait(installing, start.Add(time.Minute), true)).To(BeZero(), "a slow install shows its progress")
+	g.Expect(p.wait(installing, start.Add(time.Minute), true)).To(BeZero(), "a slow one shows its progress")
+}
+
+func TestChangeOnItsWay(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(changeOnItsWay(workloadStatus{})).To(BeTrue(), "an install")
+	g.Expect(changeOnItsWay(workloadStatus{ready: metav1.Condition{Type: echov1alpha1.EchoConditionReady, Status: metav1.ConditionTrue}})).
+		To(BeTrue(), "progress from Ready is a new generation's (onlyProgress)")
+	g.Expect(changeOnItsWay(workloadStatus{ready: metav1.Condition{Type: echov1alpha1.EchoConditionReady, Status: metav1.ConditionFalse,
+		Reason: echov1alpha1.EchoReasonRollingOut}})).To(BeFalse(), "a rollout already reported")
 }
 
 func TestNothingRendered(t *testing.T) {

@@ -83,9 +83,9 @@ type Options struct {
 	// ProgressStatusDelay holds back Echo status changes that only report
 	// progress; 0 means controllers.DefaultProgressStatusDelay.
 	ProgressStatusDelay time.Duration
-	// InstallStatusDelay holds back the progress of an Echo that has no
-	// status yet; 0 means controllers.DefaultInstallStatusDelay.
-	InstallStatusDelay time.Duration
+	// RolloutStatusDelay holds back the progress of an install or of a new
+	// generation of a Ready Echo; 0 means controllers.DefaultRolloutStatusDelay.
+	RolloutStatusDelay time.Duration
 
 	// LiveAPI configures the aggregated API server; an empty or "0"
 	// BindAddress disables it.
@@ -245,7 +245,7 @@ func setupReconcilers(mgr ctrl.Manager, o Options, recorder record.EventRecorder
 		Recorder:                recorder,
 		MaxConcurrentReconciles: o.Helm.DefaultMaxConcurrentReconciles,
 		ProgressStatusDelay:     o.ProgressStatusDelay,
-		InstallStatusDelay:      o.InstallStatusDelay,
+		RolloutStatusDelay:      o.RolloutStatusDelay,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Echo controller: %w", err)
 	}
