@@ -2,6 +2,7 @@ package helmreconciler
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"strings"
 	"time"
@@ -129,13 +130,27 @@ func (c *actionClient) Config() *action.Configuration {
 	return h.Config()
 }
 
-// History implements helmclient.ActionInterface.
+// History implements helmclient.ActionInterface: every revision whole.
+// The storage answers a query with summaries of the older revisions
+// (releaseStorage.queryRecords); they are read here by key.
 func (c *actionClient) History(name string, opts ...helmclient.HistoryOption) ([]*release.Release, error) {
 	h, err := c.live()
 	if err != nil {
 		return nil, err
 	}
-	return h.History(name, opts...)
+	rels, err := h.History(name, opts...)
+	if err != nil {
+		return nil, err
+	}
+	for i, rel := range rels {
+		if !isSummary(rel) {
+			continue
+		}
+		if rels[i], err = h.Config().Releases.Get(rel.Name, rel.Version); err != nil {
+			return nil, fmt.Errorf("reading revision %d of release %s: %w", rel.Version, rel.Name, err)
+		}
+	}
+	return rels, nil
 }
 
 // cachedDeployed returns the latest revision of a release as the cache
@@ -193,6 +208,9 @@ func (c *actionClient) Install(name, namespace string, chrt *chart.Chart, vals m
 	}
 	start := time.Now()
 	rel, err := install()
+	if err == nil {
+		err = heldWriteError(h, rel)
+	}
 	opmetrics.ReleaseOperation(opmetrics.OperationInstall, start, err)
 	if err != nil {
 		c.g.recorder.Eventf(c.obj, corev1.EventTypeWarning, echov1alpha1.EventReasonReleaseInstallFailed, "Installing the release failed: %v", err)
@@ -200,6 +218,24 @@ func (c *actionClient) Install(name, namespace string, chrt *chart.Chart, vals m
 	}
 	c.g.expected.expect(c.releaseKey(name), rel.Version)
 	return rel, nil
+}
+
+// heldWriteError is the error of writing the record of a revision Helm
+// installed: Helm's install only logs it, and a release without its
+// record would be installed again on every reconcile.
+func heldWriteError(h interface{ Config() *action.Configuration }, rel *release.Release) error {
+	cfg := h.Config()
+	if cfg == nil || cfg.Releases == nil || rel == nil {
+		return nil
+	}
+	s, ok := cfg.Releases.Driver.(*releaseStorage)
+	if !ok {
+		return nil
+	}
+	if err := s.heldWriteError(rel.Name, rel.Version); err != nil {
+		return fmt.Errorf("recording revision %d of release %s: %w", rel.Version, rel.Name, err)
+	}
+	return nil
 }
 
 // Upgrade implements helmclient.ActionInterface.
