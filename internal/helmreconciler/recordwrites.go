@@ -105,6 +105,7 @@ func (s *releaseStorage) create(key string, rls *release.Release) error {
 		}
 		return fmt.Errorf("create: failed to create: %w", err)
 	}
+	s.wrote(rls)
 	return nil
 }
 
@@ -121,7 +122,18 @@ func (s *releaseStorage) Update(key string, rls *release.Release) error {
 	if _, err := s.secrets.Update(context.Background(), obj, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("update: failed to update: %w", err)
 	}
+	s.wrote(rls)
 	return nil
+}
+
+// wrote tells the expectations of a revision written (see expectations):
+// a failed install or upgrade writes its record too, and until the cache
+// shows it, the release is read from the API server. The record of a
+// failed install is written last, right before the reconciler retries.
+func (s *releaseStorage) wrote(rls *release.Release) {
+	if s.written != nil {
+		s.written(rls.Name, rls.Version)
+	}
 }
 
 // writeHeld writes a held revision in the state rls is in, unless it is

@@ -366,3 +366,31 @@ func TestHeldRevisionWriteFailureIsReported(t *testing.T) {
 type fakeConfig struct{ cfg *action.Configuration }
 
 func (f fakeConfig) Config() *action.Configuration { return f.cfg }
+
+// Every record written is expected in the cache, whatever the action
+// makes of it: the record of a failed install is written last, right
+// before the reconciler retries, and a retry that missed it would take
+// the release for one never installed.
+func TestRecordWritesAreExpected(t *testing.T) {
+	ours, _, _ := recordStorages()
+	var written []int
+	ours.written = func(name string, version int) {
+		if name == "web" {
+			written = append(written, version)
+		}
+	}
+	rel := &release.Release{Name: "web", Namespace: "ns", Version: 1, Info: &release.Info{Status: release.StatusPendingInstall}}
+	if err := ours.Create("sh.helm.release.v1.web.v1", rel); err != nil {
+		t.Fatal(err)
+	}
+	if len(written) != 0 {
+		t.Errorf("a held revision was expected: %v", written)
+	}
+	rel.Info.Status = release.StatusFailed
+	if err := ours.Update("sh.helm.release.v1.web.v1", rel); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(written, []int{1}) {
+		t.Errorf("expected %v, want revision 1 once written", written)
+	}
+}

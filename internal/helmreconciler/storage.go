@@ -46,6 +46,9 @@ type releaseStorage struct {
 	// pending reports whether the cache may lack revisions of a release
 	// this process wrote.
 	pending func(name string) bool
+	// written records that this process wrote a revision of a release,
+	// whatever the action that wrote it makes of it afterwards.
+	written func(name string, version int)
 
 	mu sync.Mutex
 	// held are the revisions created pending and not yet written, by key
@@ -75,6 +78,9 @@ func (g *actionClientGetter) storageDriverMapper() helmclient.ObjectToStorageDri
 			namespace: obj.GetNamespace(),
 			pending: func(name string) bool {
 				return g.expected.pending(releaseKey(obj, name))
+			},
+			written: func(name string, version int) {
+				g.expected.expect(releaseKey(obj, name), version)
 			},
 		}, nil
 	}
