@@ -27,10 +27,12 @@ import (
 // Release records are written here rather than by Helm's Secrets driver,
 // in the very layout that driver writes (type, labels, data key and the
 // base64 of the gzipped JSON), so that Helm's driver and the helm CLI read
-// them as their own. The one difference is the gzip level: Helm's driver
+// them as their own. Two things differ. The gzip level: Helm's driver
 // compresses at gzip.BestCompression, which costs several times the CPU
 // of gzip.BestSpeed on every install, upgrade and status change for a few
 // more bytes in a record (docs/benchmarks.md); any level decodes the same.
+// And when: a revision is written once, in its final state, never pending
+// (below).
 
 // recordCompression is the gzip level of the release records written.
 const recordCompression = gzip.BestSpeed

@@ -32,11 +32,16 @@ import (
 // Helm finds a release's revisions with a label-selected list of Secrets,
 // which the API server answers by scanning every Secret of the namespace:
 // with thousands of releases, each install and upgrade paid for three of
-// them. The cache knows the revisions' names from their labels; each
-// revision a query needs is then read by name. A release the cache has no
-// revision of is not found without asking. Until the cache shows the
-// revisions this process wrote (see expectations), queries go to the API
-// server as before.
+// them. The cache knows the revisions' names from their labels; the
+// revisions a query's caller needs whole (the latest, the deployed ones)
+// are then read by name, and the others answered from the cache's labels
+// (see queryRecords). A release the cache has no revision of is not found
+// without asking. Until the cache shows the revisions this process wrote
+// (see expectations), queries go to the API server as before.
+//
+// One storage serves the Helm actions of one reconcile: it holds the
+// revisions they created pending until their final write
+// (recordwrites.go).
 type releaseStorage struct {
 	driver.Driver
 	// secrets is the Secrets client Driver writes through.
