@@ -12,7 +12,7 @@
 //   - status.go: status writes that leave other controllers' fields alone
 //     and keep the rendered manifest out of the API;
 //   - pendingrelease.go: recovery of releases an interrupted operator (an
-//     earlier version, or the helm CLI) left pending;
+//     earlier version: this one writes no pending record) left pending;
 //   - uninstallgate.go: no uninstall until the final backup is done;
 //   - driftrepair.go: repair of the objects of a release that drifted or
 //     were deleted;

@@ -136,7 +136,10 @@ func (s *releaseStorage) Query(query map[string]string) ([]*release.Release, err
 //     set) filters by status and rolls back by version;
 //   - History, the one caller that shows older revisions whole, reads
 //     them by key (actionClient.History); nothing else in the operator
-//     queries revisions.
+//     queries revisions;
+//   - helm-operator-plugins' reconciler calls Get, Install, Upgrade and
+//     Uninstall (above), never History; its client's failure rollbacks
+//     are Helm's rollback and uninstall (above).
 func (s *releaseStorage) queryRecords(query map[string]string) ([]*release.Release, error) {
 	name := query[chart.ReleaseNameLabel]
 	if name == "" || query[chart.ReleaseOwnerLabel] != chart.ReleaseOwner || s.pending(name) {
