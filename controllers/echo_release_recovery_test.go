@@ -11,8 +11,10 @@ import (
 	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	helmtime "helm.sh/helm/v3/pkg/time"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	"github.com/echo-operator/echo-operator/internal/releasetrust"
@@ -100,4 +102,92 @@ func TestEchoRecoversAReleaseLeftPendingUpgrade(t *testing.T) {
 	Expect(last.Version).To(BeNumerically(">", pending.Version))
 	Eventually(func(g Gomega) []string { return eventReasons(g, ns, key.Name) }, timeout, interval).
 		Should(ContainElement(echov1alpha1.EventReasonReleaseRecovered))
+}
+
+// An install or upgrade writes its revision's record once, in its final
+// state, after applying the objects (see internal/helmreconciler
+// recordwrites.go): an operator killed in between leaves objects and no
+// record of them. These tests leave a release in that state.
+
+// releaseObjectUIDs are the UIDs of the Deployment and Service of an
+// Echo's release, which carry Helm's ownership metadata.
+func releaseObjectUIDs(t *testing.T, key types.NamespacedName) map[string]types.UID {
+	t.Helper()
+	out := map[string]types.UID{}
+	for kind, obj := range map[string]client.Object{"Deployment": &appsv1.Deployment{}, "Service": &corev1.Service{}} {
+		Expect(k8sClient.Get(context.Background(), key, obj)).To(Succeed())
+		Expect(obj.GetLabels()).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "Helm"), kind)
+		Expect(obj.GetAnnotations()).To(HaveKeyWithValue("meta.helm.sh/release-name", key.Name), kind)
+		Expect(obj.GetAnnotations()).To(HaveKeyWithValue("meta.helm.sh/release-namespace", key.Namespace), kind)
+		out[kind] = obj.GetUID()
+	}
+	return out
+}
+
+func TestEchoAdoptsTheObjectsOfAnInstallLeftWithoutARecord(t *testing.T) {
+	RegisterTestingT(t)
+	ns := newNamespace(t)
+	key := types.NamespacedName{Namespace: ns, Name: "interrupted"}
+	createEcho(t, newEcho(ns, key.Name))
+	rollOut(t, key)
+	uids := releaseObjectUIDs(t, key)
+
+	// Hold the reconciler off, and leave the objects without a record, as
+	// a process killed before writing its deployed record would.
+	pauseEcho(t, key)
+	st := releaseStorage(ns)
+	history, err := st.History(key.Name)
+	Expect(err).NotTo(HaveOccurred())
+	for _, r := range history {
+		_, err := st.Delete(r.Name, r.Version)
+		Expect(err).NotTo(HaveOccurred())
+	}
+	Eventually(func() error { _, err := st.History(key.Name); return err }, timeout, interval).Should(MatchError(driver.ErrReleaseNotFound))
+
+	updateEcho(t, key, func(e *echov1alpha1.Echo) { e.Annotations = nil })
+	Eventually(func(g Gomega) {
+		last, err := st.Last(key.Name)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(last.Info.Status).To(Equal(release.StatusDeployed))
+		g.Expect(last.Version).To(Equal(1), "the release was installed again, over its objects")
+	}, timeout, interval).Should(Succeed())
+	waitReady(t, key)
+	Expect(releaseObjectUIDs(t, key)).To(Equal(uids), "the objects were adopted, not recreated")
+}
+
+func TestEchoUpgradesOverAnUpgradeLeftWithoutADeployedRecord(t *testing.T) {
+	RegisterTestingT(t)
+	ns := newNamespace(t)
+	key := types.NamespacedName{Namespace: ns, Name: "interrupted"}
+	createEcho(t, newEcho(ns, key.Name))
+	rollOut(t, key)
+	uids := releaseObjectUIDs(t, key)
+
+	// Hold the reconciler off, and leave the deployed revision superseded
+	// with no revision after it, as a process killed between the two
+	// record writes of an upgrade would.
+	pauseEcho(t, key)
+	st := releaseStorage(ns)
+	deployed, err := st.Last(key.Name)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(deployed.Info.Status).To(Equal(release.StatusDeployed))
+	deployed.Info.Status = release.StatusSuperseded
+	Expect(st.Update(deployed)).To(Succeed())
+
+	updateEcho(t, key, func(e *echov1alpha1.Echo) {
+		e.Annotations = nil
+		e.Spec.Message = "after the crash"
+	})
+	e := rollOut(t, key)
+	d := getDeployment(t, key, e.Generation)
+	Expect(d.Spec.Template.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "ECHO_MESSAGE", Value: "after the crash"}))
+
+	last, err := st.Last(key.Name)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(last.Info.Status).To(Equal(release.StatusDeployed))
+	Expect(last.Version).To(Equal(deployed.Version + 1))
+	previous, err := st.Get(key.Name, deployed.Version)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(previous.Info.Status).To(Equal(release.StatusSuperseded))
+	Expect(releaseObjectUIDs(t, key)).To(Equal(uids), "the objects were upgraded in place")
 }

@@ -2,6 +2,7 @@ package helmreconciler
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"strings"
 	"time"
@@ -28,7 +29,8 @@ import (
 // actionClientGetter hands the Helm reconciler action clients that:
 //   - answer from the cache when the deployed revision was rendered from
 //     the same chart and values (see releaserecords.FingerprintLabel),
-//     so an unchanged release costs no render and no API request;
+//     so an unchanged release costs no render and no API request, and a
+//     changed one is upgraded without a dry-run render first;
 //   - repair drift against the cached objects (driftrepair.go);
 //   - recover releases an interrupted operator left pending
 //     (pendingrelease.go);
@@ -132,13 +134,27 @@ func (c *actionClient) Config() *action.Configuration {
 	return h.Config()
 }
 
-// History implements helmclient.ActionInterface.
+// History implements helmclient.ActionInterface: every revision whole.
+// The storage answers a query with summaries of the older revisions
+// (releaseStorage.queryRecords); they are read here by key.
 func (c *actionClient) History(name string, opts ...helmclient.HistoryOption) ([]*release.Release, error) {
 	h, err := c.live()
 	if err != nil {
 		return nil, err
 	}
-	return h.History(name, opts...)
+	rels, err := h.History(name, opts...)
+	if err != nil {
+		return nil, err
+	}
+	for i, rel := range rels {
+		if !isSummary(rel) {
+			continue
+		}
+		if rels[i], err = h.Config().Releases.Get(rel.Name, rel.Version); err != nil {
+			return nil, fmt.Errorf("reading revision %d of release %s: %w", rel.Version, rel.Name, err)
+		}
+	}
+	return rels, nil
 }
 
 // cachedDeployed returns the latest revision of a release as the cache
@@ -196,6 +212,9 @@ func (c *actionClient) Install(name, namespace string, chrt *chart.Chart, vals m
 	}
 	start := time.Now()
 	rel, err := install()
+	if err == nil {
+		err = heldWriteError(h, rel)
+	}
 	opmetrics.ReleaseOperation(opmetrics.OperationInstall, start, err)
 	if err != nil {
 		c.g.recorder.Eventf(c.obj, corev1.EventTypeWarning, echov1alpha1.EventReasonReleaseInstallFailed, "Installing the release failed: %v", err)
@@ -205,13 +224,33 @@ func (c *actionClient) Install(name, namespace string, chrt *chart.Chart, vals m
 	return rel, nil
 }
 
+// heldWriteError is the error of writing the record of a revision Helm
+// installed: Helm's install only logs it, and a release without its
+// record would be installed again on every reconcile.
+func heldWriteError(h interface{ Config() *action.Configuration }, rel *release.Release) error {
+	cfg := h.Config()
+	if cfg == nil || cfg.Releases == nil || rel == nil {
+		return nil
+	}
+	s, ok := cfg.Releases.Driver.(*releaseStorage)
+	if !ok {
+		return nil
+	}
+	if err := s.heldWriteError(rel.Name, rel.Version); err != nil {
+		return fmt.Errorf("recording revision %d of release %s: %w", rel.Version, rel.Name, err)
+	}
+	return nil
+}
+
 // Upgrade implements helmclient.ActionInterface.
 //
 // The reconciler renders every reconcile as a dry-run upgrade and upgrades
 // only when the manifest changed. When the deployed revision carries the
 // fingerprint of this chart and these values, the render would give its
 // manifest again: the deployed revision is returned instead, and the
-// reconcile moves on to drift repair.
+// reconcile moves on to drift repair. When it carries another fingerprint,
+// the chart or values changed: the dry run is answered, unrendered, with
+// a release that leads to the upgrade (upgradeWanted), which renders.
 func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals map[string]any, opts ...helmclient.UpgradeOption) (*release.Release, error) {
 	fp, hasFP := c.fingerprint(chrt, vals)
 	opts = append(opts, func(u *action.Upgrade) error {
@@ -268,16 +307,21 @@ func recordRollback(rel *release.Release, err error) {
 // (helm-operator-plugins' client).
 const rollbackFailedPrefix = "rollback failed: "
 
-// render is the dry-run upgrade: answered from the cache when the
-// fingerprint matches, else rendered by Helm.
+// render is the dry-run upgrade: answered from the cache when the deployed
+// revision has a fingerprint, else rendered by Helm.
 func (c *actionClient) render(name, namespace string, chrt *chart.Chart, vals map[string]any, fp string, hasFP bool, opts []helmclient.UpgradeOption) (*release.Release, error) {
 	deployed, cached := c.cachedDeployed(name)
 	if hasFP && cached {
-		if deployed.Labels[releaserecords.FingerprintLabel] == fp {
+		switch deployedFP := deployed.Labels[releaserecords.FingerprintLabel]; deployedFP {
+		case fp:
 			return deployed, nil
+		case "":
+			c.g.log.V(1).Info("Rendering the release", "release", name, "reason", "the deployed revision has no fingerprint")
+		default:
+			c.g.log.V(1).Info("Upgrading without a dry run", "release", name, "reason", "chart or values changed",
+				"deployed", deployedFP, "wanted", fp)
+			return upgradeWanted(deployed), nil
 		}
-		c.g.log.V(1).Info("Rendering the release", "release", name, "reason", "chart or values changed",
-			"deployed", deployed.Labels[releaserecords.FingerprintLabel], "wanted", fp)
 	}
 	h, err := c.live()
 	if err != nil {
@@ -296,6 +340,28 @@ func (c *actionClient) render(name, namespace string, chrt *chart.Chart, vals ma
 	}
 	return rel, nil
 }
+
+// upgradeWanted stands for the render of a chart or values other than
+// those of the deployed revision, without rendering: the reconciler only
+// compares a dry run's manifest with the deployed one's to choose between
+// an upgrade and nothing (helm-operator-plugins' getReleaseState), and a
+// changed chart or values is an upgrade. The upgrade that follows renders
+// for real; nothing else reads a dry run's result.
+func upgradeWanted(deployed *release.Release) *release.Release {
+	out := *deployed
+	info := *deployed.Info
+	info.Description = notRenderedDescription
+	out.Info = &info
+	out.Manifest = deployed.Manifest + notRenderedManifest
+	return &out
+}
+
+const (
+	notRenderedDescription = "Not rendered: the chart or values changed"
+	// notRenderedManifest makes the stand-in's manifest differ from any
+	// deployed one.
+	notRenderedManifest = "\n# not rendered: the chart or values changed\n"
+)
 
 // adopt labels the deployed revision with fp when the render gives its
 // manifest again: a release deployed before fingerprints, or by an older

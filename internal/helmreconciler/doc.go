@@ -11,8 +11,8 @@
 //   - values.go: typed values for Echo;
 //   - status.go: status writes that leave other controllers' fields alone
 //     and keep the rendered manifest out of the API;
-//   - pendingrelease.go: recovery of releases an interrupted operator left
-//     pending;
+//   - pendingrelease.go: recovery of releases an interrupted operator (an
+//     earlier version: this one writes no pending record) left pending;
 //   - uninstallgate.go: no uninstall until the final backup is done;
 //   - driftrepair.go: repair of the objects of a release that drifted or
 //     were deleted, from the manifest's objects decoded once
@@ -21,11 +21,13 @@
 //     release from the cache (expectations.go, and the fingerprints and
 //     cached records of releaserecords) and record Events;
 //   - storage.go: the release storage, signed (see releasetrust) and
-//     queried with the cache's help;
+//     queried with the cache's help, reading only the revisions a caller
+//     needs whole;
 //   - valuesschema.go: the values checked against the chart's schema,
 //     compiled once per chart, instead of on every render by Helm;
 //   - recordwrites.go: the release records written in the layout of
-//     Helm's Secrets driver, at a cheaper gzip level;
+//     Helm's Secrets driver, at a cheaper gzip level, each revision once in
+//     its final state (never pending);
 //   - manifestguard.go: what a release may touch, the chart's kinds in its
 //     own namespace;
 //   - watches.go and typedcache.go: the watches of the chart's objects and

@@ -22,7 +22,8 @@ import (
 // pending when a reconcile starts was left so by a process that died (or
 // lost leadership) mid-operation, and waiting cannot clear it. Marking it
 // failed lets the reconciler upgrade over it: nothing is deleted, so no
-// data is lost.
+// data is lost. This operator writes no pending record (recordwrites.go):
+// the pending records found are those of an earlier version.
 func (c *actionClient) Get(name string, opts ...helmclient.GetOption) (*release.Release, error) {
 	if len(opts) == 0 {
 		if rel, ok := c.cachedDeployed(name); ok {

@@ -13,10 +13,12 @@ import (
 	"time"
 
 	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/echo-operator/echo-operator/internal/chart"
 	"github.com/echo-operator/echo-operator/internal/releasetrust"
@@ -25,10 +27,12 @@ import (
 // Release records are written here rather than by Helm's Secrets driver,
 // in the very layout that driver writes (type, labels, data key and the
 // base64 of the gzipped JSON), so that Helm's driver and the helm CLI read
-// them as their own. The one difference is the gzip level: Helm's driver
+// them as their own. Two things differ. The gzip level: Helm's driver
 // compresses at gzip.BestCompression, which costs several times the CPU
 // of gzip.BestSpeed on every install, upgrade and status change for a few
 // more bytes in a record (docs/benchmarks.md); any level decodes the same.
+// And when: a revision is written once, in its final state, never pending
+// (below).
 
 // recordCompression is the gzip level of the release records written.
 const recordCompression = gzip.BestSpeed
@@ -39,8 +43,60 @@ const (
 	modifiedAtLabel = "modifiedAt"
 )
 
-// Create implements driver.Driver as Helm's Secrets driver does.
+// A revision Helm creates pending (pending-install, pending-upgrade,
+// pending-rollback) is not written: it is held by the storage, and the
+// first later Update of its key writes it, once, in its final state
+// (deployed, failed). An install then costs one record write instead of
+// two, an upgrade two (the new revision, the previous one superseded)
+// instead of three.
+//
+// Helm writes the pending record first so that a process that dies
+// mid-operation leaves a trace. Without it, a process that dies after
+// applying the objects leaves objects and no record of them (or, mid
+// upgrade, the previous revision superseded and no deployed one). Both
+// converge: Helm's install adopts objects carrying Helm's ownership
+// metadata (the managed-by label and release annotations every object of
+// a release carries), and Helm's upgrade takes a superseded last revision
+// as the current one. Records an earlier version of the operator left
+// pending are still recovered by pendingrelease.go.
+//
+// The held revision lives in this storage, which serves one reconcile's
+// actions: Get and Query answer it from the held copy, as Helm expects
+// to find the revision it created. A revision whose final write failed
+// stays held; heldWriteError reports it (Helm's install only logs it).
+
+// heldRecord is a revision created pending and not yet written.
+type heldRecord struct {
+	rel *release.Release
+	// writeErr is the error of the last attempt to write it.
+	writeErr error
+}
+
+// Create implements driver.Driver as Helm's Secrets driver does, holding
+// a pending revision.
 func (s *releaseStorage) Create(key string, rls *release.Release) error {
+	if rls.Info != nil && rls.Info.Status.IsPending() {
+		return s.hold(key, rls)
+	}
+	return s.create(key, rls)
+}
+
+// hold keeps a revision created pending until its final Update.
+func (s *releaseStorage) hold(key string, rls *release.Release) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.held[key]; ok {
+		return driver.ErrReleaseExists
+	}
+	if s.held == nil {
+		s.held = map[string]*heldRecord{}
+	}
+	s.held[key] = &heldRecord{rel: rls}
+	return nil
+}
+
+// create writes a new record.
+func (s *releaseStorage) create(key string, rls *release.Release) error {
 	obj, err := releaseRecord(key, rls, createdAtLabel)
 	if err != nil {
 		return fmt.Errorf("create: failed to encode release %q: %w", rls.Name, err)
@@ -51,11 +107,16 @@ func (s *releaseStorage) Create(key string, rls *release.Release) error {
 		}
 		return fmt.Errorf("create: failed to create: %w", err)
 	}
+	s.wrote(rls)
 	return nil
 }
 
-// Update implements driver.Driver as Helm's Secrets driver does.
+// Update implements driver.Driver as Helm's Secrets driver does; the
+// first Update of a held revision creates its record.
 func (s *releaseStorage) Update(key string, rls *release.Release) error {
+	if handled, err := s.writeHeld(key, rls); handled {
+		return err
+	}
 	obj, err := releaseRecord(key, rls, modifiedAtLabel)
 	if err != nil {
 		return fmt.Errorf("update: failed to encode release %q: %w", rls.Name, err)
@@ -63,15 +124,90 @@ func (s *releaseStorage) Update(key string, rls *release.Release) error {
 	if _, err := s.secrets.Update(context.Background(), obj, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("update: failed to update: %w", err)
 	}
+	s.wrote(rls)
 	return nil
+}
+
+// wrote tells the expectations of a revision written (see expectations):
+// a failed install or upgrade writes its record too, and until the cache
+// shows it, the release is read from the API server. The record of a
+// failed install is written last, right before the reconciler retries.
+func (s *releaseStorage) wrote(rls *release.Release) {
+	if s.written != nil {
+		s.written(rls.Name, rls.Version)
+	}
+}
+
+// writeHeld writes a held revision in the state rls is in, unless it is
+// still pending; handled is false when key is not held.
+func (s *releaseStorage) writeHeld(key string, rls *release.Release) (handled bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, ok := s.held[key]
+	if !ok {
+		return false, nil
+	}
+	h.rel = rls
+	if rls.Info != nil && rls.Info.Status.IsPending() {
+		return true, nil
+	}
+	if h.writeErr = s.create(key, rls); h.writeErr != nil {
+		return true, h.writeErr
+	}
+	delete(s.held, key)
+	return true, nil
+}
+
+// heldRevision returns the held revision under key.
+func (s *releaseStorage) heldRevision(key string) (*release.Release, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, ok := s.held[key]
+	if !ok {
+		return nil, false
+	}
+	return h.rel, true
+}
+
+// heldWriteError is the error of the final write of a held revision that
+// failed, nil when the revision was written or never held.
+func (s *releaseStorage) heldWriteError(name string, version int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if h, ok := s.held[recordKey(name, version)]; ok {
+		return h.writeErr
+	}
+	return nil
+}
+
+// heldMatching returns the held revisions a query selects.
+func (s *releaseStorage) heldMatching(query map[string]string) []*release.Release {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	selector := labels.SelectorFromSet(query)
+	var out []*release.Release
+	for _, h := range s.held {
+		if selector.Matches(labels.Set(withSystemLabels(h.rel))) {
+			out = append(out, h.rel)
+		}
+	}
+	return out
+}
+
+// recordKey is the key Helm's storage gives a revision.
+func recordKey(name string, version int) string {
+	return fmt.Sprintf("%s.%s.v%d", storage.HelmStorageType, name, version)
 }
 
 // Delete implements driver.Driver with the one request it needs. Helm's
 // driver reads the record first, to return it; none of Helm's callers
 // uses what it returns (pruning the history, purging on uninstall), so
 // this returns an empty release rather than pay a read per revision
-// pruned.
+// pruned. A held revision is dropped without a request.
 func (s *releaseStorage) Delete(key string) (*release.Release, error) {
+	if s.dropHeld(key) {
+		return &release.Release{}, nil
+	}
 	err := s.secrets.Delete(context.Background(), key, metav1.DeleteOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, driver.ErrReleaseNotFound
@@ -82,6 +218,15 @@ func (s *releaseStorage) Delete(key string) (*release.Release, error) {
 	return &release.Release{}, nil
 }
 
+// dropHeld forgets a held revision; false when key is not held.
+func (s *releaseStorage) dropHeld(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.held[key]
+	delete(s.held, key)
+	return ok
+}
+
 // releaseRecord is the Secret Helm's driver writes for a revision: the
 // release's labels, the system labels and the time of the write under
 // timeLabel.
@@ -90,15 +235,15 @@ func releaseRecord(key string, rls *release.Release, timeLabel string) (*corev1.
 	if err != nil {
 		return nil, err
 	}
-	labels := make(map[string]string, len(rls.Labels)+5)
-	maps.Copy(labels, rls.Labels)
-	labels[timeLabel] = strconv.FormatInt(time.Now().Unix(), 10)
-	labels[chart.ReleaseNameLabel] = rls.Name
-	labels[chart.ReleaseOwnerLabel] = chart.ReleaseOwner
-	labels[chart.ReleaseStatusLabel] = rls.Info.Status.String()
-	labels[chart.ReleaseVersionLabel] = strconv.Itoa(rls.Version)
+	recordLabels := make(map[string]string, len(rls.Labels)+5)
+	maps.Copy(recordLabels, rls.Labels)
+	recordLabels[timeLabel] = strconv.FormatInt(time.Now().Unix(), 10)
+	recordLabels[chart.ReleaseNameLabel] = rls.Name
+	recordLabels[chart.ReleaseOwnerLabel] = chart.ReleaseOwner
+	recordLabels[chart.ReleaseStatusLabel] = rls.Info.Status.String()
+	recordLabels[chart.ReleaseVersionLabel] = strconv.Itoa(rls.Version)
 	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: key, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: key, Labels: recordLabels},
 		Type:       chart.ReleaseSecretType,
 		Data:       map[string][]byte{releasetrust.ReleaseDataKey: data},
 	}, nil

@@ -5,12 +5,17 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"io"
 	"maps"
+	"slices"
+	"strings"
 	"testing"
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chartutil"
+	kubefake "helm.sh/helm/v3/pkg/kube/fake"
 	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -208,5 +213,184 @@ func expectHelmLayout(t *testing.T, cs *fake.Clientset, helms *driver.Secrets, k
 	if mine.Type != theirs.Type || !maps.Equal(mine.Labels, theirs.Labels) || !maps.EqualFunc(mine.Data, theirs.Data, sameKeys) ||
 		!testSigner.Verify(mine) {
 		t.Errorf("written %s %v %d data keys; Helm writes %s %v %d", mine.Type, mine.Labels, len(mine.Data), theirs.Type, theirs.Labels, len(theirs.Data))
+	}
+}
+
+// helmActions runs Helm's install and upgrade of the echo chart on a
+// storage driver, against a Kubernetes client that applies nothing.
+type helmActions struct {
+	tb  testing.TB
+	cfg *action.Configuration
+}
+
+func newHelmActions(tb testing.TB, d driver.Driver) *helmActions {
+	tb.Helper()
+	kv, err := chartutil.ParseKubeVersion("v1.35.0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	caps := chartutil.DefaultCapabilities.Copy()
+	caps.KubeVersion = *kv
+	return &helmActions{tb: tb, cfg: &action.Configuration{Releases: storage.Init(d),
+		KubeClient: &kubefake.PrintingKubeClient{Out: io.Discard}, Capabilities: caps, Log: func(string, ...any) {}}}
+}
+
+func (a *helmActions) install(message string) *release.Release {
+	a.tb.Helper()
+	i := action.NewInstall(a.cfg)
+	i.ReleaseName, i.Namespace, i.DisableOpenAPIValidation = "web", "ns", true
+	rel, err := i.Run(loadEchoChart(a.tb), translate(a.tb, echov1alpha1.EchoSpec{Message: message}))
+	if err != nil {
+		a.tb.Fatal(err)
+	}
+	return rel
+}
+
+func (a *helmActions) upgrade(message string) *release.Release {
+	a.tb.Helper()
+	u := action.NewUpgrade(a.cfg)
+	u.Namespace, u.DisableOpenAPIValidation, u.MaxHistory = "ns", true, 3
+	rel, err := u.Run("web", loadEchoChart(a.tb), translate(a.tb, echov1alpha1.EchoSpec{Message: message}))
+	if err != nil {
+		a.tb.Fatal(err)
+	}
+	return rel
+}
+
+// secretWrites are the writes of release records cs received.
+func secretWrites(cs *fake.Clientset) []string {
+	var out []string
+	for _, a := range cs.Actions() {
+		if a.GetResource().Resource == "secrets" && (a.GetVerb() == "create" || a.GetVerb() == "update") {
+			out = append(out, a.GetVerb())
+		}
+	}
+	return out
+}
+
+// An install writes its record once, deployed; an upgrade writes the new
+// revision once, deployed, and the previous one superseded.
+func TestPendingRevisionsAreWrittenOnceFinal(t *testing.T) {
+	ours, helms, cs := recordStorages()
+	helm := newHelmActions(t, ours)
+
+	helm.install("one")
+	if got := secretWrites(cs); !slices.Equal(got, []string{"create"}) {
+		t.Errorf("an install wrote %v, want one create", got)
+	}
+	first, err := helms.Get("sh.helm.release.v1.web.v1")
+	if err != nil || first.Info.Status != release.StatusDeployed {
+		t.Fatalf("revision 1: %v, %v; want deployed", first, err)
+	}
+
+	cs.ClearActions()
+	helm.upgrade("two")
+	if got := secretWrites(cs); !slices.Equal(got, []string{"update", "create"}) {
+		t.Errorf("an upgrade wrote %v, want the previous revision updated and the new one created", got)
+	}
+	rels, err := helms.Query(chart.ReleaseRecordLabels("web"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	statuses := map[int]release.Status{}
+	for _, r := range rels {
+		statuses[r.Version] = r.Info.Status
+	}
+	if want := map[int]release.Status{1: release.StatusSuperseded, 2: release.StatusDeployed}; !maps.Equal(statuses, want) {
+		t.Errorf("revisions %v, want %v", statuses, want)
+	}
+}
+
+// Until its final write, a held revision is what reads of its key and
+// queries of its release find; deleting it writes nothing.
+func TestHeldRevisionIsReadFromTheHeldCopy(t *testing.T) {
+	ours, _, cs := recordStorages()
+	key := "sh.helm.release.v1.web.v1"
+	rel := &release.Release{Name: "web", Namespace: "ns", Version: 1, Info: &release.Info{Status: release.StatusPendingInstall}}
+	if err := ours.Create(key, rel); err != nil {
+		t.Fatal(err)
+	}
+	if err := ours.Create(key, rel); !errors.Is(err, driver.ErrReleaseExists) {
+		t.Errorf("a second create of a held revision: %v, want ErrReleaseExists", err)
+	}
+	if got, err := ours.Get(key); err != nil || got != rel {
+		t.Errorf("Get = %v, %v; want the held revision", got, err)
+	}
+	pending, err := ours.Query(withLabel(chart.ReleaseRecordLabels("web"), chart.ReleaseStatusLabel, "pending-install"))
+	if err != nil || len(pending) != 1 || pending[0] != rel {
+		t.Errorf("Query = %v, %v; want the held revision", pending, err)
+	}
+	if _, err := ours.Query(withLabel(chart.ReleaseRecordLabels("web"), chart.ReleaseStatusLabel, "deployed")); !errors.Is(err, driver.ErrReleaseNotFound) {
+		t.Errorf("a query of deployed revisions: %v, want not found", err)
+	}
+	if _, err := ours.Delete(key); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ours.Get(key); !errors.Is(err, driver.ErrReleaseNotFound) {
+		t.Errorf("Get after Delete: %v, want not found", err)
+	}
+	if got := secretWrites(cs); len(got) != 0 {
+		t.Errorf("a held revision was written: %v", got)
+	}
+}
+
+// A held revision whose final write fails stays held, and the install
+// that made it reports the error Helm's install only logs.
+func TestHeldRevisionWriteFailureIsReported(t *testing.T) {
+	ours, _, cs := recordStorages()
+	key := "sh.helm.release.v1.web.v1"
+	// A record the storage does not know of is in the way.
+	if _, err := cs.CoreV1().Secrets("ns").Create(context.Background(),
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: key, Namespace: "ns"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rel := &release.Release{Name: "web", Namespace: "ns", Version: 1, Info: &release.Info{Status: release.StatusPendingInstall}}
+	if err := ours.Create(key, rel); err != nil {
+		t.Fatal(err)
+	}
+	rel.Info.Status = release.StatusDeployed
+	writeErr := ours.Update(key, rel)
+	if writeErr == nil {
+		t.Fatal("the final write over a foreign record succeeded")
+	}
+	cfg := &action.Configuration{Releases: storage.Init(ours)}
+	if err := heldWriteError(fakeConfig{cfg}, rel); err == nil || !strings.Contains(err.Error(), writeErr.Error()) {
+		t.Errorf("heldWriteError = %v, want %v", err, writeErr)
+	}
+	if err := heldWriteError(fakeConfig{cfg}, &release.Release{Name: "web", Version: 2}); err != nil {
+		t.Errorf("heldWriteError of a revision never held = %v", err)
+	}
+}
+
+// fakeConfig is an action client with a configuration.
+type fakeConfig struct{ cfg *action.Configuration }
+
+func (f fakeConfig) Config() *action.Configuration { return f.cfg }
+
+// Every record written is expected in the cache, whatever the action
+// makes of it: the record of a failed install is written last, right
+// before the reconciler retries, and a retry that missed it would take
+// the release for one never installed.
+func TestRecordWritesAreExpected(t *testing.T) {
+	ours, _, _ := recordStorages()
+	var written []int
+	ours.written = func(name string, version int) {
+		if name == "web" {
+			written = append(written, version)
+		}
+	}
+	rel := &release.Release{Name: "web", Namespace: "ns", Version: 1, Info: &release.Info{Status: release.StatusPendingInstall}}
+	if err := ours.Create("sh.helm.release.v1.web.v1", rel); err != nil {
+		t.Fatal(err)
+	}
+	if len(written) != 0 {
+		t.Errorf("a held revision was expected: %v", written)
+	}
+	rel.Info.Status = release.StatusFailed
+	if err := ours.Update("sh.helm.release.v1.web.v1", rel); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(written, []int{1}) {
+		t.Errorf("expected %v, want revision 1 once written", written)
 	}
 }

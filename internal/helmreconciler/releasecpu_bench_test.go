@@ -20,9 +20,9 @@ import (
 // The CPU of an install and of an upgrade of the echo chart, in this
 // process, with and without the operator's changes to Helm's path: the
 // stock path stores records with Helm's Secrets driver and lets Helm
-// check the values' schema; the operator's writes records itself
-// (recordwrites.go) and checks values against the schema compiled once
-// (valuesschema.go). Both sign their records and render against a
+// check the values' schema; the operator's writes records itself, each
+// revision once in its final state (recordwrites.go), and checks values
+// against the schema compiled once (valuesschema.go). Both sign their records and render against a
 // Kubernetes client that prints instead of applying: what is measured is
 // the operator's CPU, not the API server's. See docs/benchmarks.md "CPU
 // per install and upgrade".

@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strconv"
+	"sync"
 
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -29,11 +32,16 @@ import (
 // Helm finds a release's revisions with a label-selected list of Secrets,
 // which the API server answers by scanning every Secret of the namespace:
 // with thousands of releases, each install and upgrade paid for three of
-// them. The cache knows the revisions' names from their labels; each
-// revision a query needs is then read by name. A release the cache has no
-// revision of is not found without asking. Until the cache shows the
-// revisions this process wrote (see expectations), queries go to the API
-// server as before.
+// them. The cache knows the revisions' names from their labels; the
+// revisions a query's caller needs whole (the latest, the deployed ones)
+// are then read by name, and the others answered from the cache's labels
+// (see queryRecords). A release the cache has no revision of is not found
+// without asking. Until the cache shows the revisions this process wrote
+// (see expectations), queries go to the API server as before.
+//
+// One storage serves the Helm actions of one reconcile: it holds the
+// revisions they created pending until their final write
+// (recordwrites.go).
 type releaseStorage struct {
 	driver.Driver
 	// secrets is the Secrets client Driver writes through.
@@ -43,6 +51,14 @@ type releaseStorage struct {
 	// pending reports whether the cache may lack revisions of a release
 	// this process wrote.
 	pending func(name string) bool
+	// written records that this process wrote a revision of a release,
+	// whatever the action that wrote it makes of it afterwards.
+	written func(name string, version int)
+
+	mu sync.Mutex
+	// held are the revisions created pending and not yet written, by key
+	// (recordwrites.go).
+	held map[string]*heldRecord
 }
 
 // storageDriverMapper returns the storage driver of an object's releases:
@@ -68,12 +84,63 @@ func (g *actionClientGetter) storageDriverMapper() helmclient.ObjectToStorageDri
 			pending: func(name string) bool {
 				return g.expected.pending(releaseKey(obj, name))
 			},
+			written: func(name string, version int) {
+				g.expected.expect(releaseKey(obj, name), version)
+			},
 		}, nil
 	}
 }
 
-// Query implements driver.Driver.
+// Get implements driver.Driver: a revision held until its final write
+// (recordwrites.go) is answered from the held copy.
+func (s *releaseStorage) Get(key string) (*release.Release, error) {
+	if rel, ok := s.heldRevision(key); ok {
+		return rel, nil
+	}
+	return s.Driver.Get(key)
+}
+
+// Query implements driver.Driver, with the held revisions the query
+// selects.
 func (s *releaseStorage) Query(query map[string]string) ([]*release.Release, error) {
+	out, err := s.queryRecords(query)
+	if err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
+		return nil, err
+	}
+	out = append(out, s.heldMatching(query)...)
+	if len(out) == 0 {
+		return nil, driver.ErrReleaseNotFound
+	}
+	return out, nil
+}
+
+// queryRecords answers a query from the records, with the cache's help
+// when it can.
+//
+// Only the revisions a caller can need whole are read: the newest one
+// and the deployed ones. Every other revision is returned as a summary
+// of its cached labels (name, namespace, version, status, labels), with
+// no chart, values or manifest. That is all Helm's callers reachable
+// from the operator use of a revision that is neither:
+//   - Last (upgrade, rollback, Get of the latest revision, so the
+//     reconciler's Get, adopt and pendingrelease.go) keeps the newest;
+//   - Deployed and DeployedAll (upgrade, rollback, uninstall) query the
+//     deployed status, and update what they find: read whole;
+//   - install's availableName looks at the newest revision's status;
+//   - the pruning of old revisions (Create with MaxHistory), the purge of
+//     an uninstall and rollback's check that a version exists use only
+//     versions and statuses, and delete by name and version;
+//   - uninstall updates the newest revision, read whole;
+//   - rollback reads the revision it rolls back to with Get, by key;
+//   - upgrade's rollback on failure (Atomic, which the operator does not
+//     set) filters by status and rolls back by version;
+//   - History, the one caller that shows older revisions whole, reads
+//     them by key (actionClient.History); nothing else in the operator
+//     queries revisions;
+//   - helm-operator-plugins' reconciler calls Get, Install, Upgrade and
+//     Uninstall (above), never History; its client's failure rollbacks
+//     are Helm's rollback and uninstall (above).
+func (s *releaseStorage) queryRecords(query map[string]string) ([]*release.Release, error) {
 	name := query[chart.ReleaseNameLabel]
 	if name == "" || query[chart.ReleaseOwnerLabel] != chart.ReleaseOwner || s.pending(name) {
 		return s.Driver.Query(query)
@@ -82,35 +149,73 @@ func (s *releaseStorage) Query(query map[string]string) ([]*release.Release, err
 	if err != nil {
 		return s.Driver.Query(query)
 	}
+	return s.readMatching(matchingRecords(secrets, query))
+}
+
+// matchingRecords returns the cached records a query selects, by
+// ascending version. A revision the operator did not write would be
+// hidden by the Secrets client anyway: it is not worth a read.
+func matchingRecords(secrets []corev1.Secret, query map[string]string) []*corev1.Secret {
 	selector := labels.SelectorFromSet(query)
-	names := make([]string, 0, len(secrets))
+	var out []*corev1.Secret
 	for i := range secrets {
-		// A revision the operator did not write would be hidden by the
-		// Secrets client anyway: it is not worth a read.
 		if selector.Matches(labels.Set(secrets[i].Labels)) && releasetrust.CachedVerified(&secrets[i]) {
-			names = append(names, secrets[i].Name)
+			out = append(out, &secrets[i])
 		}
 	}
-	sort.Strings(names)
+	sort.Slice(out, func(i, j int) bool { return recordVersion(out[i]) < recordVersion(out[j]) })
+	return out
+}
 
+// readMatching reads, newest first, the newest record that still exists
+// and every deployed one; the others are summarised (see queryRecords).
+func (s *releaseStorage) readMatching(records []*corev1.Secret) ([]*release.Release, error) {
 	var out []*release.Release
-	for _, key := range names {
-		rel, err := s.Get(key)
+	newest := true
+	for i := len(records) - 1; i >= 0; i-- {
+		rec := records[i]
+		if !newest && rec.Labels[chart.ReleaseStatusLabel] != release.StatusDeployed.String() {
+			out = append(out, s.recordSummary(rec))
+			continue
+		}
+		rel, err := s.Driver.Get(rec.Name)
 		if errors.Is(err, driver.ErrReleaseNotFound) {
 			continue // deleted since the cache saw it
 		}
 		if err != nil {
-			return nil, fmt.Errorf("reading revision %s: %w", key, err)
+			return nil, fmt.Errorf("reading revision %s: %w", rec.Name, err)
 		}
 		// A queried release carries all its Secret's labels, as Helm's
 		// own query returns it.
 		rel.Labels = withSystemLabels(rel)
 		out = append(out, rel)
+		newest = false
 	}
+	slices.Reverse(out)
 	if len(out) == 0 {
 		return nil, driver.ErrReleaseNotFound
 	}
 	return out, nil
+}
+
+// recordSummary is a revision as its cached labels describe it.
+func (s *releaseStorage) recordSummary(rec *corev1.Secret) *release.Release {
+	return &release.Release{
+		Name:      rec.Labels[chart.ReleaseNameLabel],
+		Namespace: s.namespace,
+		Version:   recordVersion(rec),
+		Info:      &release.Info{Status: release.Status(rec.Labels[chart.ReleaseStatusLabel])},
+		Labels:    maps.Clone(rec.Labels),
+	}
+}
+
+// isSummary reports whether a queried revision is a summary.
+func isSummary(rel *release.Release) bool { return rel.Chart == nil }
+
+// recordVersion is the version label of a record; 0 when it has none.
+func recordVersion(rec *corev1.Secret) int {
+	v, _ := strconv.Atoi(rec.Labels[chart.ReleaseVersionLabel])
+	return v
 }
 
 // withSystemLabels adds back the labels Get leaves out.

@@ -7,11 +7,15 @@ import (
 	"strconv"
 	"testing"
 
+	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
+	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -143,4 +147,130 @@ func mustAtoi(t *testing.T, s string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// cacheOf is a cache holding the release Secrets cs holds, as the
+// manager's cache transforms them.
+func cacheOf(t *testing.T, cs *k8sfake.Clientset) client.Reader {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := corev1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	b := fake.NewClientBuilder().WithScheme(scheme)
+	if err := releaserecords.IndexByRelease(context.Background(), builderIndexer{b}); err != nil {
+		t.Fatal(err)
+	}
+	list, err := cs.CoreV1().Secrets("ns").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range list.Items {
+		s := list.Items[i].DeepCopy()
+		s.Namespace = "ns"
+		out, err := releaserecords.CacheTransform(testSigner)(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = b.WithObjects(out.(*corev1.Secret))
+	}
+	return b.Build()
+}
+
+// secretReads are the names of the Secrets read by name, and the number
+// of Secret lists, that cs received.
+func secretReads(cs *k8sfake.Clientset) (gets []string, lists int) {
+	for _, a := range cs.Actions() {
+		if a.GetResource().Resource != "secrets" {
+			continue
+		}
+		switch a.GetVerb() {
+		case "get":
+			gets = append(gets, a.(k8stesting.GetAction).GetName())
+		case "list":
+			lists++
+		}
+	}
+	return gets, lists
+}
+
+// An upgrade of a release with older revisions kept reads one revision,
+// the latest, by name: the older ones are summarised from the cache's
+// labels, which is all Helm's upgrade and pruning look at.
+func TestUpgradeReadsOnlyTheLatestRevision(t *testing.T) {
+	ours, helms, cs := recordStorages()
+	helm := newHelmActions(t, ours)
+	helm.install("one")
+	helm.upgrade("two")
+	helm.upgrade("three") // three revisions kept, the most an upgrade keeps
+	ours.cache = cacheOf(t, cs)
+	ours.pending = func(string) bool { return false }
+	cs.ClearActions()
+
+	rel := helm.upgrade("four")
+
+	gets, lists := secretReads(cs)
+	if lists != 0 {
+		t.Errorf("the upgrade listed Secrets %d times", lists)
+	}
+	if len(gets) == 0 || len(gets) > 3 {
+		t.Errorf("the upgrade read %v, want the latest revision at most once per query (3)", gets)
+	}
+	for _, name := range gets {
+		if name != "sh.helm.release.v1.web.v3" {
+			t.Errorf("the upgrade read %s; only the latest revision, v3, is needed whole", name)
+		}
+	}
+	if rel.Version != 4 || rel.Info.Status != release.StatusDeployed {
+		t.Errorf("upgraded to v%d %s, want v4 deployed", rel.Version, rel.Info.Status)
+	}
+	kept, err := helms.Query(chart.ReleaseRecordLabels("web"))
+	if err != nil || len(kept) != 3 {
+		t.Fatalf("kept %d revisions (%v), want 3: the oldest pruned", len(kept), err)
+	}
+	for _, r := range kept {
+		if r.Version == 1 {
+			t.Error("revision 1 was not pruned")
+		}
+	}
+}
+
+// History returns every revision whole, the summarised ones read by key.
+func TestHistoryReadsSummarisedRevisions(t *testing.T) {
+	ours, _, cs := recordStorages()
+	helm := newHelmActions(t, ours)
+	helm.install("one")
+	helm.upgrade("two")
+	ours.cache = cacheOf(t, cs)
+	ours.pending = func(string) bool { return false }
+
+	queried, err := ours.Query(chart.ReleaseRecordLabels("web"))
+	if err != nil || len(queried) != 2 || !isSummary(queried[0]) || isSummary(queried[1]) {
+		t.Fatalf("query: %v, %v; want v1 summarised and v2 whole", queried, err)
+	}
+	if queried[0].Info.Status != release.StatusSuperseded || queried[0].Version != 1 || queried[0].Namespace != "ns" {
+		t.Errorf("summary of v1: %+v", queried[0])
+	}
+	c := &actionClient{helm: fakeHistory{cfg: helm.cfg}}
+	rels, err := c.History("web")
+	if err != nil || len(rels) != 2 {
+		t.Fatalf("history: %v, %v", rels, err)
+	}
+	for _, r := range rels {
+		if isSummary(r) || r.Manifest == "" {
+			t.Errorf("revision %d is not whole", r.Version)
+		}
+	}
+}
+
+// fakeHistory is Helm's action client, for History.
+type fakeHistory struct {
+	helmclient.ActionInterface
+	cfg *action.Configuration
+}
+
+func (f fakeHistory) Config() *action.Configuration { return f.cfg }
+
+func (f fakeHistory) History(name string, _ ...helmclient.HistoryOption) ([]*release.Release, error) {
+	return action.NewHistory(f.cfg).Run(name)
 }

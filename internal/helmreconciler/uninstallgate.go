@@ -48,10 +48,15 @@ func (c *actionClient) Uninstall(name string, opts ...helmclient.UninstallOption
 	if !errors.Is(err, driver.ErrReleaseNotFound) {
 		opmetrics.ReleaseOperation(opmetrics.OperationUninstall, start, err)
 	}
-	if err == nil {
+	gone := err == nil || errors.Is(err, driver.ErrReleaseNotFound)
+	if gone {
+		// Records written by a failed install that Helm's client
+		// uninstalled are expected too (recordwrites.go).
 		c.g.expected.forget(c.releaseKey(name))
+	}
+	if err == nil {
 		c.g.recorder.Event(c.obj, corev1.EventTypeNormal, echov1alpha1.EventReasonReleaseUninstalled, "Uninstalled the release")
-	} else if !errors.Is(err, driver.ErrReleaseNotFound) {
+	} else if !gone {
 		c.g.log.Error(err, "Uninstalling release failed", "release", name)
 	}
 	return resp, err

@@ -101,6 +101,8 @@ func (f *fakeHelm) ActionClientFor(context.Context, client.Object) (helmclient.A
 	return f, nil
 }
 
+func (f *fakeHelm) Config() *action.Configuration { return &action.Configuration{} }
+
 func (f *fakeHelm) Install(name, _ string, _ *chart.Chart, _ map[string]any, opts ...helmclient.InstallOption) (*release.Release, error) {
 	i := &action.Install{}
 	for _, o := range opts {

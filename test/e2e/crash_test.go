@@ -5,11 +5,14 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"testing"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
+	"helm.sh/helm/v3/pkg/release"
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -18,40 +21,74 @@ import (
 	"github.com/echo-operator/echo-operator/internal/chart"
 )
 
-// killWhenReleasePending SIGKILLs the operator the moment the release of an
-// Echo is stored in the given pending status, runs act to start the Helm
-// operation, and reports whether the release was still pending after the
-// kill, that is, whether the kill landed inside the operation.
-func killWhenReleasePending(t *testing.T, key types.NamespacedName, status string, act func()) bool {
+// killWhenApplied runs act to start a Helm operation on an Echo's release,
+// SIGKILLs the operator the moment the release's Deployment shows the
+// operation applied (applied), and reports whether the kill landed inside
+// the operation: whether the revision it makes (revision) had no deployed
+// record yet. The operator writes that record last, once the objects are
+// applied, so a kill there leaves objects the release has no record of.
+func killWhenApplied(t *testing.T, key types.NamespacedName, revision int, applied func(*appsv1.Deployment) bool, act func()) bool {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	w, err := clientset.CoreV1().Secrets(key.Namespace).Watch(ctx, metav1.ListOptions{
-		LabelSelector: labels.SelectorFromSet(chart.ReleaseRecordLabels(chart.ReleaseName(key.Name))).String(),
+	w, err := clientset.AppsV1().Deployments(key.Namespace).Watch(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", key.Name).String(),
 	})
 	Expect(err).NotTo(HaveOccurred())
 	defer w.Stop()
 
 	act()
-	var pendingSecret string
+	killed := false
 	for ev := range w.ResultChan() {
-		s, ok := ev.Object.(*corev1.Secret)
-		if !ok || ev.Type == watch.Deleted || s.Labels[chart.ReleaseStatusLabel] != status {
+		d, ok := ev.Object.(*appsv1.Deployment)
+		if !ok || ev.Type == watch.Deleted || !applied(d) {
 			continue
 		}
 		op.kill()
-		pendingSecret = s.Name
+		killed = true
 		break
 	}
-	Expect(pendingSecret).NotTo(BeEmpty(), "the release never went %s", status)
+	Expect(killed).To(BeTrue(), "the release's Deployment never showed the operation applied")
 
-	s, err := clientset.CoreV1().Secrets(key.Namespace).Get(context.Background(), pendingSecret, metav1.GetOptions{})
-	Expect(err).NotTo(HaveOccurred())
-	landed := s.Labels[chart.ReleaseStatusLabel] == status
-	t.Logf("killed the operator during %s of %s: release %s left %s", status, key, pendingSecret, s.Labels[chart.ReleaseStatusLabel])
+	status := recordStatus(t, key, revision)
+	t.Logf("killed the operator once %s's Deployment was applied: revision %d %s", key, revision, status)
 	Expect(op.start()).To(Succeed())
-	return landed
+	return status != string(release.StatusDeployed)
 }
+
+// recordStatus is the status of a revision's release record; "no record"
+// when there is none.
+func recordStatus(t *testing.T, key types.NamespacedName, revision int) string {
+	t.Helper()
+	secrets, err := clientset.CoreV1().Secrets(key.Namespace).List(context.Background(), metav1.ListOptions{
+		LabelSelector: labels.SelectorFromSet(chart.ReleaseRecordLabels(chart.ReleaseName(key.Name))).String(),
+	})
+	Expect(err).NotTo(HaveOccurred())
+	for _, s := range secrets.Items {
+		if s.Labels[chart.ReleaseVersionLabel] == strconv.Itoa(revision) {
+			return s.Labels[chart.ReleaseStatusLabel]
+		}
+	}
+	return "no record"
+}
+
+// deploymentSays reports whether a Deployment's echo server answers with
+// message.
+func deploymentSays(message string) func(*appsv1.Deployment) bool {
+	return func(d *appsv1.Deployment) bool {
+		for _, c := range d.Spec.Template.Spec.Containers {
+			for _, e := range c.Env {
+				if e.Name == "ECHO_MESSAGE" && e.Value == message {
+					return true
+				}
+			}
+		}
+		return false
+	}
+}
+
+// exists is true of any Deployment.
+func exists(*appsv1.Deployment) bool { return true }
 
 // expectNoPendingRelease checks the stored history of an Echo's release.
 func expectNoPendingRelease(g Gomega, key types.NamespacedName) {
@@ -66,10 +103,12 @@ func expectNoPendingRelease(g Gomega, key types.NamespacedName) {
 }
 
 // The stock Helm operators leave a release pending-install or
-// pending-upgrade for good when they die mid-operation. Here the operator
-// is SIGKILLed inside real installs and upgrades, restarted, and must
-// converge. Each kind of kill is tried on fresh Echos until one lands
-// inside the operation (it takes a few milliseconds).
+// pending-upgrade for good when they die mid-operation. This operator
+// writes no pending record: killed once an install or upgrade applied its
+// objects and before its deployed record, it leaves objects without a
+// record. Here it is SIGKILLed there inside real installs and upgrades,
+// restarted, and must converge. Each kind of kill is tried on fresh Echos
+// until one lands inside the operation (it takes a few milliseconds).
 func TestOperatorKilledMidOperationConverges(t *testing.T) {
 	RegisterTestingT(t)
 	ctx := context.Background()
@@ -83,7 +122,7 @@ func TestOperatorKilledMidOperationConverges(t *testing.T) {
 		for i := 0; i < attempts && !landed; i++ {
 			key := types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("install-%d", i)}
 			keys = append(keys, key)
-			landed = killWhenReleasePending(t, key, "pending-install", func() {
+			landed = killWhenApplied(t, key, 1, exists, func() {
 				Expect(k8sClient.Create(ctx, &echov1alpha1.Echo{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name}})).To(Succeed())
 			})
 			waitReady(t, key, 1)
@@ -99,7 +138,7 @@ func TestOperatorKilledMidOperationConverges(t *testing.T) {
 			keys = append(keys, key)
 			Expect(k8sClient.Create(ctx, &echov1alpha1.Echo{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name}})).To(Succeed())
 			waitReady(t, key, 1)
-			landed = killWhenReleasePending(t, key, "pending-upgrade", func() {
+			landed = killWhenApplied(t, key, 2, deploymentSays("upgraded"), func() {
 				updateEcho(t, key, func(e *echov1alpha1.Echo) { e.Spec.Message = "upgraded" })
 			})
 			e := waitReady(t, key, 1)
