@@ -75,6 +75,7 @@ type heldRecord struct {
 // Create implements driver.Driver as Helm's Secrets driver does, holding
 // a pending revision.
 func (s *releaseStorage) Create(key string, rls *release.Release) error {
+	s.forgetRead(key)
 	if rls.Info != nil && rls.Info.Status.IsPending() {
 		return s.hold(key, rls)
 	}
@@ -114,6 +115,7 @@ func (s *releaseStorage) create(key string, rls *release.Release) error {
 // Update implements driver.Driver as Helm's Secrets driver does; the
 // first Update of a held revision creates its record.
 func (s *releaseStorage) Update(key string, rls *release.Release) error {
+	s.forgetRead(key)
 	if handled, err := s.writeHeld(key, rls); handled {
 		return err
 	}
@@ -205,6 +207,7 @@ func recordKey(name string, version int) string {
 // this returns an empty release rather than pay a read per revision
 // pruned. A held revision is dropped without a request.
 func (s *releaseStorage) Delete(key string) (*release.Release, error) {
+	s.forgetRead(key)
 	if s.dropHeld(key) {
 		return &release.Release{}, nil
 	}

@@ -59,6 +59,11 @@ type releaseStorage struct {
 	// held are the revisions created pending and not yet written, by key
 	// (recordwrites.go).
 	held map[string]*heldRecord
+	// read are the records this storage read, by key, until it writes or
+	// deletes them: an upgrade asks for the latest revision three times
+	// (Last, then the pruning's History and Deployed), which is one read
+	// and one decode.
+	read map[string]*release.Release
 }
 
 // storageDriverMapper returns the storage driver of an object's releases:
@@ -97,7 +102,49 @@ func (s *releaseStorage) Get(key string) (*release.Release, error) {
 	if rel, ok := s.heldRevision(key); ok {
 		return rel, nil
 	}
-	return s.Driver.Get(key)
+	return s.readRecord(key)
+}
+
+// readRecord reads a record through the driver once per storage, and
+// returns a copy of it each time: Helm changes the status and labels of
+// the revisions it is handed before writing them back.
+func (s *releaseStorage) readRecord(key string) (*release.Release, error) {
+	s.mu.Lock()
+	rel, ok := s.read[key]
+	s.mu.Unlock()
+	if !ok {
+		var err error
+		if rel, err = s.Driver.Get(key); err != nil {
+			return nil, err
+		}
+		s.mu.Lock()
+		if s.read == nil {
+			s.read = map[string]*release.Release{}
+		}
+		s.read[key] = rel
+		s.mu.Unlock()
+	}
+	return copyRelease(rel), nil
+}
+
+// forgetRead drops what was read of a record that is being written or
+// deleted.
+func (s *releaseStorage) forgetRead(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.read, key)
+}
+
+// copyRelease copies what Helm changes of a release it read (its info and
+// labels); the chart, values and manifest are shared, and only read.
+func copyRelease(rel *release.Release) *release.Release {
+	out := *rel
+	if rel.Info != nil {
+		info := *rel.Info
+		out.Info = &info
+	}
+	out.Labels = maps.Clone(rel.Labels)
+	return &out
 }
 
 // Query implements driver.Driver, with the held revisions the query
@@ -178,7 +225,7 @@ func (s *releaseStorage) readMatching(records []*corev1.Secret) ([]*release.Rele
 			out = append(out, s.recordSummary(rec))
 			continue
 		}
-		rel, err := s.Driver.Get(rec.Name)
+		rel, err := s.readRecord(rec.Name)
 		if errors.Is(err, driver.ErrReleaseNotFound) {
 			continue // deleted since the cache saw it
 		}
