@@ -48,7 +48,7 @@ func TestEchoCreateRendersChildrenAndBecomesReady(t *testing.T) {
 	Expect(svc.Spec.Ports[0].Port).To(BeEquivalentTo(80))
 
 	// The Deployment exists but no pod is available: not Ready yet, and
-	// an install's progress is held back (InstallStatusDelay).
+	// an install's progress is held back (DefaultRolloutStatusDelay).
 	Consistently(func(g Gomega) []metav1.Condition { return getEcho(g, key).Status.Conditions }, "1s", interval).
 		Should(BeEmpty(), "an install is reported once, when it is Ready")
 
