@@ -124,18 +124,26 @@ func releaseObjectUIDs(t *testing.T, key types.NamespacedName) map[string]types.
 	return out
 }
 
-func TestEchoAdoptsTheObjectsOfAnInstallLeftWithoutARecord(t *testing.T) {
-	RegisterTestingT(t)
+// pausedReadyEcho rolls out a new Echo, pauses its release reconciler and
+// returns its key, the UIDs of its release's objects and its release
+// storage, for a test to leave the release as an interrupted operation
+// would.
+func pausedReadyEcho(t *testing.T) (types.NamespacedName, map[string]types.UID, *storage.Storage) {
+	t.Helper()
 	ns := newNamespace(t)
 	key := types.NamespacedName{Namespace: ns, Name: "interrupted"}
 	createEcho(t, newEcho(ns, key.Name))
 	rollOut(t, key)
 	uids := releaseObjectUIDs(t, key)
-
-	// Hold the reconciler off, and leave the objects without a record, as
-	// a process killed before writing its deployed record would.
 	pauseEcho(t, key)
-	st := releaseStorage(ns)
+	return key, uids, releaseStorage(ns)
+}
+
+func TestEchoAdoptsTheObjectsOfAnInstallLeftWithoutARecord(t *testing.T) {
+	RegisterTestingT(t)
+	// Leave the objects without a record, as a process killed before
+	// writing its deployed record would.
+	key, uids, st := pausedReadyEcho(t)
 	history, err := st.History(key.Name)
 	Expect(err).NotTo(HaveOccurred())
 	for _, r := range history {
@@ -157,17 +165,10 @@ func TestEchoAdoptsTheObjectsOfAnInstallLeftWithoutARecord(t *testing.T) {
 
 func TestEchoUpgradesOverAnUpgradeLeftWithoutADeployedRecord(t *testing.T) {
 	RegisterTestingT(t)
-	ns := newNamespace(t)
-	key := types.NamespacedName{Namespace: ns, Name: "interrupted"}
-	createEcho(t, newEcho(ns, key.Name))
-	rollOut(t, key)
-	uids := releaseObjectUIDs(t, key)
-
-	// Hold the reconciler off, and leave the deployed revision superseded
-	// with no revision after it, as a process killed between the two
-	// record writes of an upgrade would.
-	pauseEcho(t, key)
-	st := releaseStorage(ns)
+	// Leave the deployed revision superseded with no revision after it,
+	// as a process killed between the two record writes of an upgrade
+	// would.
+	key, uids, st := pausedReadyEcho(t)
 	deployed, err := st.Last(key.Name)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(deployed.Info.Status).To(Equal(release.StatusDeployed))
