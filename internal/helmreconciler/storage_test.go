@@ -75,14 +75,7 @@ func TestReleaseStorageQuery(t *testing.T) {
 
 	newStorage := func(t *testing.T, pending bool) (*releaseStorage, *countingDriver) {
 		t.Helper()
-		scheme := runtime.NewScheme()
-		if err := corev1.AddToScheme(scheme); err != nil {
-			t.Fatal(err)
-		}
-		b := fake.NewClientBuilder().WithScheme(scheme)
-		if err := releaserecords.IndexByRelease(context.Background(), builderIndexer{b}); err != nil {
-			t.Fatal(err)
-		}
+		b := releaseSecretsCache(t)
 		mem := driver.NewMemory()
 		for _, s := range append(append([]*corev1.Secret{}, stored...), gone) {
 			b = b.WithObjects(s.DeepCopy())
@@ -149,9 +142,9 @@ func mustAtoi(t *testing.T, s string) int {
 	return n
 }
 
-// cacheOf is a cache holding the release Secrets cs holds, as the
-// manager's cache transforms them.
-func cacheOf(t *testing.T, cs *k8sfake.Clientset) client.Reader {
+// releaseSecretsCache builds a client of Secrets indexed by release name,
+// as the manager's cache is.
+func releaseSecretsCache(t *testing.T) *fake.ClientBuilder {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := corev1.AddToScheme(scheme); err != nil {
@@ -161,6 +154,14 @@ func cacheOf(t *testing.T, cs *k8sfake.Clientset) client.Reader {
 	if err := releaserecords.IndexByRelease(context.Background(), builderIndexer{b}); err != nil {
 		t.Fatal(err)
 	}
+	return b
+}
+
+// cacheOf is a cache holding the release Secrets cs holds, as the
+// manager's cache transforms them.
+func cacheOf(t *testing.T, cs *k8sfake.Clientset) client.Reader {
+	t.Helper()
+	b := releaseSecretsCache(t)
 	list, err := cs.CoreV1().Secrets("ns").List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
