@@ -83,13 +83,7 @@ func TestEchoRecoversAReleaseLeftPendingUpgrade(t *testing.T) {
 	pending.Info = &release.Info{Status: release.StatusPendingUpgrade, LastDeployed: helmtime.Now(), Description: "Upgrade started"}
 	Expect(st.Create(&pending)).To(Succeed())
 
-	updateEcho(t, key, func(e *echov1alpha1.Echo) {
-		e.Annotations = nil
-		e.Spec.Message = "after the crash"
-	})
-	e := rollOut(t, key)
-	d := getDeployment(t, key, e.Generation)
-	Expect(d.Spec.Template.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "ECHO_MESSAGE", Value: "after the crash"}))
+	resumeWithAChange(t, key)
 
 	history, err := st.History(key.Name)
 	Expect(err).NotTo(HaveOccurred())
@@ -139,6 +133,19 @@ func pausedReadyEcho(t *testing.T) (types.NamespacedName, map[string]types.UID, 
 	return key, uids, releaseStorage(ns)
 }
 
+// resumeWithAChange lifts the pause of an Echo with a change of its spec,
+// and waits for the change to be rolled out.
+func resumeWithAChange(t *testing.T, key types.NamespacedName) {
+	t.Helper()
+	updateEcho(t, key, func(e *echov1alpha1.Echo) {
+		e.Annotations = nil
+		e.Spec.Message = "after the crash"
+	})
+	e := rollOut(t, key)
+	d := getDeployment(t, key, e.Generation)
+	Expect(d.Spec.Template.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "ECHO_MESSAGE", Value: "after the crash"}))
+}
+
 func TestEchoAdoptsTheObjectsOfAnInstallLeftWithoutARecord(t *testing.T) {
 	RegisterTestingT(t)
 	// Leave the objects without a record, as a process killed before
@@ -175,13 +182,7 @@ func TestEchoUpgradesOverAnUpgradeLeftWithoutADeployedRecord(t *testing.T) {
 	deployed.Info.Status = release.StatusSuperseded
 	Expect(st.Update(deployed)).To(Succeed())
 
-	updateEcho(t, key, func(e *echov1alpha1.Echo) {
-		e.Annotations = nil
-		e.Spec.Message = "after the crash"
-	})
-	e := rollOut(t, key)
-	d := getDeployment(t, key, e.Generation)
-	Expect(d.Spec.Template.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "ECHO_MESSAGE", Value: "after the crash"}))
+	resumeWithAChange(t, key)
 
 	last, err := st.Last(key.Name)
 	Expect(err).NotTo(HaveOccurred())
