@@ -121,11 +121,13 @@ func (r *EchoStatusReconciler) observe(ctx context.Context, echo *echov1alpha1.E
 			return w, err
 		}
 	}
-	if w.untrustedRecords, err = untrustedReleaseRecords(ctx, r.Client, echo); err != nil {
+	records, err := releaserecords.CachedRecords(ctx, r.Client, echo.Namespace, echo.Name)
+	if err != nil {
 		return w, err
 	}
-	w.deployed, err = releaserecords.CachedDeployed(ctx, r.Client, echo.Namespace, echo.Name, echo.UID)
-	return w, err
+	w.untrustedRecords = untrustedReleaseRecords(records)
+	w.deployed = releaserecords.DeployedIn(records, echo.UID)
+	return w, nil
 }
 
 // getDeployment reads the Echo's Deployment from the cache or, when the

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"helm.sh/helm/v3/pkg/release"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,17 +18,14 @@ import (
 	"github.com/echo-operator/echo-operator/internal/releasetrust"
 )
 
-// untrustedReleaseRecords names the cached release Secrets of an Echo that
-// did not verify: Secrets of its namespace that carry Helm's release labels
-// with its name, which echo-operator did not write or which were changed
-// since. The Helm release reconciler never sees them (see releasetrust);
-// the Echo reports them, so that whoever can write Secrets there learns
-// what is ignored and why an upgrade may be blocked.
-func untrustedReleaseRecords(ctx context.Context, c client.Reader, echo *echov1alpha1.Echo) ([]string, error) {
-	records, err := releaserecords.CachedRecords(ctx, c, echo.Namespace, echo.Name)
-	if err != nil {
-		return nil, err
-	}
+// untrustedReleaseRecords names, among the cached release Secrets of an
+// Echo (releaserecords.CachedRecords: Secrets of its namespace that carry
+// Helm's release labels with its name), those that did not verify: the
+// operator did not write them, or they were changed since. The Helm
+// release reconciler never sees them (see releasetrust); the Echo reports
+// them, so that whoever can write Secrets there learns what is ignored and
+// why an upgrade may be blocked.
+func untrustedReleaseRecords(records []corev1.Secret) []string {
 	var names []string
 	for i := range records {
 		if !releasetrust.CachedVerified(&records[i]) {
@@ -35,7 +33,7 @@ func untrustedReleaseRecords(ctx context.Context, c client.Reader, echo *echov1a
 		}
 	}
 	slices.Sort(names)
-	return names, nil
+	return names
 }
 
 // maxNamedRecords bounds the names a condition message lists.

@@ -212,21 +212,18 @@ func CachedLatest(ctx context.Context, c client.Reader, namespace, name string, 
 	return rel, hasManifest, nil
 }
 
-// CachedDeployed returns the newest verified revision of a release whose
-// status is deployed and that belongs to owner, as cached: its version,
-// fingerprint label, manifest and notes. It is nil when there is none.
-func CachedDeployed(ctx context.Context, c client.Reader, namespace, name string, owner types.UID) (*release.Release, error) {
-	secrets, err := CachedRecords(ctx, c, namespace, name)
-	if err != nil {
-		return nil, err
-	}
+// DeployedIn returns, among a release's cached records (CachedRecords),
+// the newest verified revision whose status is deployed and that belongs
+// to owner, as cached: its version, fingerprint label, manifest and
+// notes. It is nil when there is none.
+func DeployedIn(secrets []corev1.Secret, owner types.UID) *release.Release {
 	deployed := newestRecord(secrets, func(s *corev1.Secret) bool {
 		return s.Labels[chart.ReleaseStatusLabel] == string(release.StatusDeployed) && ownedBy(s, owner)
 	})
 	if deployed == nil {
-		return nil, nil
+		return nil
 	}
-	return cachedRelease(deployed), nil
+	return cachedRelease(deployed)
 }
 
 // newestRecord returns the verified record of the highest version among

@@ -298,7 +298,7 @@ func TestCachedLatest(t *testing.T) {
 	}
 }
 
-func TestCachedDeployed(t *testing.T) {
+func TestDeployedIn(t *testing.T) {
 	const owner, other = types.UID("echo-uid"), types.UID("old-uid")
 	tests := []struct {
 		name        string
@@ -334,10 +334,11 @@ func TestCachedDeployed(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := CachedDeployed(context.Background(), cachedSecrets(t, tt.secrets), "ns", "web", owner)
+			records, err := CachedRecords(context.Background(), cachedSecrets(t, tt.secrets), "ns", "web")
 			if err != nil {
 				t.Fatal(err)
 			}
+			got := DeployedIn(records, owner)
 			if tt.wantVersion == 0 {
 				if got != nil {
 					t.Fatalf("got revision %d, want none", got.Version)
