@@ -1,7 +1,10 @@
 package v1alpha1
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // The affinity of an Echo is a pod's affinity (corev1.Affinity), field for
@@ -16,19 +19,20 @@ import (
 // a pod's rules (label keys and values, operators and their values, node
 // fields, namespace names), so that the Deployment the chart renders is
 // never refused for them. docs/api.md tabulates the bounds and rules and
-// the largest spec admitted.
+// the largest spec admitted. The data mover's settings (MoverSettings)
+// take the same type, which CoreAffinity turns into a pod's.
 
-// Affinity of the echo server pods, as a pod's affinity.
+// Affinity of the echo server pods, or of the data mover's, as a pod's affinity.
 //
 // +kubebuilder:validation:XValidation:rule="size(self.?nodeAffinity.?requiredDuringSchedulingIgnoredDuringExecution.?nodeSelectorTerms.orValue([])) + size(self.?nodeAffinity.?preferredDuringSchedulingIgnoredDuringExecution.orValue([])) + size(self.?podAffinity.?requiredDuringSchedulingIgnoredDuringExecution.orValue([])) + size(self.?podAffinity.?preferredDuringSchedulingIgnoredDuringExecution.orValue([])) + size(self.?podAntiAffinity.?requiredDuringSchedulingIgnoredDuringExecution.orValue([])) + size(self.?podAntiAffinity.?preferredDuringSchedulingIgnoredDuringExecution.orValue([])) <= 8",message="affinity holds at most 8 terms in all (node selector terms, preferred terms and pod affinity terms, required or preferred): merge terms or drop some"
 type Affinity struct {
 	// NodeAffinity: the nodes the pods may, or prefer to, run on.
 	// +optional
 	NodeAffinity *NodeAffinity `json:"nodeAffinity,omitempty"`
-	// PodAffinity: pods the echo server pods run near.
+	// PodAffinity: pods these pods run near.
 	// +optional
 	PodAffinity *PodAffinity `json:"podAffinity,omitempty"`
-	// PodAntiAffinity: pods the echo server pods run away from.
+	// PodAntiAffinity: pods these pods run away from.
 	// +optional
 	PodAntiAffinity *PodAffinity `json:"podAntiAffinity,omitempty"`
 }
@@ -136,7 +140,7 @@ type WeightedPodAffinityTerm struct {
 }
 
 // PodAffinityTerm selects pods, and the topology domain they must (or must
-// not) share with the echo server pods.
+// not) share with these pods.
 //
 // +kubebuilder:validation:XValidation:rule="size(self.?labelSelector.?matchLabels.orValue({})) + size(self.?labelSelector.?matchExpressions.orValue([])) + size(self.?namespaceSelector.?matchLabels.orValue({})) + size(self.?namespaceSelector.?matchExpressions.orValue([])) + size(self.?namespaces.orValue([])) + size(self.?matchLabelKeys.orValue([])) + size(self.?mismatchLabelKeys.orValue([])) <= 8",message="a pod affinity term holds at most 8 items (matchLabels entries and matchExpressions of its two selectors, namespaces, matchLabelKeys and mismatchLabelKeys together)"
 // +kubebuilder:validation:XValidation:rule="size(self.topologyKey) + (has(self.namespaces) ? self.namespaces.map(k, size(k)).sum() : 0) + (has(self.matchLabelKeys) ? self.matchLabelKeys.map(k, size(k)).sum() : 0) + (has(self.mismatchLabelKeys) ? self.mismatchLabelKeys.map(k, size(k)).sum() : 0) + (has(self.labelSelector) && has(self.labelSelector.matchLabels) ? self.labelSelector.matchLabels.map(k, size(k) + size(self.labelSelector.matchLabels[k])).sum() : 0) + (has(self.labelSelector) ? (has(self.labelSelector.matchExpressions) ? self.labelSelector.matchExpressions.map(r, size(r.key) + (has(r.values) ? r.values.map(v, size(v)).sum() : 0)).sum() : 0) : 0) + (has(self.namespaceSelector) && has(self.namespaceSelector.matchLabels) ? self.namespaceSelector.matchLabels.map(k, size(k) + size(self.namespaceSelector.matchLabels[k])).sum() : 0) + (has(self.namespaceSelector) ? (has(self.namespaceSelector.matchExpressions) ? self.namespaceSelector.matchExpressions.map(r, size(r.key) + (has(r.values) ? r.values.map(v, size(v)).sum() : 0)).sum() : 0) : 0) <= 1024",message="a pod affinity term's keys and values (topologyKey, namespaces, label keys and both selectors) hold at most 1024 characters in all: select on a label the pods share rather than listing values"
@@ -165,8 +169,8 @@ type PodAffinityTerm struct {
 	// NamespaceSelector selects the namespaces the pods are looked for in.
 	// +optional
 	NamespaceSelector *LabelSelector `json:"namespaceSelector,omitempty"`
-	// MatchLabelKeys: label keys whose values, read from the echo server
-	// pod, are added to labelSelector with In.
+	// MatchLabelKeys: label keys whose values, read from the pod itself,
+	// are added to labelSelector with In.
 	// +kubebuilder:validation:MaxItems=8
 	// +kubebuilder:validation:items:MaxLength=317
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && (!k.contains('/') || k.indexOf('/') <= 253))",message="matchLabelKeys are label keys: an optional DNS subdomain prefix of at most 253 characters and '/', then a name of at most 63 characters (letters, digits, '-', '_' and '.', starting and ending with a letter or digit)"
@@ -219,4 +223,88 @@ type LabelSelectorRequirement struct {
 	// +listType=atomic
 	// +optional
 	Values []string `json:"values,omitempty"`
+}
+
+// CoreAffinity returns the affinity as a pod takes it; nil for none.
+func CoreAffinity(in *Affinity) *corev1.Affinity {
+	if in == nil {
+		return nil
+	}
+	return &corev1.Affinity{
+		NodeAffinity:    coreNodeAffinity(in.NodeAffinity),
+		PodAffinity:     corePodAffinity(in.PodAffinity),
+		PodAntiAffinity: (*corev1.PodAntiAffinity)(corePodAffinity(in.PodAntiAffinity)),
+	}
+}
+
+func coreNodeAffinity(in *NodeAffinity) *corev1.NodeAffinity {
+	if in == nil {
+		return nil
+	}
+	out := &corev1.NodeAffinity{}
+	if req := in.RequiredDuringSchedulingIgnoredDuringExecution; req != nil {
+		out.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{NodeSelectorTerms: convertAll(req.NodeSelectorTerms, coreNodeSelectorTerm)}
+	}
+	out.PreferredDuringSchedulingIgnoredDuringExecution = convertAll(in.PreferredDuringSchedulingIgnoredDuringExecution,
+		func(t PreferredSchedulingTerm) corev1.PreferredSchedulingTerm {
+			return corev1.PreferredSchedulingTerm{Weight: t.Weight, Preference: coreNodeSelectorTerm(t.Preference)}
+		})
+	return out
+}
+
+func coreNodeSelectorTerm(in NodeSelectorTerm) corev1.NodeSelectorTerm {
+	req := func(r NodeSelectorRequirement) corev1.NodeSelectorRequirement {
+		return corev1.NodeSelectorRequirement{Key: r.Key, Operator: r.Operator, Values: slices.Clone(r.Values)}
+	}
+	return corev1.NodeSelectorTerm{MatchExpressions: convertAll(in.MatchExpressions, req), MatchFields: convertAll(in.MatchFields, req)}
+}
+
+// corePodAffinity converts a pod affinity or, as the same Go type, a pod
+// anti-affinity.
+func corePodAffinity(in *PodAffinity) *corev1.PodAffinity {
+	if in == nil {
+		return nil
+	}
+	return &corev1.PodAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: convertAll(in.RequiredDuringSchedulingIgnoredDuringExecution, corePodAffinityTerm),
+		PreferredDuringSchedulingIgnoredDuringExecution: convertAll(in.PreferredDuringSchedulingIgnoredDuringExecution,
+			func(t WeightedPodAffinityTerm) corev1.WeightedPodAffinityTerm {
+				return corev1.WeightedPodAffinityTerm{Weight: t.Weight, PodAffinityTerm: corePodAffinityTerm(t.PodAffinityTerm)}
+			}),
+	}
+}
+
+func corePodAffinityTerm(in PodAffinityTerm) corev1.PodAffinityTerm {
+	return corev1.PodAffinityTerm{
+		LabelSelector:     coreLabelSelector(in.LabelSelector),
+		Namespaces:        slices.Clone(in.Namespaces),
+		TopologyKey:       in.TopologyKey,
+		NamespaceSelector: coreLabelSelector(in.NamespaceSelector),
+		MatchLabelKeys:    slices.Clone(in.MatchLabelKeys),
+		MismatchLabelKeys: slices.Clone(in.MismatchLabelKeys),
+	}
+}
+
+func coreLabelSelector(in *LabelSelector) *metav1.LabelSelector {
+	if in == nil {
+		return nil
+	}
+	return &metav1.LabelSelector{
+		MatchLabels: CoreNodeSelector(in.MatchLabels),
+		MatchExpressions: convertAll(in.MatchExpressions, func(r LabelSelectorRequirement) metav1.LabelSelectorRequirement {
+			return metav1.LabelSelectorRequirement{Key: r.Key, Operator: metav1.LabelSelectorOperator(r.Operator), Values: slices.Clone(r.Values)}
+		}),
+	}
+}
+
+// convertAll converts each item of a list; nil stays nil.
+func convertAll[In, Out any](in []In, convert func(In) Out) []Out {
+	if in == nil {
+		return nil
+	}
+	out := make([]Out, 0, len(in))
+	for _, v := range in {
+		out = append(out, convert(v))
+	}
+	return out
 }

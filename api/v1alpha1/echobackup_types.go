@@ -128,6 +128,14 @@ type EchoBackupSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Deletion Policy"
 	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+
+	// Mover places and sizes the pods of the backup's Jobs (the backup,
+	// and the artifact deletion): each field set here wins over the
+	// EchoBackupLocation's that storage.locationRef names, which wins over
+	// the operator's default.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Data Mover"
+	Mover *MoverSettings `json:"mover,omitempty"`
 }
 
 // EchoBackupStatus is the observed state of an EchoBackup.

@@ -34,6 +34,13 @@ type EchoBackupLocationSpec struct {
 	// +required
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="S3"
 	S3 S3Storage `json:"s3"`
+
+	// Mover places and sizes the data mover's pods of the backups and
+	// restores that use this location (an Echo's final backup among
+	// them), for each field they do not set themselves.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Data Mover"
+	Mover *MoverSettings `json:"mover,omitempty"`
 }
 
 // EchoBackupLocationStatus reports a location's deletion, held while it is

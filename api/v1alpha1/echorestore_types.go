@@ -160,6 +160,15 @@ type EchoRestoreSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Timeout"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// Mover places and sizes the pods of the restore's Jobs (inspect and
+	// restore): each field set here wins over the EchoBackupLocation's
+	// that the source's storage names (its storage.locationRef, the
+	// EchoBackup's, or the stored backup's location), which wins over the
+	// operator's default.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Data Mover"
+	Mover *MoverSettings `json:"mover,omitempty"`
 }
 
 // EchoRestoreStatus is the observed state of an EchoRestore.

@@ -43,6 +43,19 @@ const conditionJSON = `{"type":"Ready","status":"True","reason":"Test","message"
 const s3StorageJSON = `{"s3":{"bucket":"echo-backups","endpoint":"https://s3.example.test",
 	"credentialsSecretRef":{"name":"s3-credentials"}}}`
 
+// moverJSON is valid data mover settings with one item in each list.
+const moverJSON = `{
+	"resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "64Mi"}},
+	"tolerations": [{"key": "dedicated", "operator": "Equal", "value": "storage", "effect": "NoExecute", "tolerationSeconds": 60}],
+	"affinity": {
+		"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+			{"weight": 1, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}}]},
+		"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+			{"weight": 1, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname"}}]},
+		"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+			{"weight": 1, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname"}}]}
+	}}`
+
 var (
 	echoDecode = decodeKind{&echov1alpha1.Echo{}, "echoes", `{
 		"replicas": 1,
@@ -58,10 +71,11 @@ var (
 		}}`, `{
 		"lastSuccessfulBackup": {"name": "web-1", "completionTime": "2024-01-01T00:00:00Z"},
 		"nextScheduledBackup": {"schedule": "daily", "time": "2024-01-01T00:00:00Z"}}`}
-	backupDecode   = decodeKind{&echov1alpha1.EchoBackup{}, "echobackups", `{"echoName": "missing", "storage": ` + s3StorageJSON + `}`, ""}
+	backupDecode = decodeKind{&echov1alpha1.EchoBackup{}, "echobackups",
+		`{"echoName": "missing", "storage": ` + s3StorageJSON + `, "mover": ` + moverJSON + `}`, ""}
 	scheduleDecode = decodeKind{&echov1alpha1.EchoBackupSchedule{}, "echobackupschedules", `{"schedule": "@daily", "suspend": true,
-		"template": {"echoName": "missing", "storage": ` + s3StorageJSON + `}}`, ""}
-	restoreDecode = decodeKind{&echov1alpha1.EchoRestore{}, "echorestores", `{"source": {"backupName": "missing"}}`, ""}
+		"template": {"echoName": "missing", "storage": ` + s3StorageJSON + `, "mover": ` + moverJSON + `}}`, ""}
+	restoreDecode = decodeKind{&echov1alpha1.EchoRestore{}, "echorestores", `{"source": {"backupName": "missing"}, "mover": ` + moverJSON + `}`, ""}
 
 	decodeKinds = []decodeKind{echoDecode, backupDecode, scheduleDecode, restoreDecode}
 )
