@@ -74,8 +74,10 @@ func moverLabels(app, echoName, ownerLabel, ownerName string) map[string]string 
 }
 
 // moverJob is a data mover Job running pod once (with moverRetries for
-// retryable failures), for at most deadline seconds.
-func moverJob(namespace, name string, labels map[string]string, deadline int64, pod corev1.PodSpec) *batchv1.Job {
+// retryable failures), for at most deadline seconds, placed and sized by
+// the settings of m (place) over the pod's defaults.
+func moverJob(m moverSettings, namespace, name string, labels map[string]string, deadline int64, pod corev1.PodSpec) *batchv1.Job {
+	place(&pod, m.placement)
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels},
 		Spec: batchv1.JobSpec{
@@ -113,10 +115,12 @@ func moverFailurePolicy() *batchv1.PodFailurePolicy {
 }
 
 // moverSettings is what every data mover pod runs with, whichever Job:
-// the operator's image, and the environment the operator passes on.
+// the operator's image, the environment the operator passes on, and the
+// placement of the object the Job works for (moverFor).
 type moverSettings struct {
-	image string
-	env   []corev1.EnvVar
+	image     string
+	env       []corev1.EnvVar
+	placement echov1alpha1.MoverSettings
 }
 
 // moverPod is the pod of a data mover Job running command with args and

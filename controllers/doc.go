@@ -49,6 +49,7 @@
 //   - jobs.go: creating, reading and removing Jobs, only of a Job the
 //     operator created for its owner (recorded by UID or signed);
 //   - datamover_job.go: the data mover's pod, storage and failure policy;
+//   - datamover_placement.go: its resources and scheduling, from spec.mover;
 //   - finalizers.go: adding and removing a finalizer;
 //   - indexes.go: cache indexes more than one controller reads;
 //   - ratelimit.go: the retry rate limiter and queue of every controller;

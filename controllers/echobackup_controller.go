@@ -214,7 +214,7 @@ func (r *EchoBackupReconciler) ensureJob(ctx context.Context, b *echov1alpha1.Ec
 		return nil, err
 	}
 	job, created, err := ensureOwnedJob(ctx, r.Client, r.APIReader, r.Scheme, backupWork(r.JobSigner, b), &b.Status.Jobs,
-		backupJob(b, echo, storage, moverSettings{image: r.MoverImage, env: r.MoverEnv}),
+		backupJob(b, echo, storage, moverFor(r.MoverImage, r.MoverEnv, b.Spec.Mover, loc)),
 		allChecks(dataClaimCheck(r.APIReader, echo), newArtifactCheck(r.APIReader, b.Namespace, loc, storage, r.StorageEndpoints)))
 	if err != nil || !created {
 		return job, err

@@ -159,14 +159,14 @@ func (r *EchoBackupReconciler) deleteJobNotOwned(ctx context.Context, b *echov1a
 // EchoBackup is then let go with its artifact left in place, rather than
 // hold up the namespace for ever.
 func (r *EchoBackupReconciler) startDeleteJob(ctx context.Context, b *echov1alpha1.EchoBackup) (ctrl.Result, error) {
-	storage, _, err := resolveStorage(ctx, r.Client, r.APIReader, b.Namespace, b.Spec.Storage)
+	storage, loc, err := resolveStorage(ctx, r.Client, r.APIReader, b.Namespace, b.Spec.Storage)
 	if err == nil {
 		err = storageOptedIn(ctx, r.APIReader, b.Namespace, storage, r.StorageEndpoints)
 	}
 	if err != nil {
 		return r.deleteRefused(b, err)
 	}
-	job := deleteJob(b, storage, moverSettings{image: r.MoverImage, env: r.MoverEnv})
+	job := deleteJob(b, storage, moverFor(r.MoverImage, r.MoverEnv, b.Spec.Mover, loc))
 	orig := b.DeepCopy()
 	created, err := createJob(ctx, r.Client, r.APIReader, deleteWork(r.JobSigner, b), &b.Status.Jobs, job)
 	if refused, ok := asJobNotOwned(err); ok {

@@ -78,7 +78,7 @@ func backupJob(b *echov1alpha1.EchoBackup, echo *echov1alpha1.Echo, storage echo
 	pod.Affinity = dataAffinity(echo)
 	pod.NodeSelector = echov1alpha1.CoreNodeSelector(echo.Spec.NodeSelector)
 	pod.Tolerations = echov1alpha1.CoreTolerations(echo.Spec.Tolerations)
-	return moverJob(b.Namespace, backupJobName(b), backupLabels(b), backupDeadline, pod)
+	return moverJob(m, b.Namespace, backupJobName(b), backupLabels(b), backupDeadline, pod)
 }
 
 // deleteJob is the Job that deletes a backup's artifact from storage, the
@@ -94,7 +94,7 @@ func backupJob(b *echov1alpha1.EchoBackup, echo *echov1alpha1.Echo, storage echo
 func deleteJob(b *echov1alpha1.EchoBackup, storage echov1alpha1.BackupStorage, m moverSettings) *batchv1.Job {
 	args := []string{moverprotocol.Arg(moverprotocol.FlagKey, artifactKey(b))}
 	pod := moverPod(m, moverprotocol.Delete, args, storage, nil, nil, storeClientResources)
-	job := moverJob(b.Namespace, deleteJobName(b), backupLabels(b), deleteDeadline, pod)
+	job := moverJob(m, b.Namespace, deleteJobName(b), backupLabels(b), deleteDeadline, pod)
 	job.Annotations = map[string]string{echov1alpha1.BackupUIDAnnotation: string(b.UID)}
 	job.Spec.TTLSecondsAfterFinished = ptr.To(deleteJobTTL)
 	return job

@@ -130,13 +130,15 @@ func (r *EchoRestoreReconciler) reconcileRestore(ctx context.Context, rs *echov1
 	if err != nil || src == nil {
 		return ctrl.Result{}, err
 	}
-	if src.storage, _, err = resolveStorage(ctx, r.Client, r.APIReader, rs.Namespace, src.storage); err != nil {
+	storage, loc, err := resolveStorage(ctx, r.Client, r.APIReader, rs.Namespace, src.storage)
+	if err != nil {
 		if refused, ok := asLocationUnavailable(err); ok {
 			r.fail(rs, echov1alpha1.RestoreReasonLocationUnavailable, refused.message("restore again: this EchoRestore has failed for good"))
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
+	src.resolved(storage, loc)
 	// The finalizer gives a quiesced Echo back if the restore is deleted:
 	// it is in place before the restore quiesces anything.
 	if err := ensureFinalizer(ctx, r.Client, rs, echov1alpha1.RestoreFinalizer, true); err != nil {
@@ -220,13 +222,13 @@ func (r *EchoRestoreReconciler) resolveStoredBackup(ctx context.Context, rs *ech
 	if echoName == "" {
 		echoName = strings.Split(key, "/")[1]
 	}
-	return &restoreSource{storage: echov1alpha1.BackupStorage{S3: loc.Spec.S3.DeepCopy()}, key: key, echoName: echoName}, nil
+	return &restoreSource{storage: echov1alpha1.BackupStorage{S3: loc.Spec.S3.DeepCopy()}, key: key, echoName: echoName, location: loc}, nil
 }
 
 // inspectArtifact runs the inspect Job and returns its result once it
 // has one; nil while it runs or when the restore failed.
 func (r *EchoRestoreReconciler) inspectArtifact(ctx context.Context, rs *echov1alpha1.EchoRestore, src *restoreSource) (*moverprotocol.Inspection, ctrl.Result, error) {
-	job, err := r.ensureJob(ctx, rs, inspectJob(rs, *src, moverSettings{image: r.MoverImage, env: r.MoverEnv}),
+	job, err := r.ensureJob(ctx, rs, inspectJob(rs, *src, moverFor(r.MoverImage, r.MoverEnv, rs.Spec.Mover, src.location)),
 		storageOptInCheck(r.APIReader, rs.Namespace, src.storage, r.StorageEndpoints))
 	if err != nil || job == nil {
 		return nil, ctrl.Result{}, err
@@ -258,7 +260,7 @@ func (r *EchoRestoreReconciler) restoreData(ctx context.Context, rs *echov1alpha
 		r.progress(rs, echov1alpha1.RestoreReasonQuiescing, why)
 		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
 	}
-	job, err := r.ensureJob(ctx, rs, restoreJob(rs, *src, echo, moverSettings{image: r.MoverImage, env: r.MoverEnv}),
+	job, err := r.ensureJob(ctx, rs, restoreJob(rs, *src, echo, moverFor(r.MoverImage, r.MoverEnv, rs.Spec.Mover, src.location)),
 		allChecks(dataClaimCheck(r.APIReader, echo), storageOptInCheck(r.APIReader, rs.Namespace, src.storage, r.StorageEndpoints)))
 	if err != nil || job == nil {
 		return ctrl.Result{}, err

@@ -28,6 +28,19 @@ type restoreSource struct {
 	storage  echov1alpha1.BackupStorage
 	key      string
 	echoName string // the Echo to restore into
+	// location is the EchoBackupLocation the storage came from, whose
+	// mover settings the restore's Jobs inherit; nil for none.
+	location *echov1alpha1.EchoBackupLocation
+}
+
+// resolved takes the source's storage as resolveStorage resolved it, and
+// the location it named, if any: a stored backup's storage is its
+// location's already, and keeps that location.
+func (src *restoreSource) resolved(storage echov1alpha1.BackupStorage, loc *echov1alpha1.EchoBackupLocation) {
+	src.storage = storage
+	if loc != nil {
+		src.location = loc
+	}
 }
 
 // inspectJobName is the name of the Job that reads a restore's manifest.
@@ -46,7 +59,7 @@ func restoreLabels(rs *echov1alpha1.EchoRestore, echoName string) map[string]str
 func inspectJob(rs *echov1alpha1.EchoRestore, src restoreSource, m moverSettings) *batchv1.Job {
 	args := []string{moverprotocol.Arg(moverprotocol.FlagKey, src.key)}
 	pod := moverPod(m, moverprotocol.Inspect, args, src.storage, nil, nil, storeClientResources)
-	return moverJob(rs.Namespace, inspectJobName(rs), restoreLabels(rs, src.echoName), jobDeadline(rs, inspectJobLimit), pod)
+	return moverJob(m, rs.Namespace, inspectJobName(rs), restoreLabels(rs, src.echoName), jobDeadline(rs, inspectJobLimit), pod)
 }
 
 // restoreJob is the Job that puts a backup's data into the Echo's claim,
@@ -65,7 +78,7 @@ func restoreJob(rs *echov1alpha1.EchoRestore, src restoreSource, echo *echov1alp
 		[]corev1.Volume{dataVolume(echo, false)}, []corev1.VolumeMount{dataMount(false)}, dataMoverResources)
 	pod.NodeSelector = echov1alpha1.CoreNodeSelector(echo.Spec.NodeSelector)
 	pod.Tolerations = echov1alpha1.CoreTolerations(echo.Spec.Tolerations)
-	return moverJob(rs.Namespace, restoreJobName(rs), restoreLabels(rs, echo.Name), jobDeadline(rs, restoreJobLimit), pod)
+	return moverJob(m, rs.Namespace, restoreJobName(rs), restoreLabels(rs, echo.Name), jobDeadline(rs, restoreJobLimit), pod)
 }
 
 func existingDataPolicy(rs *echov1alpha1.EchoRestore) echov1alpha1.ExistingDataPolicy {
