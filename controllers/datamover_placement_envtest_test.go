@@ -6,9 +6,11 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 )
@@ -43,9 +45,19 @@ func expectPlaced(t *testing.T, pod corev1.PodSpec, requests, limits corev1.Reso
 	Expect(pod.PriorityClassName).To(Equal(priorityClass))
 }
 
+// ensurePriorityClass creates a PriorityClass of that name, once for
+// every test that needs it, and deletes it after the test.
+func ensurePriorityClass(t *testing.T, name string) {
+	t.Helper()
+	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: 100}
+	Expect(client.IgnoreAlreadyExists(k8sClient.Create(context.Background(), pc))).To(Succeed())
+	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), pc) })
+}
+
 // TestMoverJobsTakeTheSettings: a backup's Job runs with the backup's own
-// mover settings; a backup, a restore and an Echo's final backup that use
-// a location take the location's for each field they do not set.
+// mover settings; a backup, the deletion of its artifact, a restore and an
+// Echo's final backup that use a location take the location's for each
+// field they do not set.
 func TestMoverJobsTakeTheSettings(t *testing.T) {
 	RegisterTestingT(t)
 	ctx := context.Background()
@@ -93,6 +105,18 @@ func TestMoverJobsTakeTheSettings(t *testing.T) {
 		b.Spec.Mover = &echov1alpha1.MoverSettings{PriorityClassName: "backup-own"}
 		Expect(k8sClient.Create(ctx, b)).To(Succeed())
 		expectPlaced(t, waitJob(t, ns, "inherits-backup").Spec.Template.Spec, locRequests, locLimits, locNodes, locTolerations, "backup-own")
+	})
+
+	t.Run("the deletion of a backup at the location takes the location's, field by field", func(t *testing.T) {
+		RegisterTestingT(t)
+		b := backupAt(ns, "goes", "web", "offsite")
+		b.Spec.DeletionPolicy = echov1alpha1.DeletionPolicyDelete
+		b.Spec.Mover = &echov1alpha1.MoverSettings{PriorityClassName: "backup-own"}
+		// The pod that plays the backup's must be admitted: its class exists.
+		ensurePriorityClass(t, "backup-own")
+		completeBackup(t, b)
+		deleteBackup(t, b)
+		expectPlaced(t, waitJob(t, ns, "goes-delete").Spec.Template.Spec, locRequests, locLimits, locNodes, locTolerations, "backup-own")
 	})
 
 	t.Run("a restore from the location takes the location's", func(t *testing.T) {
