@@ -57,7 +57,8 @@ func ensurePriorityClass(t *testing.T, name string) {
 // TestMoverJobsTakeTheSettings: a backup's Job runs with the backup's own
 // mover settings; a backup, the deletion of its artifact, a restore and an
 // Echo's final backup that use a location take the location's for each
-// field they do not set.
+// field they do not set; so does a restore of a stored backup the location
+// lists.
 func TestMoverJobsTakeTheSettings(t *testing.T) {
 	RegisterTestingT(t)
 	ctx := context.Background()
@@ -125,6 +126,15 @@ func TestMoverJobsTakeTheSettings(t *testing.T) {
 			Spec: echov1alpha1.EchoRestoreSpec{EchoName: "copy", Source: echov1alpha1.RestoreSource{
 				Storage: &echov1alpha1.BackupStorage{LocationRef: &echov1alpha1.LocationReference{Name: "offsite"}}, Key: "src/web/web-1"}}})).To(Succeed())
 		expectPlaced(t, waitJob(t, ns, "dr-inspect").Spec.Template.Spec, locRequests, locLimits, locNodes, locTolerations, "backup-location")
+	})
+
+	t.Run("a restore of a stored backup of the location takes the location's, field by field", func(t *testing.T) {
+		RegisterTestingT(t)
+		Expect(k8sClient.Create(ctx, &echov1alpha1.EchoRestore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "listed"},
+			Spec: echov1alpha1.EchoRestoreSpec{Source: echov1alpha1.RestoreSource{StoredBackup: "offsite.src.web.web-1"},
+				Mover: &echov1alpha1.MoverSettings{Resources: &echov1alpha1.MoverResources{Limits: quantities("memory", "2Gi")}}}})).To(Succeed())
+		expectPlaced(t, waitJob(t, ns, "listed-inspect").Spec.Template.Spec, nil,
+			corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")}, locNodes, locTolerations, "backup-location")
 	})
 
 	t.Run("an Echo's final backup to the location takes the location's", func(t *testing.T) {

@@ -147,3 +147,24 @@ func TestDecodeBackedUpEcho(t *testing.T) {
 		})
 	}
 }
+
+// TestRestoreSourceKeepsItsLocation: a stored backup's source names its
+// location before its storage is resolved (it is the location's, inline);
+// resolving keeps that location, whose mover settings the restore's Jobs
+// take, and a storage that names a location brings that one.
+func TestRestoreSourceKeepsItsLocation(t *testing.T) {
+	stored := &echov1alpha1.EchoBackupLocation{ObjectMeta: metav1.ObjectMeta{Name: "stored"}}
+	named := &echov1alpha1.EchoBackupLocation{ObjectMeta: metav1.ObjectMeta{Name: "named"}}
+	inline := echov1alpha1.BackupStorage{S3: &echov1alpha1.S3Storage{Bucket: "b"}}
+
+	src := restoreSource{location: stored}
+	src.resolved(inline, nil)
+	if src.location != stored || src.storage.S3 == nil {
+		t.Errorf("a stored backup's source resolved to %+v, want its location kept", src)
+	}
+	src = restoreSource{}
+	src.resolved(inline, named)
+	if src.location != named {
+		t.Errorf("a source whose storage names a location resolved to %+v, want that location", src)
+	}
+}
