@@ -43,9 +43,10 @@ func (r *EchoBackupReconciler) releaseBackup(ctx context.Context, b *echov1alpha
 }
 
 // reconcileDelete deletes the artifact of an EchoBackup being deleted, at
-// each of its copies and then in its own storage, then lets the EchoBackup go. A backup still running finishes first, so that
-// what it stored is known; one that stored nothing goes at once; otherwise
-// a delete Job removes the artifact, and is retried until it succeeds.
+// each of its copies and then in its own storage, then lets the EchoBackup
+// go. A backup still running finishes first, so that what it stored is
+// known; one that stored nothing goes at once; otherwise a delete Job per
+// location removes the artifact, and is retried until it succeeds.
 func (r *EchoBackupReconciler) reconcileDelete(ctx context.Context, b *echov1alpha1.EchoBackup) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(b, echov1alpha1.ArtifactFinalizer) {
 		return ctrl.Result{}, nil
