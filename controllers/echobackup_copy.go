@@ -27,6 +27,11 @@ import (
 
 const copyDeadline = int64(3600)
 
+// copySecretPoll is how often a copy waiting for a storage Secret looks
+// again: the Secret watch wakes only unfinished backups, and the backup
+// of a copy is complete.
+const copySecretPoll = 10 * time.Second
+
 // copyJobName is the name of the Job copying b to its copy name.
 func copyJobName(b *echov1alpha1.EchoBackup, name string) string {
 	return names.Child(b.Name, "copy-"+name)
@@ -111,11 +116,11 @@ func (r *EchoBackupReconciler) reconcileCopy(ctx context.Context, b *echov1alpha
 	st *echov1alpha1.BackupCopyStatus) (ctrl.Result, error) {
 	from, _, err := resolveStorage(ctx, r.Client, r.APIReader, b.Namespace, b.Spec.Storage)
 	if err != nil {
-		return ctrl.Result{}, r.copyRefused(b, c.Name, st, err)
+		return r.copyRefused(b, c.Name, st, err)
 	}
 	to, loc, err := resolveStorage(ctx, r.Client, r.APIReader, b.Namespace, c.Storage)
 	if err != nil {
-		return ctrl.Result{}, r.copyRefused(b, c.Name, st, err)
+		return r.copyRefused(b, c.Name, st, err)
 	}
 	if msg := identityConflict(from, to); msg != "" {
 		r.failCopy(b, st, echov1alpha1.CopyReasonIdentityConflict, msg)
@@ -128,7 +133,7 @@ func (r *EchoBackupReconciler) reconcileCopy(ctx context.Context, b *echov1alpha
 		},
 			newArtifactCheck(r.APIReader, b.Namespace, loc, to, r.StorageEndpoints)))
 	if err != nil {
-		return ctrl.Result{}, r.copyRefused(b, c.Name, st, err)
+		return r.copyRefused(b, c.Name, st, err)
 	}
 	if job == nil {
 		return ctrl.Result{}, nil
@@ -141,27 +146,31 @@ func (r *EchoBackupReconciler) reconcileCopy(ctx context.Context, b *echov1alpha
 }
 
 // copyRefused records why a copy's Job is not created: a Secret yet to
-// exist keeps the copy Pending; a refusal fails it, saying what to fix;
-// any other error is returned.
-func (r *EchoBackupReconciler) copyRefused(b *echov1alpha1.EchoBackup, name string, st *echov1alpha1.BackupCopyStatus, err error) error {
+// exist keeps the copy Pending, with a Warning Event when it starts to
+// wait, and brings it back after copySecretPoll; a refusal fails it,
+// saying what to fix; any other error is returned.
+func (r *EchoBackupReconciler) copyRefused(b *echov1alpha1.EchoBackup, name string, st *echov1alpha1.BackupCopyStatus, err error) (ctrl.Result, error) {
 	if missing, ok := asSecretsNotFound(err); ok {
-		st.Phase, st.Reason = echov1alpha1.PhasePending, echov1alpha1.ReasonSecretNotFound
-		st.Message = truncateMessage(missing.message("the copy starts once they exist with the label"))
-		return nil
+		msg := missing.message("the copy starts once they exist with the label")
+		if st.Reason != echov1alpha1.ReasonSecretNotFound {
+			r.Recorder.Eventf(b, corev1.EventTypeWarning, echov1alpha1.EventReasonSecretNotFound, "Copy %s: %s", name, msg)
+		}
+		st.Phase, st.Reason, st.Message = echov1alpha1.PhasePending, echov1alpha1.ReasonSecretNotFound, truncateMessage(msg)
+		return ctrl.Result{RequeueAfter: copySecretPoll}, nil
 	}
 	if refused, ok := asJobNotOwned(err); ok {
 		r.failCopy(b, st, echov1alpha1.ReasonJobNotOwned, refused.message("EchoBackup "+b.Name, "then copy under a new EchoBackup"))
-		return nil
+		return ctrl.Result{}, nil
 	}
 	if refused, ok := asOptInRefusal(err); ok {
 		r.failCopy(b, st, refused.reason(), refused.message("back up again: this copy has failed for good", ""))
-		return nil
+		return ctrl.Result{}, nil
 	}
 	if refused, ok := asLocationUnavailable(err); ok {
 		r.failCopy(b, st, echov1alpha1.BackupReasonLocationUnavailable, refused.message("back up again: this copy has failed for good"))
-		return nil
+		return ctrl.Result{}, nil
 	}
-	return fmt.Errorf("copy %s: %w", name, err)
+	return ctrl.Result{}, fmt.Errorf("copy %s: %w", name, err)
 }
 
 // observeCopyJob turns the copy Job's state into the copy's status.

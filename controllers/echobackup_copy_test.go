@@ -241,3 +241,28 @@ func TestEchoBackupDeleteDeletesEveryCopy(t *testing.T) {
 	Eventually(func(g Gomega) []string { return eventMessages(g, ns, b.Name, echov1alpha1.EventReasonArtifactDeleted) }, timeout, interval).
 		Should(ContainElement(ContainSubstring("Deleted copy offsite")))
 }
+
+// TestEchoBackupCopyWaitsForItsSecret: a copy whose storage names a Secret
+// that does not exist yet waits, Pending, and starts once it exists with
+// the label, though its backup is complete.
+func TestEchoBackupCopyWaitsForItsSecret(t *testing.T) {
+	RegisterTestingT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	createEcho(t, newEcho(ns, "journal"))
+	Expect(k8sClient.Create(ctx, newLocation(ns, "offsite"))).To(Succeed())
+	b := newBackup(ns, "nightly-6", "journal")
+	b.Spec.CopyTo = []echov1alpha1.BackupCopy{copyTo("offsite", "offsite")}
+	completeBackup(t, b)
+	Eventually(func(g Gomega) {
+		st := copyOf(getBackup(g, client.ObjectKeyFromObject(b)), "offsite")
+		g.Expect(st).NotTo(BeNil())
+		g.Expect(st.Phase).To(Equal(echov1alpha1.PhasePending))
+		g.Expect(st.Reason).To(Equal(echov1alpha1.ReasonSecretNotFound))
+		g.Expect(st.Message).To(ContainSubstring("offsite-credentials"))
+	}, timeout, interval).Should(Succeed())
+	expectNoJob(t, ns, "nightly-6-copy-offsite")
+
+	createSecret(t, ns, "offsite-credentials", storageSecretOptedIn, "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
+	waitJob(t, ns, "nightly-6-copy-offsite")
+}
