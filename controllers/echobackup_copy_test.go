@@ -221,7 +221,9 @@ func TestEchoBackupDeleteDeletesEveryCopy(t *testing.T) {
 	completeBackup(t, b)
 	finishMoverJob(t, waitJob(t, ns, "nightly-5-copy-offsite"),
 		`{"size":10,"checksum":"sha256:ab","location":"s3://offsite-bucket/team-a/`+ns+`/journal/nightly-5","files":1}`, true)
-	Eventually(func(g Gomega) *echov1alpha1.BackupCopyStatus { return copyOf(getBackup(g, client.ObjectKeyFromObject(b)), "offsite") },
+	Eventually(func(g Gomega) *echov1alpha1.BackupCopyStatus {
+		return copyOf(getBackup(g, client.ObjectKeyFromObject(b)), "offsite")
+	},
 		timeout, interval).Should(HaveField("Phase", echov1alpha1.PhaseCompleted))
 
 	deleteBackup(t, b)
@@ -231,7 +233,9 @@ func TestEchoBackupDeleteDeletesEveryCopy(t *testing.T) {
 	expectHeld(t, b)
 
 	finishMoverJob(t, copyDelete, `{"location":"s3://offsite-bucket/team-a/`+ns+`/journal/nightly-5"}`, true)
-	Eventually(func(g Gomega) []echov1alpha1.BackupCopyStatus { return getBackup(g, client.ObjectKeyFromObject(b)).Status.Copies },
+	Eventually(func(g Gomega) []echov1alpha1.BackupCopyStatus {
+		return getBackup(g, client.ObjectKeyFromObject(b)).Status.Copies
+	},
 		timeout, interval).Should(BeEmpty(), "a copy deleted holds nothing any more")
 	primary := waitJob(t, ns, "nightly-5-delete")
 	Expect(primary.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--s3-bucket=echo-backups"))
