@@ -270,3 +270,33 @@ func TestEchoBackupCopyWaitsForItsSecret(t *testing.T) {
 	createSecret(t, ns, "offsite-credentials", storageSecretOptedIn, "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
 	waitJob(t, ns, "nightly-6-copy-offsite")
 }
+
+// TestALocationACopyNamesIsInUse: a location named only by a copy is held,
+// as one a backup's storage names: deleting a backup with deletionPolicy
+// Delete needs it to delete the copy there.
+func TestALocationACopyNamesIsInUse(t *testing.T) {
+	RegisterTestingT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	createEcho(t, newEcho(ns, "journal"))
+	loc := newLocation(ns, "offsite")
+	Expect(k8sClient.Create(ctx, loc)).To(Succeed())
+	locKey := client.ObjectKeyFromObject(loc)
+	Eventually(func(g Gomega) []string {
+		g.Expect(k8sClient.Get(ctx, locKey, loc)).To(Succeed())
+		return loc.Finalizers
+	}, timeout, interval).Should(ContainElement(echov1alpha1.LocationFinalizer))
+	b := newBackup(ns, "nightly-7", "journal")
+	b.Spec.CopyTo = []echov1alpha1.BackupCopy{copyTo("offsite", "offsite")}
+	Expect(k8sClient.Create(ctx, b)).To(Succeed())
+
+	Expect(k8sClient.Delete(ctx, loc)).To(Succeed())
+	Eventually(func(g Gomega) string {
+		g.Expect(k8sClient.Get(ctx, locKey, loc)).To(Succeed())
+		c := meta.FindStatusCondition(loc.Status.Conditions, echov1alpha1.LocationConditionDeleting)
+		g.Expect(c).NotTo(BeNil())
+		return c.Message
+	}, timeout, interval).Should(ContainSubstring("EchoBackup nightly-7"))
+	Expect(k8sClient.Delete(ctx, b)).To(Succeed())
+	expectGone(t, loc)
+}
