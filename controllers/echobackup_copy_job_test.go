@@ -66,45 +66,7 @@ func TestCopyJob(t *testing.T) {
 				t.Errorf("Job %s labels %v", job.Name, job.Labels)
 			}
 			checkMoverFailurePolicy(t, job)
-			pod := job.Spec.Template.Spec
-			c := pod.Containers[0]
-			for _, a := range tc.wantArgs {
-				if !contains(c.Args, a) {
-					t.Errorf("args %v lack %s", c.Args, a)
-				}
-			}
-			for name, want := range tc.wantEnv {
-				e := findEnv(c.Env, name)
-				switch {
-				case e == nil:
-					t.Errorf("no %s in %v", name, c.Env)
-				case e.ValueFrom != nil && e.ValueFrom.SecretKeyRef.Name != want:
-					t.Errorf("%s from Secret %s, want %s", name, e.ValueFrom.SecretKeyRef.Name, want)
-				case e.ValueFrom == nil && e.Value != want:
-					t.Errorf("%s=%s, want %s", name, e.Value, want)
-				}
-			}
-			if pod.ServiceAccountName != tc.wantSA {
-				t.Errorf("runs as %q, want %q", pod.ServiceAccountName, tc.wantSA)
-			}
-			seen := map[string]bool{}
-			for _, m := range c.VolumeMounts {
-				if seen[m.MountPath] {
-					t.Errorf("two mounts at %s", m.MountPath)
-				}
-				seen[m.MountPath] = true
-			}
-			for _, v := range pod.Volumes {
-				if seen[v.Name] {
-					t.Errorf("two volumes named %s", v.Name)
-				}
-				seen[v.Name] = true
-			}
-			for _, a := range c.Args {
-				if strings.Contains(a, "secret") || strings.Contains(a, "creds") {
-					t.Errorf("an argument names credentials: %s", a)
-				}
-			}
+			checkCopyPod(t, job.Spec.Template.Spec, tc.wantArgs, tc.wantEnv, tc.wantSA)
 		})
 	}
 	if got := copyJobName(&echov1alpha1.EchoBackup{ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("b", 63)}}, strings.Repeat("c", 40)); len(got) > 63 {
@@ -112,6 +74,59 @@ func TestCopyJob(t *testing.T) {
 	}
 	if a, b := copyJobName(b, "one"), copyJobName(b, "two"); a == b {
 		t.Errorf("two copies share the Job name %s", a)
+	}
+}
+
+// checkCopyPod checks a copy Job's pod: its arguments, its environment
+// (each variable from the Secret, or of the value, wantEnv names), its
+// ServiceAccount, no two mounts or volumes alike, and no credentials in
+// its arguments.
+func checkCopyPod(t *testing.T, pod corev1.PodSpec, wantArgs []string, wantEnv map[string]string, wantSA string) {
+	t.Helper()
+	c := pod.Containers[0]
+	for _, a := range wantArgs {
+		if !contains(c.Args, a) {
+			t.Errorf("args %v lack %s", c.Args, a)
+		}
+	}
+	for name, want := range wantEnv {
+		checkEnv(t, c.Env, name, want)
+	}
+	if pod.ServiceAccountName != wantSA {
+		t.Errorf("runs as %q, want %q", pod.ServiceAccountName, wantSA)
+	}
+	seen := map[string]bool{}
+	for _, m := range c.VolumeMounts {
+		if seen[m.MountPath] {
+			t.Errorf("two mounts at %s", m.MountPath)
+		}
+		seen[m.MountPath] = true
+	}
+	for _, v := range pod.Volumes {
+		if seen[v.Name] {
+			t.Errorf("two volumes named %s", v.Name)
+		}
+		seen[v.Name] = true
+	}
+	for _, a := range c.Args {
+		if strings.Contains(a, "secret") || strings.Contains(a, "creds") {
+			t.Errorf("an argument names credentials: %s", a)
+		}
+	}
+}
+
+// checkEnv checks that the variable name comes from the Secret want, or
+// has the value want.
+func checkEnv(t *testing.T, env []corev1.EnvVar, name, want string) {
+	t.Helper()
+	e := findEnv(env, name)
+	switch {
+	case e == nil:
+		t.Errorf("no %s in %v", name, env)
+	case e.ValueFrom != nil && e.ValueFrom.SecretKeyRef.Name != want:
+		t.Errorf("%s from Secret %s, want %s", name, e.ValueFrom.SecretKeyRef.Name, want)
+	case e.ValueFrom == nil && e.Value != want:
+		t.Errorf("%s=%s, want %s", name, e.Value, want)
 	}
 }
 
