@@ -165,58 +165,88 @@ type storeAccess struct {
 	serviceAccount string
 }
 
+// storeSide is which store of a mover a storage is: the one every command
+// works on, or the destination of a copy, whose flags, environment,
+// volumes and mount paths are named apart so the two never meet.
+type storeSide struct {
+	flagPrefix, envPrefix, volumePrefix, pathSuffix string
+}
+
+var (
+	// sourceSide is the store of every command.
+	sourceSide = storeSide{}
+	// destinationSide is the store a copy writes to.
+	destinationSide = storeSide{flagPrefix: moverprotocol.ToPrefix, envPrefix: moverprotocol.ToEnvPrefix, volumePrefix: "to-", pathSuffix: "-to"}
+)
+
+func (s storeSide) flag(f string) string      { return s.flagPrefix + f }
+func (s storeSide) env(name string) string    { return s.envPrefix + name }
+func (s storeSide) volume(name string) string { return s.volumePrefix + name }
+func (s storeSide) path(p string) string      { return p + s.pathSuffix }
+
 // storageMount gives the access of the data mover to a storage.
 // Credentials travel only as Secret references in the environment, never
 // as arguments; the CA bundle, the SSE-C key and an identity's token as
 // files of volumes.
 func storageMount(s echov1alpha1.BackupStorage) storeAccess {
+	return storageMountAs(s, sourceSide)
+}
+
+// storageMountAs is storageMount for the store side of the mover.
+func storageMountAs(s echov1alpha1.BackupStorage, side storeSide) storeAccess {
 	if pvc := s.PersistentVolumeClaim; pvc != nil {
 		return storeAccess{
-			args: []string{moverprotocol.Arg(moverprotocol.FlagFSRoot, path.Join(storeMountPath, pvc.SubPath))},
-			volumes: []corev1.Volume{{Name: "store", VolumeSource: corev1.VolumeSource{
+			args: []string{moverprotocol.Arg(side.flag(moverprotocol.FlagFSRoot), path.Join(side.path(storeMountPath), pvc.SubPath))},
+			volumes: []corev1.Volume{{Name: side.volume("store"), VolumeSource: corev1.VolumeSource{
 				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvc.ClaimName}}}},
-			mounts: []corev1.VolumeMount{{Name: "store", MountPath: storeMountPath}},
+			mounts: []corev1.VolumeMount{{Name: side.volume("store"), MountPath: side.path(storeMountPath)}},
 		}
 	}
 	s3 := moverprotocol.ResolveS3(s.S3)
 	var a storeAccess
 	if s3.CredentialsSecret != "" {
 		a.env = []corev1.EnvVar{
-			secretEnv(moverprotocol.EnvAccessKeyID, s3.CredentialsSecret, s3.AccessKeyIDKey),
-			secretEnv(moverprotocol.EnvSecretAccessKey, s3.CredentialsSecret, s3.SecretAccessKeyKey),
+			secretEnv(side.env(moverprotocol.EnvAccessKeyID), s3.CredentialsSecret, s3.AccessKeyIDKey),
+			secretEnv(side.env(moverprotocol.EnvSecretAccessKey), s3.CredentialsSecret, s3.SecretAccessKeyKey),
 		}
 		if s3.SessionTokenKey != "" {
-			a.env = append(a.env, secretEnv(moverprotocol.EnvSessionToken, s3.CredentialsSecret, s3.SessionTokenKey))
+			a.env = append(a.env, secretEnv(side.env(moverprotocol.EnvSessionToken), s3.CredentialsSecret, s3.SessionTokenKey))
 		}
 	}
 	if s3.ServiceAccount != "" {
-		a.addIdentity(s3)
+		a.addIdentity(s3, side)
 	}
+	caPath, keyPath := side.path(caMountPath), side.path(customerKeyMountPath)
 	if s3.CASecret != "" {
-		a.volumes = append(a.volumes, secretFileVolume("ca", s3.CASecret, s3.CAKey, caFileName))
-		a.mounts = append(a.mounts, corev1.VolumeMount{Name: "ca", MountPath: caMountPath, ReadOnly: true})
+		a.volumes = append(a.volumes, secretFileVolume(side.volume("ca"), s3.CASecret, s3.CAKey, caFileName))
+		a.mounts = append(a.mounts, corev1.VolumeMount{Name: side.volume("ca"), MountPath: caPath, ReadOnly: true})
 	}
 	if s3.CustomerKeySecret != "" {
-		a.volumes = append(a.volumes, secretFileVolume("sse-key", s3.CustomerKeySecret, s3.CustomerKeyKey, customerKeyFileName))
-		a.mounts = append(a.mounts, corev1.VolumeMount{Name: "sse-key", MountPath: customerKeyMountPath, ReadOnly: true})
+		a.volumes = append(a.volumes, secretFileVolume(side.volume("sse-key"), s3.CustomerKeySecret, s3.CustomerKeyKey, customerKeyFileName))
+		a.mounts = append(a.mounts, corev1.VolumeMount{Name: side.volume("sse-key"), MountPath: keyPath, ReadOnly: true})
 	}
-	a.args = s3.Args(path.Join(caMountPath, caFileName), path.Join(customerKeyMountPath, customerKeyFileName))
+	if side == destinationSide {
+		a.args = s3.ToArgs(path.Join(caPath, caFileName), path.Join(keyPath, customerKeyFileName))
+	} else {
+		a.args = s3.Args(path.Join(caPath, caFileName), path.Join(keyPath, customerKeyFileName))
+	}
 	return a
 }
 
 // addIdentity runs the mover as the identity's ServiceAccount, with a token
 // of its audience projected into a file, which the environment names with
 // the role to assume, as on EKS.
-func (a *storeAccess) addIdentity(s3 moverprotocol.S3) {
+func (a *storeAccess) addIdentity(s3 moverprotocol.S3, side storeSide) {
 	a.serviceAccount = s3.ServiceAccount
-	a.volumes = append(a.volumes, corev1.Volume{Name: "identity", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+	mountPath := side.path(identityMountPath)
+	a.volumes = append(a.volumes, corev1.Volume{Name: side.volume("identity"), VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
 		Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{
 			Audience: s3.Audience, ExpirationSeconds: ptr.To(identityTokenSeconds), Path: identityTokenFileName}}},
 	}}})
-	a.mounts = append(a.mounts, corev1.VolumeMount{Name: "identity", MountPath: identityMountPath, ReadOnly: true})
-	a.env = append(a.env, corev1.EnvVar{Name: moverprotocol.EnvWebIdentityTokenFile, Value: path.Join(identityMountPath, identityTokenFileName)})
+	a.mounts = append(a.mounts, corev1.VolumeMount{Name: side.volume("identity"), MountPath: mountPath, ReadOnly: true})
+	a.env = append(a.env, corev1.EnvVar{Name: side.env(moverprotocol.EnvWebIdentityTokenFile), Value: path.Join(mountPath, identityTokenFileName)})
 	if s3.RoleARN != "" {
-		a.env = append(a.env, corev1.EnvVar{Name: moverprotocol.EnvRoleARN, Value: s3.RoleARN})
+		a.env = append(a.env, corev1.EnvVar{Name: side.env(moverprotocol.EnvRoleARN), Value: s3.RoleARN})
 	}
 }
 

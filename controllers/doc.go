@@ -24,7 +24,9 @@
 //   - echobackup_job.go: its Jobs and ConfigMap;
 //   - echobackup_config.go: the configuration it captures;
 //   - echobackup_status.go: its outcome in the status;
-//   - echobackup_delete.go: the artifact's deletion.
+//   - echobackup_delete.go: the artifact's deletion;
+//   - echobackup_copy.go: its copies to further storages (spec.copyTo);
+//   - echobackup_copy_delete.go: the deletion of the copies.
 //
 // EchoBackupSchedule:
 //   - echobackupschedule_controller.go: starts and prunes backups;

@@ -88,11 +88,7 @@ func (r *EchoBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		}
 	}
 	if backupFinished(b) {
-		// A backup that finished before it had a phase gets one.
-		if err := r.patchStatus(ctx, b.DeepCopy(), b); err != nil {
-			return ctrl.Result{}, err
-		}
-		return ctrl.Result{}, r.removeFinishedJob(ctx, b)
+		return r.reconcileFinished(ctx, b)
 	}
 	orig := b.DeepCopy()
 	result, err := r.reconcileBackup(ctx, b)
@@ -103,6 +99,24 @@ func (r *EchoBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		err = r.removeFinishedJob(ctx, b)
 	}
 	return result, err
+}
+
+// reconcileFinished copies a complete backup to its copies' storages
+// (echobackup_copy.go) and removes the Jobs whose outcome is recorded. A
+// backup that finished before it had a phase gets one.
+func (r *EchoBackupReconciler) reconcileFinished(ctx context.Context, b *echov1alpha1.EchoBackup) (ctrl.Result, error) {
+	orig := b.DeepCopy()
+	result, err := r.reconcileCopies(ctx, b)
+	if patchErr := r.patchStatus(ctx, orig, b); patchErr != nil {
+		return ctrl.Result{}, patchErr
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.removeFinishedJob(ctx, b); err != nil {
+		return ctrl.Result{}, err
+	}
+	return result, r.removeFinishedCopyJobs(ctx, b)
 }
 
 func (r *EchoBackupReconciler) reconcileBackup(ctx context.Context, b *echov1alpha1.EchoBackup) (ctrl.Result, error) {
@@ -308,11 +322,13 @@ func (r *EchoBackupReconciler) heldBackups(ctx context.Context, echo client.Obje
 	return reqs
 }
 
-// deleteJobBackup maps a delete Job to the EchoBackup it deletes the
-// artifact of.
+// deleteJobBackup maps a delete Job, of the artifact or of a copy, to the
+// EchoBackup it deletes the artifact of. The backup's other Jobs are its
+// own, mapped by their owner reference.
 func deleteJobBackup(_ context.Context, obj client.Object) []reconcile.Request {
 	name := obj.GetLabels()[echov1alpha1.BackupLabel]
-	if name == "" || obj.GetName() != deleteJobName(&echov1alpha1.EchoBackup{ObjectMeta: metav1.ObjectMeta{Name: name}}) {
+	b := &echov1alpha1.EchoBackup{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if name == "" || obj.GetName() == backupJobName(b) || metav1.GetControllerOf(obj) != nil {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}}}

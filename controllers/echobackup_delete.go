@@ -42,10 +42,11 @@ func (r *EchoBackupReconciler) releaseBackup(ctx context.Context, b *echov1alpha
 	return ensureFinalizer(ctx, r.Client, b, echov1alpha1.ArtifactFinalizer, false)
 }
 
-// reconcileDelete deletes the artifact of an EchoBackup being deleted, then
-// lets the EchoBackup go. A backup still running finishes first, so that
-// what it stored is known; one that stored nothing goes at once; otherwise
-// a delete Job removes the artifact, and is retried until it succeeds.
+// reconcileDelete deletes the artifact of an EchoBackup being deleted, at
+// each of its copies and then in its own storage, then lets the EchoBackup
+// go. A backup still running finishes first, so that what it stored is
+// known; one that stored nothing goes at once; otherwise a delete Job per
+// location removes the artifact, and is retried until it succeeds.
 func (r *EchoBackupReconciler) reconcileDelete(ctx context.Context, b *echov1alpha1.EchoBackup) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(b, echov1alpha1.ArtifactFinalizer) {
 		return ctrl.Result{}, nil
@@ -62,6 +63,11 @@ func (r *EchoBackupReconciler) reconcileDelete(ctx context.Context, b *echov1alp
 	}
 	if !artifactStored(b) {
 		return ctrl.Result{}, r.releaseBackup(ctx, b)
+	}
+	// The copies go first (echobackup_copy_delete.go): the backup's own
+	// artifact, deleted last, releases the EchoBackup.
+	if done, result, err := r.deleteCopies(ctx, b); !done || err != nil {
+		return result, err
 	}
 
 	job, err := getOwnJob(ctx, r.Client, deleteWork(r.JobSigner, b), b.Status.Jobs, b.Namespace, deleteJobName(b))

@@ -92,9 +92,15 @@ func backupJob(b *echov1alpha1.EchoBackup, echo *echov1alpha1.Echo, storage echo
 // the EchoBackup is let go; its TTL cleans up after an EchoBackup whose
 // finalizer was removed by hand.
 func deleteJob(b *echov1alpha1.EchoBackup, storage echov1alpha1.BackupStorage, m moverSettings) *batchv1.Job {
+	return deleteJobNamed(b, deleteJobName(b), storage, m)
+}
+
+// deleteJobNamed is deleteJob under another name: the Jobs deleting the
+// copies of a backup (copyDeleteJobName) are made alike.
+func deleteJobNamed(b *echov1alpha1.EchoBackup, name string, storage echov1alpha1.BackupStorage, m moverSettings) *batchv1.Job {
 	args := []string{moverprotocol.Arg(moverprotocol.FlagKey, artifactKey(b))}
 	pod := moverPod(m, moverprotocol.Delete, args, storage, nil, nil, storeClientResources)
-	job := moverJob(m, b.Namespace, deleteJobName(b), backupLabels(b), deleteDeadline, pod)
+	job := moverJob(m, b.Namespace, name, backupLabels(b), deleteDeadline, pod)
 	job.Annotations = map[string]string{echov1alpha1.BackupUIDAnnotation: string(b.UID)}
 	job.Spec.TTLSecondsAfterFinished = ptr.To(deleteJobTTL)
 	return job

@@ -127,19 +127,19 @@ func inUseMessage(users []string) string {
 // location it names.
 func (r *EchoBackupLocationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	refs := []struct {
-		obj client.Object
-		ref func(client.Object) *echov1alpha1.BackupStorage
+		obj       client.Object
+		locations func(client.Object) []string
 	}{
-		{&echov1alpha1.EchoBackup{}, func(o client.Object) *echov1alpha1.BackupStorage { return &o.(*echov1alpha1.EchoBackup).Spec.Storage }},
-		{&echov1alpha1.EchoBackupSchedule{}, func(o client.Object) *echov1alpha1.BackupStorage {
-			return &o.(*echov1alpha1.EchoBackupSchedule).Spec.Template.Storage
+		{&echov1alpha1.EchoBackup{}, func(o client.Object) []string { return backupLocations(&o.(*echov1alpha1.EchoBackup).Spec) }},
+		{&echov1alpha1.EchoBackupSchedule{}, func(o client.Object) []string {
+			return backupLocations(&o.(*echov1alpha1.EchoBackupSchedule).Spec.Template)
 		}},
-		{&echov1alpha1.EchoRestore{}, func(o client.Object) *echov1alpha1.BackupStorage {
-			return o.(*echov1alpha1.EchoRestore).Spec.Source.Storage
+		{&echov1alpha1.EchoRestore{}, func(o client.Object) []string {
+			return nonEmpty(o.(*echov1alpha1.EchoRestore).Spec.Source.Storage.LocationName())
 		}},
-		{&echov1alpha1.Echo{}, func(o client.Object) *echov1alpha1.BackupStorage {
+		{&echov1alpha1.Echo{}, func(o client.Object) []string {
 			if p := o.(*echov1alpha1.Echo).Spec.Backup; p != nil && p.BeforeDelete != nil {
-				return p.BeforeDelete.Storage
+				return nonEmpty(p.BeforeDelete.Storage.LocationName())
 			}
 			return nil
 		}},
@@ -149,7 +149,7 @@ func (r *EchoBackupLocationReconciler) SetupWithManager(mgr ctrl.Manager) error 
 		WithOptions(controllerOptions(1)).
 		For(&echov1alpha1.EchoBackupLocation{})
 	for _, kind := range refs {
-		locationOf := func(o client.Object) []string { return nonEmpty(kind.ref(o).LocationName()) }
+		locationOf := kind.locations
 		if err := mgr.GetFieldIndexer().IndexField(context.Background(), kind.obj, locationRefField, locationOf); err != nil {
 			return fmt.Errorf("indexing %T by location: %w", kind.obj, err)
 		}
@@ -162,4 +162,16 @@ func (r *EchoBackupLocationReconciler) SetupWithManager(mgr ctrl.Manager) error 
 		}))
 	}
 	return b.Complete(r)
+}
+
+// backupLocations are the EchoBackupLocations a backup's spec names: its
+// storage's and its copies', each once.
+func backupLocations(spec *echov1alpha1.EchoBackupSpec) []string {
+	names := nonEmpty(spec.Storage.LocationName())
+	for _, c := range spec.CopyTo {
+		if name := c.Storage.LocationName(); name != "" && !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	return names
 }

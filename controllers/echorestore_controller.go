@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -193,7 +194,42 @@ func (r *EchoRestoreReconciler) resolveSource(ctx context.Context, rs *echov1alp
 	if echoName == "" {
 		echoName = b.Spec.EchoName
 	}
-	return &restoreSource{storage: b.Spec.Storage, key: artifactKey(b), echoName: echoName}, nil
+	storage := b.Spec.Storage
+	if name := rs.Spec.Source.Copy; name != "" {
+		copied, ok := r.copyStorage(rs, b, name)
+		if !ok {
+			return nil, nil
+		}
+		storage = copied
+	}
+	return &restoreSource{storage: storage, key: artifactKey(b), echoName: echoName}, nil
+}
+
+// copyStorage is the storage of the copy name of b, which the restore
+// reads from once the copy completed; false when the restore failed or
+// waits for the copy.
+func (r *EchoRestoreReconciler) copyStorage(rs *echov1alpha1.EchoRestore, b *echov1alpha1.EchoBackup, name string) (echov1alpha1.BackupStorage, bool) {
+	i := slices.IndexFunc(b.Spec.CopyTo, func(c echov1alpha1.BackupCopy) bool { return c.Name == name })
+	if i < 0 {
+		names := make([]string, len(b.Spec.CopyTo))
+		for j, c := range b.Spec.CopyTo {
+			names[j] = c.Name
+		}
+		r.fail(rs, echov1alpha1.RestoreReasonCopyUnavailable, fmt.Sprintf(
+			"EchoBackup %s has no copy %q (its copies: %v): name one of them in source.copy, or leave it out to restore from the backup's storage", b.Name, name, names))
+		return echov1alpha1.BackupStorage{}, false
+	}
+	st := slices.IndexFunc(b.Status.Copies, func(c echov1alpha1.BackupCopyStatus) bool { return c.Name == name })
+	switch {
+	case st >= 0 && b.Status.Copies[st].Phase == echov1alpha1.PhaseCompleted:
+		return b.Spec.CopyTo[i].Storage, true
+	case st >= 0 && b.Status.Copies[st].Phase == echov1alpha1.PhaseFailed:
+		r.fail(rs, echov1alpha1.RestoreReasonCopyUnavailable, fmt.Sprintf(
+			"Copy %s of EchoBackup %s failed, so there is nothing to restore there (%s): restore from another copy, or from the backup's storage", name, b.Name, b.Status.Copies[st].Message))
+		return echov1alpha1.BackupStorage{}, false
+	}
+	r.progress(rs, echov1alpha1.RestoreReasonWaitingForBackup, fmt.Sprintf("Waiting for copy %s of EchoBackup %s to complete", name, b.Name))
+	return echov1alpha1.BackupStorage{}, false
 }
 
 // resolveStoredBackup finds the location and key a StoredBackup name

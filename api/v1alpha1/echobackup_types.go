@@ -11,6 +11,34 @@ const (
 	BackupConditionComplete = "Complete"
 	// BackupConditionFailed is True once the backup failed for good.
 	BackupConditionFailed = "Failed"
+	// BackupConditionCopied is set on a backup with spec.copyTo once it is
+	// complete: True when every copy is stored and verified, False while
+	// one is being copied (CopyRunning) or once one failed (CopyFailed,
+	// naming them). It never fails the backup itself.
+	BackupConditionCopied = "Copied"
+)
+
+// Reasons of the Copied condition and of status.copies[].reason.
+const (
+	// CopyReasonCopied: stored and verified at every copy's storage.
+	CopyReasonCopied = "Copied"
+	// CopyReasonCopying: a copy's Job is under way.
+	CopyReasonCopying = "Copying"
+	// CopyReasonWaitingForBackup: the backup is not complete yet.
+	CopyReasonWaitingForBackup = "WaitingForBackup"
+	// CopyReasonCopyFailed: at least one copy failed for good.
+	CopyReasonCopyFailed = "CopyFailed"
+	// CopyReasonIdentityConflict: the backup's storage and the copy's
+	// use two different ServiceAccounts (storage.s3.identity), and a
+	// copy's Job runs as one.
+	CopyReasonIdentityConflict = "IdentityConflict"
+)
+
+// Event reasons emitted for the copies of an EchoBackup.
+const (
+	EventReasonCopyStarted   = "CopyStarted"
+	EventReasonCopyCompleted = "CopyCompleted"
+	EventReasonCopyFailed    = "CopyFailed"
 )
 
 // Reasons of EchoBackup conditions.
@@ -100,6 +128,9 @@ const (
 )
 
 // EchoBackupSpec says which Echo to back up and where to.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.copyTo) || !has(self.storage.locationRef) || self.copyTo.all(c, !has(c.storage.locationRef) || c.storage.locationRef.name != self.storage.locationRef.name)",message="a copy's storage.locationRef must name another EchoBackupLocation than the backup's storage: a copy in the same storage is no second copy"
+// +kubebuilder:validation:XValidation:rule="!has(self.copyTo) || !has(self.storage.s3) || !has(self.storage.s3.identity) || self.copyTo.all(c, !has(c.storage.s3) || !has(c.storage.s3.identity) || c.storage.s3.identity.serviceAccountName == self.storage.s3.identity.serviceAccountName)",message="a copy's Job runs as one ServiceAccount: the backup's storage and a copy's cannot use two different identities (storage.s3.identity); use credentialsSecretRef on one side"
 type EchoBackupSpec struct {
 	// EchoName names the Echo to back up, in the EchoBackup's namespace.
 	// It labels the backup's Job and pods.
@@ -136,6 +167,37 @@ type EchoBackupSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Data Mover"
 	Mover *MoverSettings `json:"mover,omitempty"`
+
+	// CopyTo lists further storages each completed backup is copied to,
+	// each with its own credentials, identity and encryption: losing the
+	// primary storage (its bucket, its credentials, its region) then
+	// loses no backup. A copy is verified against the backup's checksum;
+	// a failed copy does not fail the backup (see the Copied condition).
+	// +kubebuilder:validation:MaxItems=3
+	// +kubebuilder:validation:XValidation:rule="self.all(c, self.exists_one(d, d.name == c.name))",message="copyTo[].name must be unique"
+	// +kubebuilder:validation:XValidation:rule="self.all(c, self.all(d, c.name == d.name || !has(c.storage.locationRef) || !has(d.storage.locationRef) || c.storage.locationRef.name != d.storage.locationRef.name))",message="two copies must not name the same EchoBackupLocation in storage.locationRef"
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Copy To"
+	CopyTo []BackupCopy `json:"copyTo,omitempty"`
+}
+
+// BackupCopy is a further storage a completed backup is copied to.
+type BackupCopy struct {
+	// Name identifies the copy in the status, in the name of its Job and
+	// in a restore's source.copy: a DNS label, e.g. offsite.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=40
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="copyTo[].name must be a DNS label: lower-case letters, digits and '-', starting and ending with a letter or digit, e.g. offsite"
+	// +required
+	Name string `json:"name"`
+
+	// Storage is where the copy is written, under the same key as the
+	// backup in its primary storage: the same choices as the backup's
+	// storage, usually a locationRef to an EchoBackupLocation.
+	// +required
+	Storage BackupStorage `json:"storage"`
 }
 
 // EchoBackupStatus is the observed state of an EchoBackup.
@@ -220,12 +282,64 @@ type EchoBackupStatus struct {
 	// Delete, the Job deleting its artifact. Another Job of one of those
 	// names is not the backup's: it fails the backup, or holds up the
 	// artifact's deletion until it is gone (JobNotOwned).
-	// +kubebuilder:validation:MaxItems=2
+	// +kubebuilder:validation:MaxItems=8
 	// +listType=map
 	// +listMapKey=name
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Jobs"
 	Jobs []JobReference `json:"jobs,omitempty"`
+
+	// Copies is the state of each copy of spec.copyTo, by name.
+	// +kubebuilder:validation:MaxItems=3
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Copies"
+	Copies []BackupCopyStatus `json:"copies,omitempty"`
+}
+
+// BackupCopyStatus is the state of one copy of a backup.
+type BackupCopyStatus struct {
+	// Name of the copy in spec.copyTo.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=40
+	// +required
+	Name string `json:"name"`
+
+	// Phase is Pending (the backup is not complete yet), Running (its
+	// Job copies it), Completed or Failed.
+	// +required
+	Phase Phase `json:"phase"`
+
+	// Key is where the copy's artifact lives in the copy's storage.
+	// +kubebuilder:validation:MaxLength=4096
+	// +optional
+	Key string `json:"key,omitempty"`
+
+	// Checksum of the copied archive, "sha256:<hex>": the backup's.
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	Checksum string `json:"checksum,omitempty"`
+
+	// Size of the copied archive in bytes.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Size int64 `json:"size,omitempty"`
+
+	// CompletionTime is when the copy completed or failed.
+	// +kubebuilder:validation:XValidation:rule="self >= timestamp('0001-01-01T00:00:00Z')",message="must be an RFC 3339 time such as 2024-01-01T00:00:00Z"
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+
+	// Reason is a CamelCase word saying why the copy is in its phase.
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	Reason string `json:"reason,omitempty"`
+
+	// Message says what happened and, for a failed copy, what to fix.
+	// +kubebuilder:validation:MaxLength=4096
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // EchoBackup is a backup of one Echo: its configuration and, with

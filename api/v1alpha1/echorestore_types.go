@@ -33,6 +33,9 @@ const (
 const (
 	RestoreReasonBackupNotFound   = "BackupNotFound"
 	RestoreReasonBackupIncomplete = "BackupNotComplete"
+	// RestoreReasonCopyUnavailable: source.copy names no copy of the
+	// EchoBackup's spec.copyTo, or one that failed.
+	RestoreReasonCopyUnavailable  = "CopyUnavailable"
 	RestoreReasonArtifactNotFound = "ArtifactNotFound"
 	RestoreReasonVerifyFailed     = "VerificationFailed"
 	RestoreReasonCredentialsError = "CredentialsError"
@@ -99,11 +102,20 @@ const (
 //
 // +kubebuilder:validation:XValidation:rule="[has(self.backupName), has(self.storedBackup), has(self.storage)].filter(x, x).size() == 1",message="set exactly one of source.backupName, source.storedBackup and source.storage"
 // +kubebuilder:validation:XValidation:rule="has(self.storage) == has(self.key)",message="source.key goes with source.storage"
+// +kubebuilder:validation:XValidation:rule="!has(self.copy) || has(self.backupName)",message="source.copy names a copy of the EchoBackup of source.backupName: set source.backupName too"
 type RestoreSource struct {
 	// BackupName names a completed EchoBackup in the restore's namespace.
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	BackupName string `json:"backupName,omitempty"`
+
+	// Copy names a copy of the EchoBackup (an entry of its spec.copyTo):
+	// the restore reads the artifact from that copy's storage rather than
+	// from the backup's, once the copy has completed.
+	// +kubebuilder:validation:MaxLength=40
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="source.copy is the name of an entry of the EchoBackup's spec.copyTo, a DNS label"
+	// +optional
+	Copy string `json:"copy,omitempty"`
 
 	// StoredBackup names a StoredBackup of the restore's namespace, as
 	// `kubectl get storedbackups` lists it:

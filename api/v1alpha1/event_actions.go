@@ -14,11 +14,14 @@ const (
 	EventActionBackingUpBeforeDeletion = "BackingUpBeforeDeletion"
 	EventActionBackingUp               = "BackingUp"
 	EventActionDeletingArtifact        = "DeletingArtifact"
-	EventActionScheduling              = "Scheduling"
-	EventActionPruning                 = "Pruning"
-	EventActionRestoring               = "Restoring"
-	EventActionReleasingRestoreHold    = "ReleasingRestoreHold"
-	EventActionDecoding                = "Decoding"
+	// EventActionCopying is the action of copying a backup to the
+	// storages of its spec.copyTo.
+	EventActionCopying              = "Copying"
+	EventActionScheduling           = "Scheduling"
+	EventActionPruning              = "Pruning"
+	EventActionRestoring            = "Restoring"
+	EventActionReleasingRestoreHold = "ReleasingRestoreHold"
+	EventActionDecoding             = "Decoding"
 	// EventActionDeletingLocation is the action of holding back the
 	// deletion of an EchoBackupLocation in use.
 	EventActionDeletingLocation = "DeletingLocation"
@@ -57,6 +60,9 @@ var eventActions = map[string]string{
 	EventReasonArtifactDeleted:      EventActionDeletingArtifact,
 	EventReasonArtifactDeleteFailed: EventActionDeletingArtifact,
 	EventReasonArtifactRetained:     EventActionDeletingArtifact,
+	EventReasonCopyStarted:          EventActionCopying,
+	EventReasonCopyCompleted:        EventActionCopying,
+	EventReasonCopyFailed:           EventActionCopying,
 
 	EventReasonScheduledBackup:  EventActionScheduling,
 	EventReasonInvalidSchedule:  EventActionScheduling,

@@ -83,8 +83,8 @@ const (
 )
 
 func main() {
-	// "manager backup|restore|inspect|delete ..." run the data mover of the
-	// backup, restore and artifact deletion Jobs (internal/datamover/cli.go).
+	// "manager backup|restore|inspect|delete|copy ..." run the data mover of the
+	// backup, restore, copy and artifact deletion Jobs (internal/datamover/cli.go).
 	if code, ok := datamover.RunCommand(os.Args[1:]); ok {
 		os.Exit(code)
 	}

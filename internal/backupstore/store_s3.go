@@ -118,6 +118,14 @@ func NewS3StoreWithCredentials(cfg S3Config, accessKeyID, secretAccessKey string
 	})
 }
 
+// NewS3StoreFromEnv is NewS3Store with the credentials read through
+// lookupEnv, under the names of moverprotocol's environment: for a process
+// that reaches two stores, each with credentials of its own (a copy's
+// destination reads them under moverprotocol.ToEnv's names).
+func NewS3StoreFromEnv(cfg S3Config, lookupEnv func(string) (string, bool)) (*S3Store, error) {
+	return newS3Store(cfg, lookupEnv)
+}
+
 func newS3Store(cfg S3Config, lookupEnv func(string) (string, bool)) (*S3Store, error) {
 	host, secure, err := parseEndpoint(cfg.Endpoint)
 	if err != nil {

@@ -1,6 +1,6 @@
 package datamover
 
-// The backup, restore, delete and inspect subcommands: the data mover run
+// The backup, restore, delete, inspect and copy subcommands: the data mover run
 // by the operator's backup, restore and artifact deletion Jobs, in the
 // operator's own image. Their flags, exit codes and results are the
 // contract of package moverprotocol: the outcome goes to the exit code, to
@@ -73,6 +73,17 @@ type moverOptions struct {
 	// storage
 	s3     backupstore.S3Config
 	fsRoot string
+	// copy: the backup's checksum, and the destination's storage
+	checksum string
+	to       storeFlags
+	// lookupEnv reads the environment, the credentials of both stores
+	lookupEnv func(string) (string, bool)
+}
+
+// storeFlags choose a store: a filesystem root, or an S3 bucket.
+type storeFlags struct {
+	s3     backupstore.S3Config
+	fsRoot string
 }
 
 // RunCommand runs the subcommand named by args[0] when it is backup,
@@ -101,6 +112,7 @@ func dataMover(ctx context.Context, command moverprotocol.Command, args []string
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
+	o.lookupEnv = lookupEnv
 	var res any
 	if err == nil {
 		res, err = o.run(ctx, log)
@@ -157,21 +169,12 @@ func parseMoverFlags(command moverprotocol.Command, args []string, output io.Wri
 		fs.StringVar(&o.restoreID, moverprotocol.FlagRestoreID, "",
 			"identity of the restore across retries, recorded with the restored data: a retry finding the data its earlier attempt restored reports it")
 	}
-	fs.StringVar(&o.s3.Endpoint, moverprotocol.FlagS3Endpoint, "", "S3 endpoint URL, http(s)://host[:port]; credentials come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN, "+
-		"or from the web identity token of AWS_WEB_IDENTITY_TOKEN_FILE (with AWS_ROLE_ARN)")
-	fs.StringVar(&o.s3.Region, moverprotocol.FlagS3Region, moverprotocol.DefaultS3Region, "S3 region")
-	fs.StringVar(&o.s3.Bucket, moverprotocol.FlagS3Bucket, "", "S3 bucket")
-	fs.StringVar(&o.s3.Prefix, moverprotocol.FlagS3Prefix, "", "prefix of every object key in the bucket")
-	fs.BoolVar(&o.s3.PathStyle, moverprotocol.FlagS3PathStyle, false, "path-style bucket addressing (endpoint/bucket) instead of virtual-host (bucket.endpoint)")
-	fs.StringVar(&o.s3.CAFile, moverprotocol.FlagS3CAFile, "", "PEM bundle of extra CAs to trust for the S3 endpoint")
-	fs.StringVar(&o.s3.STSEndpoint, moverprotocol.FlagS3STSEndpoint, "",
-		"where the web identity token of AWS_WEB_IDENTITY_TOKEN_FILE is exchanged for credentials; the S3 endpoint when empty")
-	fs.StringVar(&o.s3.Encryption.Type, moverprotocol.FlagS3SSE, "",
-		"server-side encryption of the objects written: "+moverprotocol.SSES3+", "+moverprotocol.SSEKMS+" or "+moverprotocol.SSEC)
-	fs.StringVar(&o.s3.Encryption.KMSKeyID, moverprotocol.FlagS3SSEKMSKeyID, "", "the KMS key of "+moverprotocol.SSEKMS)
-	fs.StringVar(&o.s3.Encryption.CustomerKeyFile, moverprotocol.FlagS3SSECustomerKeyFile, "",
-		"file holding the key of "+moverprotocol.SSEC+" (32 bytes, or their base64), which reads present too")
-	fs.StringVar(&o.fsRoot, moverprotocol.FlagFSRoot, "", "use a filesystem store rooted at this directory (a mounted PVC) instead of S3")
+	if command == moverprotocol.Copy {
+		fs.StringVar(&o.checksum, moverprotocol.FlagChecksum, "", "the archive's checksum the backup recorded, sha256:<hex> (required): the copy must match it")
+		o.to.register(fs, moverprotocol.ToPrefix, "the copy's destination: ", moverprotocol.ToEnvPrefix)
+	}
+	from := storeFlags{}
+	from.register(fs, "", "", "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(output)
@@ -189,8 +192,33 @@ func parseMoverFlags(command moverprotocol.Command, args []string, output io.Wri
 		return o, fmt.Errorf("%w: --%s is required", backupstore.ErrInvalidArgument, moverprotocol.FlagDataDir)
 	case o.key == "":
 		return o, fmt.Errorf("%w: --%s is required", backupstore.ErrInvalidArgument, moverprotocol.FlagKey)
+	case command == moverprotocol.Copy && o.checksum == "":
+		return o, fmt.Errorf("%w: --%s is required", backupstore.ErrInvalidArgument, moverprotocol.FlagChecksum)
 	}
+	o.s3, o.fsRoot = from.s3, from.fsRoot
 	return o, nil
+}
+
+// register defines the storage flags of f, each name prefixed with prefix
+// and each usage with what; env prefixes the names of the credentials'
+// variables.
+func (f *storeFlags) register(fs *flag.FlagSet, prefix, what, env string) {
+	fs.StringVar(&f.s3.Endpoint, prefix+moverprotocol.FlagS3Endpoint, "", what+"S3 endpoint URL, http(s)://host[:port]; credentials come from "+
+		env+"AWS_ACCESS_KEY_ID, "+env+"AWS_SECRET_ACCESS_KEY and "+env+"AWS_SESSION_TOKEN, "+
+		"or from the web identity token of "+env+"AWS_WEB_IDENTITY_TOKEN_FILE (with "+env+"AWS_ROLE_ARN)")
+	fs.StringVar(&f.s3.Region, prefix+moverprotocol.FlagS3Region, moverprotocol.DefaultS3Region, what+"S3 region")
+	fs.StringVar(&f.s3.Bucket, prefix+moverprotocol.FlagS3Bucket, "", what+"S3 bucket")
+	fs.StringVar(&f.s3.Prefix, prefix+moverprotocol.FlagS3Prefix, "", what+"prefix of every object key in the bucket")
+	fs.BoolVar(&f.s3.PathStyle, prefix+moverprotocol.FlagS3PathStyle, false, what+"path-style bucket addressing (endpoint/bucket) instead of virtual-host (bucket.endpoint)")
+	fs.StringVar(&f.s3.CAFile, prefix+moverprotocol.FlagS3CAFile, "", what+"PEM bundle of extra CAs to trust for the S3 endpoint")
+	fs.StringVar(&f.s3.STSEndpoint, prefix+moverprotocol.FlagS3STSEndpoint, "",
+		what+"where the web identity token of "+env+"AWS_WEB_IDENTITY_TOKEN_FILE is exchanged for credentials; the S3 endpoint when empty")
+	fs.StringVar(&f.s3.Encryption.Type, prefix+moverprotocol.FlagS3SSE, "",
+		what+"server-side encryption of the objects written: "+moverprotocol.SSES3+", "+moverprotocol.SSEKMS+" or "+moverprotocol.SSEC)
+	fs.StringVar(&f.s3.Encryption.KMSKeyID, prefix+moverprotocol.FlagS3SSEKMSKeyID, "", what+"the KMS key of "+moverprotocol.SSEKMS)
+	fs.StringVar(&f.s3.Encryption.CustomerKeyFile, prefix+moverprotocol.FlagS3SSECustomerKeyFile, "",
+		what+"file holding the key of "+moverprotocol.SSEC+" (32 bytes, or their base64), which reads present too")
+	fs.StringVar(&f.fsRoot, prefix+moverprotocol.FlagFSRoot, "", what+"use a filesystem store rooted at this directory (a mounted PVC) instead of S3")
 }
 
 // scanTerminationLog returns the value of the last --termination-log flag
@@ -217,22 +245,44 @@ func scanTerminationLog(args []string) string {
 // store builds the store chosen by the flags: --fs-root or the --s3-*
 // flags, not both.
 func (o moverOptions) store() (backupstore.Store, error) {
-	s3Set := o.s3.Endpoint != "" || o.s3.Bucket != "" || o.s3.Prefix != "" || o.s3.CAFile != "" || o.s3.Encryption.Type != "" || o.s3.Encryption.CustomerKeyFile != ""
+	return storeFlags{s3: o.s3, fsRoot: o.fsRoot}.store("", o.command == moverprotocol.Backup, o.env(""))
+}
+
+// destination builds the store a copy writes to: --to-fs-root or the
+// --to-s3-* flags, with the credentials of moverprotocol.ToEnv.
+func (o moverOptions) destination() (backupstore.Store, error) {
+	return o.to.store(moverprotocol.ToPrefix, true, o.env(moverprotocol.ToEnvPrefix))
+}
+
+// env reads the environment under names prefixed with prefix.
+func (o moverOptions) env(prefix string) func(string) (string, bool) {
+	lookup := o.lookupEnv
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	return func(name string) (string, bool) { return lookup(prefix + name) }
+}
+
+// store builds the store chosen by flags named with prefix: a filesystem
+// root (created when writes is set: a claim's subPath is a directory the
+// first write creates) or S3 with the credentials lookupEnv reads.
+func (f storeFlags) store(prefix string, writes bool, lookupEnv func(string) (string, bool)) (backupstore.Store, error) {
+	s3Set := f.s3.Endpoint != "" || f.s3.Bucket != "" || f.s3.Prefix != "" || f.s3.CAFile != "" || f.s3.Encryption.Type != "" || f.s3.Encryption.CustomerKeyFile != ""
 	switch {
-	case o.fsRoot != "" && s3Set:
-		return nil, fmt.Errorf("%w: give either --fs-root or the --s3-* flags, not both", backupstore.ErrInvalidArgument)
-	case o.fsRoot != "" && o.command == moverprotocol.Backup:
-		// A claim's subPath is a directory the first backup creates.
-		if err := os.MkdirAll(o.fsRoot, backupstore.FSStoreDirPerm); err != nil {
+	case f.fsRoot != "" && s3Set:
+		return nil, fmt.Errorf("%w: give either --%s%s or the --%ss3-* flags, not both", backupstore.ErrInvalidArgument, prefix, moverprotocol.FlagFSRoot, prefix)
+	case f.fsRoot != "" && writes:
+		if err := os.MkdirAll(f.fsRoot, backupstore.FSStoreDirPerm); err != nil {
 			return nil, backupstore.ClassifyFS(fmt.Errorf("create filesystem store root: %w", err))
 		}
-		return backupstore.NewFSStore(o.fsRoot)
-	case o.fsRoot != "":
-		return backupstore.NewFSStore(o.fsRoot)
-	case o.s3.Endpoint == "" || o.s3.Bucket == "":
-		return nil, fmt.Errorf("%w: give --fs-root, or --s3-endpoint and --s3-bucket", backupstore.ErrInvalidArgument)
+		return backupstore.NewFSStore(f.fsRoot)
+	case f.fsRoot != "":
+		return backupstore.NewFSStore(f.fsRoot)
+	case f.s3.Endpoint == "" || f.s3.Bucket == "":
+		return nil, fmt.Errorf("%w: give --%s%s, or --%s%s and --%s%s", backupstore.ErrInvalidArgument,
+			prefix, moverprotocol.FlagFSRoot, prefix, moverprotocol.FlagS3Endpoint, prefix, moverprotocol.FlagS3Bucket)
 	}
-	return backupstore.NewS3Store(o.s3)
+	return backupstore.NewS3StoreFromEnv(f.s3, lookupEnv)
 }
 
 func (o moverOptions) run(ctx context.Context, log *slog.Logger) (any, error) {
@@ -252,6 +302,8 @@ func (o moverOptions) run(ctx context.Context, log *slog.Logger) (any, error) {
 			return nil, err
 		}
 		return res, nil
+	case moverprotocol.Copy:
+		return o.copy(ctx, store, log)
 	default:
 		if err := Delete(ctx, DeleteOptions{Store: store, Key: o.key, Logger: log}); err != nil {
 			return nil, err
@@ -265,6 +317,24 @@ func (o moverOptions) run(ctx context.Context, log *slog.Logger) (any, error) {
 		Size:     m.Archive.Size,
 		Checksum: "sha256:" + m.Archive.SHA256,
 		Location: store.Location(o.key),
+		Files:    m.DataFiles(),
+	}, nil
+}
+
+// copy copies the backup to the destination and reports the copy.
+func (o moverOptions) copy(ctx context.Context, from backupstore.Store, log *slog.Logger) (*moverprotocol.Archive, error) {
+	to, err := o.destination()
+	if err != nil {
+		return nil, err
+	}
+	m, err := Copy(ctx, CopyOptions{From: from, To: to, Key: o.key, Checksum: o.checksum, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	return &moverprotocol.Archive{
+		Size:     m.Archive.Size,
+		Checksum: checksumPrefix + m.Archive.SHA256,
+		Location: to.Location(o.key),
 		Files:    m.DataFiles(),
 	}, nil
 }
@@ -414,8 +484,10 @@ const minRedactLen = 4
 func redactor(lookupEnv func(string) (string, bool)) func(string) string {
 	var secrets []string
 	for _, name := range []string{moverprotocol.EnvSecretAccessKey, moverprotocol.EnvSessionToken, moverprotocol.EnvAccessKeyID} {
-		if v, ok := lookupEnv(name); ok && len(v) >= minRedactLen {
-			secrets = append(secrets, v)
+		for _, name := range []string{name, moverprotocol.ToEnv(name)} {
+			if v, ok := lookupEnv(name); ok && len(v) >= minRedactLen {
+				secrets = append(secrets, v)
+			}
 		}
 	}
 	return func(s string) string {

@@ -36,6 +36,12 @@ var (
 	nextBackupDesc = prometheus.NewDesc(namespace+"_backup_next_scheduled_timestamp_seconds",
 		"When the next scheduled backup of an Echo is due (Unix time), the soonest of its unsuspended EchoBackupSchedules; one series per Echo with one.",
 		[]string{"namespace", "echo"}, nil)
+	lastCopyDesc = prometheus.NewDesc(namespace+"_backup_copy_last_success_timestamp_seconds",
+		"When the newest completed copy (spec.copyTo) of an Echo's backups completed (Unix time), by copy name; one series per Echo and copy with a completed copy.",
+		[]string{"namespace", "echo", "copy"}, nil)
+	lastCopyFailureDesc = prometheus.NewDesc(namespace+"_backup_copy_last_failure_timestamp_seconds",
+		"When the newest failed copy (spec.copyTo) of an Echo's backups failed (Unix time), by copy name; one series per Echo and copy with a failed copy.",
+		[]string{"namespace", "echo", "copy"}, nil)
 	backupsDesc = prometheus.NewDesc(namespace+"_backups",
 		"EchoBackups by state: complete, failed or running.",
 		[]string{"state"}, nil)
@@ -64,7 +70,8 @@ func NewCollector(reader client.Reader) *Collector {
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{echoesDesc, lastBackupDesc, lastFailureDesc, lastScheduledDesc, nextBackupDesc, backupsDesc, restoresDesc} {
+	for _, d := range []*prometheus.Desc{echoesDesc, lastBackupDesc, lastFailureDesc, lastCopyDesc, lastCopyFailureDesc,
+		lastScheduledDesc, nextBackupDesc, backupsDesc, restoresDesc} {
 		ch <- d
 	}
 }
@@ -121,8 +128,11 @@ func (c *Collector) collectBackups(ctx context.Context, ch chan<- prometheus.Met
 	}
 	states := map[string]int{stateComplete: 0, stateFailed: 0, stateRunning: 0}
 	lastSuccess, lastFailure := latestTimes{}, latestTimes{}
+	copySuccess, copyFailure := latestCopyTimes{}, latestCopyTimes{}
 	for i := range backups.Items {
 		b := &backups.Items[i]
+		copySuccess.keepCopies(b, echov1alpha1.PhaseCompleted)
+		copyFailure.keepCopies(b, echov1alpha1.PhaseFailed)
 		state := outcome(b.Status.Conditions, echov1alpha1.BackupConditionComplete, echov1alpha1.BackupConditionFailed)
 		states[state]++
 		key := echoKey{b.Namespace, b.Spec.EchoName}
@@ -138,7 +148,34 @@ func (c *Collector) collectBackups(ctx context.Context, ch chan<- prometheus.Met
 	}
 	lastSuccess.collect(ch, lastBackupDesc)
 	lastFailure.collect(ch, lastFailureDesc)
+	copySuccess.collect(ch, lastCopyDesc)
+	copyFailure.collect(ch, lastCopyFailureDesc)
 	return nil
+}
+
+// copyKey is one copy name of an Echo's backups.
+type copyKey struct{ namespace, echo, copy string }
+
+// latestCopyTimes keeps the latest time seen per Echo and copy name.
+type latestCopyTimes map[copyKey]metav1.Time
+
+// keepCopies keeps the completion times of the backup's copies in phase.
+func (l latestCopyTimes) keepCopies(b *echov1alpha1.EchoBackup, phase echov1alpha1.Phase) {
+	for _, c := range b.Status.Copies {
+		if c.Phase != phase || c.CompletionTime == nil {
+			continue
+		}
+		key := copyKey{b.Namespace, b.Spec.EchoName, c.Name}
+		if cur, ok := l[key]; !ok || cur.Before(c.CompletionTime) {
+			l[key] = *c.CompletionTime
+		}
+	}
+}
+
+func (l latestCopyTimes) collect(ch chan<- prometheus.Metric, desc *prometheus.Desc) {
+	for key, t := range l {
+		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, unixSeconds(t), key.namespace, key.echo, key.copy)
+	}
 }
 
 // latestTimes keeps the latest time seen per Echo.

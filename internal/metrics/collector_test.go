@@ -50,6 +50,14 @@ func TestCollector(t *testing.T) {
 		backup("a", "api-1", "api", nil),
 		// Same Echo name, another namespace: its own series.
 		backup("b", "web-1", "web", at(2000), complete),
+		// Copies count by name: the newest completed and the newest failed.
+		withCopies(backup("a", "web-4", "web", at(6000), complete),
+			echov1alpha1.BackupCopyStatus{Name: "offsite", Phase: echov1alpha1.PhaseCompleted, CompletionTime: at(6100)},
+			echov1alpha1.BackupCopyStatus{Name: "second", Phase: echov1alpha1.PhaseFailed, CompletionTime: at(6200)},
+			echov1alpha1.BackupCopyStatus{Name: "third", Phase: echov1alpha1.PhaseRunning}),
+		withCopies(backup("a", "web-5", "web", at(7000), complete),
+			echov1alpha1.BackupCopyStatus{Name: "offsite", Phase: echov1alpha1.PhaseFailed, CompletionTime: at(7100)},
+			echov1alpha1.BackupCopyStatus{Name: "second", Phase: echov1alpha1.PhaseCompleted, CompletionTime: at(7200)}),
 		// The soonest next run and the latest last run of the unsuspended
 		// schedules of an Echo count.
 		schedule("a", "hourly", "web", false, at(3600), at(7200)),
@@ -66,11 +74,19 @@ func TestCollector(t *testing.T) {
 	want := `
 # HELP echo_operator_backup_last_success_timestamp_seconds When the newest complete backup of an Echo completed (Unix time); one series per Echo with a complete EchoBackup.
 # TYPE echo_operator_backup_last_success_timestamp_seconds gauge
-echo_operator_backup_last_success_timestamp_seconds{echo="web",namespace="a"} 3000
+echo_operator_backup_last_success_timestamp_seconds{echo="web",namespace="a"} 7000
 echo_operator_backup_last_success_timestamp_seconds{echo="web",namespace="b"} 2000
 # HELP echo_operator_backup_last_failure_timestamp_seconds When the newest failed backup of an Echo failed (Unix time); one series per Echo with a failed EchoBackup.
 # TYPE echo_operator_backup_last_failure_timestamp_seconds gauge
 echo_operator_backup_last_failure_timestamp_seconds{echo="web",namespace="a"} 5000
+# HELP echo_operator_backup_copy_last_success_timestamp_seconds When the newest completed copy (spec.copyTo) of an Echo's backups completed (Unix time), by copy name; one series per Echo and copy with a completed copy.
+# TYPE echo_operator_backup_copy_last_success_timestamp_seconds gauge
+echo_operator_backup_copy_last_success_timestamp_seconds{copy="offsite",echo="web",namespace="a"} 6100
+echo_operator_backup_copy_last_success_timestamp_seconds{copy="second",echo="web",namespace="a"} 7200
+# HELP echo_operator_backup_copy_last_failure_timestamp_seconds When the newest failed copy (spec.copyTo) of an Echo's backups failed (Unix time), by copy name; one series per Echo and copy with a failed copy.
+# TYPE echo_operator_backup_copy_last_failure_timestamp_seconds gauge
+echo_operator_backup_copy_last_failure_timestamp_seconds{copy="offsite",echo="web",namespace="a"} 7100
+echo_operator_backup_copy_last_failure_timestamp_seconds{copy="second",echo="web",namespace="a"} 6200
 # HELP echo_operator_backup_last_scheduled_timestamp_seconds When the latest scheduled backup of an Echo was due (Unix time), the latest of its unsuspended EchoBackupSchedules; one series per Echo with one that has run.
 # TYPE echo_operator_backup_last_scheduled_timestamp_seconds gauge
 echo_operator_backup_last_scheduled_timestamp_seconds{echo="web",namespace="a"} 3600
@@ -80,7 +96,7 @@ echo_operator_backup_next_scheduled_timestamp_seconds{echo="web",namespace="a"} 
 echo_operator_backup_next_scheduled_timestamp_seconds{echo="web",namespace="b"} 9000
 # HELP echo_operator_backups EchoBackups by state: complete, failed or running.
 # TYPE echo_operator_backups gauge
-echo_operator_backups{state="complete"} 3
+echo_operator_backups{state="complete"} 5
 echo_operator_backups{state="failed"} 2
 echo_operator_backups{state="running"} 1
 # HELP echo_operator_echoes Echoes by the status and reason of their Ready condition.
@@ -100,6 +116,12 @@ echo_operator_restores{state="running"} 1
 	if problems, err := testutil.CollectAndLint(c); err != nil || len(problems) > 0 {
 		t.Errorf("lint: %v %v", problems, err)
 	}
+}
+
+// withCopies gives the backup b these copies' statuses.
+func withCopies(b client.Object, copies ...echov1alpha1.BackupCopyStatus) client.Object {
+	b.(*echov1alpha1.EchoBackup).Status.Copies = copies
+	return b
 }
 
 func scheme(t *testing.T) *runtime.Scheme {

@@ -1,5 +1,5 @@
 // Package moverprotocol is the contract between the operator and its data
-// mover: the subcommands and flags the backup, restore, inspect and delete
+// mover: the subcommands and flags the backup, restore, inspect, copy and delete
 // Jobs run the operator's image with, what the API's S3 storage resolves to
 // (storage.go), the exit codes the Jobs' pod failure policy reads, and the
 // JSON result the mover leaves as its container's termination message.

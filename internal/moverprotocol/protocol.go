@@ -18,10 +18,15 @@ const (
 	Inspect Command = "inspect"
 	// Delete deletes a backup from its store; its result is a Deletion.
 	Delete Command = "delete"
+	// Copy copies a backup (its archive, then its manifest) from its
+	// store to another, the destination of the ToFlag flags, verifying
+	// the archive against FlagChecksum; its result is an Archive in the
+	// destination.
+	Copy Command = "copy"
 )
 
 // Commands lists every subcommand.
-var Commands = []Command{Backup, Restore, Inspect, Delete}
+var Commands = []Command{Backup, Restore, Inspect, Delete, Copy}
 
 // ParseCommand returns the subcommand named name.
 func ParseCommand(name string) (Command, bool) {
@@ -71,6 +76,10 @@ const (
 	// swapped in reports it instead of finding it in its way.
 	FlagRestoreID = "restore-id"
 
+	// FlagChecksum is the checksum the backup recorded for its archive,
+	// "sha256:<hex>" (copy): what the copy writes must match it.
+	FlagChecksum = "checksum"
+
 	// FlagFSRoot selects a filesystem store rooted at a directory (a
 	// mounted claim).
 	FlagFSRoot = "fs-root"
@@ -93,6 +102,21 @@ const (
 	FlagS3SSEKMSKeyID        = "s3-sse-kms-key-id"
 	FlagS3SSECustomerKeyFile = "s3-sse-customer-key-file"
 )
+
+// ToPrefix is the prefix of the destination's storage flags of a copy:
+// every storage flag (FlagFSRoot, FlagS3Endpoint ...) has a ToFlag twin.
+const ToPrefix = "to-"
+
+// ToFlag is the destination's twin of the storage flag f (copy).
+func ToFlag(f string) string { return ToPrefix + f }
+
+// ToEnvPrefix is the prefix of the destination's credentials in a copy's
+// environment: ToEnv(EnvAccessKeyID) and so on, so that each side of a
+// copy has credentials of its own.
+const ToEnvPrefix = "COPY_TO_"
+
+// ToEnv is the destination's twin of the environment variable name (copy).
+func ToEnv(name string) string { return ToEnvPrefix + name }
 
 // Arg is the argument setting flag to value.
 func Arg(flag, value string) string { return "--" + flag + "=" + value }

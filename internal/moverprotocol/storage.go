@@ -73,27 +73,38 @@ func ResolveS3(s *echov1alpha1.S3Storage) S3 {
 // key; caFile and customerKeyFile are where the CA bundle and the SSE-C
 // key are mounted, when s has them.
 func (s S3) Args(caFile, customerKeyFile string) []string {
-	args := []string{Arg(FlagS3Endpoint, s.Endpoint), Arg(FlagS3Region, s.Region), Arg(FlagS3Bucket, s.Bucket)}
+	return s.args("", caFile, customerKeyFile)
+}
+
+// ToArgs are Args as the destination of a copy (ToFlag).
+func (s S3) ToArgs(caFile, customerKeyFile string) []string {
+	return s.args(ToPrefix, caFile, customerKeyFile)
+}
+
+// args are the flags for s, each name prefixed with prefix.
+func (s S3) args(prefix, caFile, customerKeyFile string) []string {
+	arg := func(flag, value string) string { return Arg(prefix+flag, value) }
+	args := []string{arg(FlagS3Endpoint, s.Endpoint), arg(FlagS3Region, s.Region), arg(FlagS3Bucket, s.Bucket)}
 	if s.Prefix != "" {
-		args = append(args, Arg(FlagS3Prefix, s.Prefix))
+		args = append(args, arg(FlagS3Prefix, s.Prefix))
 	}
 	if s.PathStyle {
-		args = append(args, Switch(FlagS3PathStyle))
+		args = append(args, Switch(prefix+FlagS3PathStyle))
 	}
 	if s.CASecret != "" {
-		args = append(args, Arg(FlagS3CAFile, caFile))
+		args = append(args, arg(FlagS3CAFile, caFile))
 	}
 	if s.ServiceAccount != "" && s.STSEndpoint != "" {
-		args = append(args, Arg(FlagS3STSEndpoint, s.STSEndpoint))
+		args = append(args, arg(FlagS3STSEndpoint, s.STSEndpoint))
 	}
 	if s.Encryption != "" {
-		args = append(args, Arg(FlagS3SSE, string(s.Encryption)))
+		args = append(args, arg(FlagS3SSE, string(s.Encryption)))
 	}
 	if s.KMSKeyID != "" {
-		args = append(args, Arg(FlagS3SSEKMSKeyID, s.KMSKeyID))
+		args = append(args, arg(FlagS3SSEKMSKeyID, s.KMSKeyID))
 	}
 	if s.CustomerKeySecret != "" {
-		args = append(args, Arg(FlagS3SSECustomerKeyFile, customerKeyFile))
+		args = append(args, arg(FlagS3SSECustomerKeyFile, customerKeyFile))
 	}
 	return args
 }
