@@ -44,7 +44,7 @@ type waitCheck func() (progress string, done bool, err error)
 // prints each new progress line on stderr. The wait is bounded by timeout
 // alone, not by the command's requestTimeout, which bounds each read.
 func (e *env) waitFor(ctx context.Context, timeout time.Duration, obj client.Object, check waitCheck) error {
-	what := fmt.Sprintf("%s %s", kindOf(e, obj), obj.GetName())
+	what := fmt.Sprintf("%s %s", e.kindOf(obj), obj.GetName())
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
 	key := client.ObjectKeyFromObject(obj)
@@ -77,7 +77,7 @@ func (e *env) waitFor(ctx context.Context, timeout time.Duration, obj client.Obj
 }
 
 // kindOf is obj's kind, from the client's scheme.
-func kindOf(e *env, obj client.Object) string {
+func (e *env) kindOf(obj client.Object) string {
 	if err := e.setKind(obj); err != nil {
 		return "object"
 	}
