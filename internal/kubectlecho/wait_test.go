@@ -109,3 +109,39 @@ func TestWaitEchoReady(t *testing.T) {
 		})
 	}
 }
+
+// TestBackupFromScheduleWaits: with --wait, a backup now from a schedule
+// follows the backup the schedule starts on that request, not one it
+// started before.
+func TestBackupFromScheduleWaits(t *testing.T) {
+	schedule := &echov1alpha1.EchoBackupSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-nightly"},
+		Spec: echov1alpha1.EchoBackupScheduleSpec{Template: echov1alpha1.EchoBackupSpec{EchoName: "web"}}}
+	started := func(name string, c metav1.Condition) *echov1alpha1.EchoBackup {
+		b := backupWith(c)
+		b.Name, b.Labels = name, map[string]string{echov1alpha1.ScheduleLabel: "web-nightly"}
+		return b
+	}
+	te := newTestEnv(t, schedule, started("web-nightly-now-0123456789", failed), started("web-nightly-1767322800", failed))
+	// The schedule's controller starts a backup when asked.
+	te.client = interceptor.NewClient(te.client.(client.WithWatch), interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if err := c.Patch(ctx, obj, patch, opts...); err != nil {
+				return err
+			}
+			return c.Create(ctx, started("web-nightly-now-abcdef0123", completed))
+		},
+	})
+	b, err := te.backupFromSchedule(context.Background(), "web", "web-nightly", output(t, "", false), &waitFlags{wait: true, timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b == nil || b.Name != "web-nightly-now-abcdef0123" {
+		t.Fatalf("follows %v, want web-nightly-now-abcdef0123", b)
+	}
+	if err := te.finishBackup(context.Background(), b, output(t, "", false), &waitFlags{wait: true, timeout: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(te.out.String(), "EchoBackup web-nightly-now-abcdef0123 completed") {
+		t.Errorf("printed:\n%s", te.out)
+	}
+}
