@@ -58,7 +58,7 @@ func newBackupCommand(connect func() (*env, error)) *cobra.Command {
 	cmd.MarkFlagsMutuallyExclusive("location", "schedule")
 	_ = cmd.RegisterFlagCompletionFunc("location", completeFlagNames(connect, locationNames))
 	_ = cmd.RegisterFlagCompletionFunc("schedule", completeFlagNames(connect, scheduleNames))
-	out = addOutputFlags(cmd, "created", false)
+	out = addOutputFlags(cmd, false)
 	wait = addWaitFlags(cmd, "the backup completes")
 	return cmd
 }

@@ -54,7 +54,7 @@ func (te *testEnv) connect() (*env, error) { return te.env, nil }
 // output is -o format of a command with or without -o wide.
 func output(t *testing.T, format string, wide bool) *outputFlags {
 	t.Helper()
-	o := newOutputFlags("", wide)
+	o := newOutputFlags(wide)
 	*o.print.OutputFormat = format
 	if err := o.validate(); err != nil {
 		t.Fatal(err)

@@ -27,7 +27,7 @@ func newHistoryCommand(connect func() (*env, error)) *cobra.Command {
 			return run(connect, func(ctx context.Context, e *env) error { return e.history(ctx, args[0], out) })
 		},
 	}
-	out = addOutputFlags(cmd, "", true)
+	out = addOutputFlags(cmd, true)
 	return cmd
 }
 
@@ -65,7 +65,7 @@ func newBackupsCommand(connect func() (*env, error)) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&location, "location", "", "list only this EchoBackupLocation's backups")
 	_ = cmd.RegisterFlagCompletionFunc("location", completeFlagNames(connect, locationNames))
-	out = addOutputFlags(cmd, "", true)
+	out = addOutputFlags(cmd, true)
 	return cmd
 }
 

@@ -27,18 +27,19 @@ type outputFlags struct {
 	wide  bool // whether -o wide is one of the formats
 }
 
-// addOutputFlags adds -o to cmd; operation is the word -o name prints
-// after each name ("created"), wide whether -o wide is allowed.
-func addOutputFlags(cmd *cobra.Command, operation string, wide bool) *outputFlags {
-	o := newOutputFlags(operation, wide)
+// addOutputFlags adds -o to cmd; wide says whether -o wide is one of
+// its formats. -o name prints kind.group/name alone, as kubectl create
+// -o name does.
+func addOutputFlags(cmd *cobra.Command, wide bool) *outputFlags {
+	o := newOutputFlags(wide)
 	o.print.AddFlags(cmd)
 	cmd.Flags().Lookup("output").Usage = "Output format. One of: (" + strings.Join(o.formats(), ", ") + "). The default is the text for people"
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(o.formats(), cobra.ShellCompDirectiveNoFileComp))
 	return o
 }
 
-func newOutputFlags(operation string, wide bool) *outputFlags {
-	return &outputFlags{print: genericclioptions.NewPrintFlags(operation), wide: wide}
+func newOutputFlags(wide bool) *outputFlags {
+	return &outputFlags{print: genericclioptions.NewPrintFlags(""), wide: wide}
 }
 
 // formats are the -o values the command takes.

@@ -165,7 +165,7 @@ func TestOutputFormats(t *testing.T) {
 		{"", false, true}, {"json", false, true}, {"yaml", false, true}, {"name", false, true}, {"jsonpath={.status.size}", false, true},
 		{"wide", true, true}, {"wide", false, false}, {"table", true, false},
 	} {
-		o := newOutputFlags("created", tc.wide)
+		o := newOutputFlags(tc.wide)
 		o.print.AddFlags(&cobra.Command{})
 		*o.print.OutputFormat = tc.format
 		if err := o.validate(); (err == nil) != tc.ok {

@@ -53,7 +53,7 @@ func newRestoreCommand(connect func() (*env, error)) *cobra.Command {
 	_ = cmd.RegisterFlagCompletionFunc("to", completeFlagNames(connect, echoNames))
 	_ = cmd.RegisterFlagCompletionFunc("existing-data", cobra.FixedCompletions(
 		[]string{string(echov1alpha1.ExistingDataFail), string(echov1alpha1.ExistingDataReplace)}, cobra.ShellCompDirectiveNoFileComp))
-	out = addOutputFlags(cmd, "created", false)
+	out = addOutputFlags(cmd, false)
 	wait = addWaitFlags(cmd, "the restore completes and the Echo runs on the restored data")
 	return cmd
 }

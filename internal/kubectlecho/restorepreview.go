@@ -105,8 +105,8 @@ func (e *env) previewBackup(ctx context.Context, name string, p *restorePreview)
 		if t := b.Status.CompletionTime; t != nil {
 			completed += " " + t.UTC().Format(time.RFC3339)
 		}
-		p.field("Backup", "%s of Echo %s, %s: %d bytes, %d files, Echo generation %d",
-			b.Name, b.Spec.EchoName, completed, b.Status.Size, b.Status.Files, b.Status.EchoGeneration)
+		p.field("Backup", "%s of Echo %s, %s: %d bytes, %s, Echo generation %d",
+			b.Name, b.Spec.EchoName, completed, b.Status.Size, files(b.Status.Files), b.Status.EchoGeneration)
 	case echov1alpha1.PhaseFailed:
 		p.field("Backup", "%s of Echo %s, Failed (%s)", b.Name, b.Spec.EchoName, reason)
 		p.fail("EchoBackup %s failed (%s), so there is nothing to restore: %s", b.Name, reason, orNone(firstOf(b.Status.Error, phaseMessage(b.Status.Conditions))))
@@ -126,13 +126,13 @@ func (e *env) previewBackup(ctx context.Context, name string, p *restorePreview)
 func (e *env) previewStorage(ctx context.Context, b *echov1alpha1.EchoBackup, p *restorePreview) {
 	name := b.Spec.Storage.LocationName()
 	if name == "" {
-		p.field("Storage", "the backup's own storage, key %s", orNone(b.Status.Location))
+		p.field("Storage", "the backup's own storage, at %s", orNone(b.Status.Location))
 		return
 	}
 	err := e.client.Get(ctx, client.ObjectKey{Namespace: e.namespace, Name: name}, &echov1alpha1.EchoBackupLocation{})
 	switch {
 	case err == nil:
-		p.field("Storage", "EchoBackupLocation %s, key %s", name, orNone(b.Status.Location))
+		p.field("Storage", "EchoBackupLocation %s, at %s", name, orNone(b.Status.Location))
 	case apierrors.IsNotFound(err):
 		p.field("Storage", "EchoBackupLocation %s, which does not exist", name)
 		p.fail("EchoBackupLocation %s, where the backup is stored, does not exist in namespace %s: the restore would fail with %s; create it again",
@@ -149,11 +149,11 @@ func (e *env) previewTarget(ctx context.Context, b *echov1alpha1.EchoBackup, opt
 	err := e.client.Get(ctx, client.ObjectKey{Namespace: e.namespace, Name: opts.to}, echo)
 	switch {
 	case apierrors.IsNotFound(err):
-		from := "the backed-up Echo's"
+		from := "the backed-up configuration"
 		if b != nil {
-			from = fmt.Sprintf("Echo %s's at generation %d", b.Spec.EchoName, b.Status.EchoGeneration)
+			from = fmt.Sprintf("the configuration Echo %s had at generation %d", b.Spec.EchoName, b.Status.EchoGeneration)
 		}
-		p.field("Target", "Echo %s does not exist: the restore creates it with %s configuration, then restores the data into it", opts.to, from)
+		p.field("Target", "Echo %s does not exist: the restore creates it with %s, then restores the data into it", opts.to, from)
 		p.field("Existing data", "none: a new Echo holds no data to refuse or replace")
 		return
 	case err != nil:
@@ -170,9 +170,9 @@ func (e *env) previewTarget(ctx context.Context, b *echov1alpha1.EchoBackup, opt
 	if !persistentEcho(echo) {
 		p.field("Target", "Echo %s exists and keeps no data (spec.persistence is off): the restore restores in place", opts.to)
 		if b != nil && b.Status.Files > 0 {
-			p.field("Existing data", "none, and no volume for the backup's %d data files", b.Status.Files)
-			p.fail("Echo %s keeps no data but the backup holds %d data files: the restore would fail with %s; enable spec.persistence on it, or restore into a new Echo",
-				opts.to, b.Status.Files, echov1alpha1.RestoreReasonNoVolume)
+			p.field("Existing data", "none, and no volume for the backup's %s", files(b.Status.Files))
+			p.fail("Echo %s keeps no data but the backup holds %s: the restore would fail with %s; enable spec.persistence on it, or restore into a new Echo",
+				opts.to, files(b.Status.Files), echov1alpha1.RestoreReasonNoVolume)
 		} else {
 			p.field("Existing data", "none: the Echo keeps no data and the backup holds none")
 		}
@@ -190,6 +190,14 @@ func (e *env) previewTarget(ctx context.Context, b *echov1alpha1.EchoBackup, opt
 		p.field("Existing data", "%s: if Echo %s's volume holds data, the restore refuses to write over it and fails with %s; "+
 			"--existing-data %s replaces it, keeping the old data aside", opts.existingData, opts.to, echov1alpha1.RestoreReasonTargetHasData, echov1alpha1.ExistingDataReplace)
 	}
+}
+
+// files is "1 file" or "n files".
+func files(n int64) string {
+	if n == 1 {
+		return "1 file"
+	}
+	return fmt.Sprintf("%d files", n)
 }
 
 // persistentEcho reports whether an Echo keeps its data in a volume.

@@ -34,8 +34,8 @@ func TestPreviewRestore(t *testing.T) {
 		{
 			name: "into a new Echo",
 			objs: []client.Object{done, location}, to: "copy",
-			want: []string{"b1 of Echo web, completed", "48213 bytes, 3 files, Echo generation 4", "EchoBackupLocation offsite",
-				"Echo copy does not exist: the restore creates it with Echo web's at generation 4 configuration",
+			want: []string{"b1 of Echo web, completed", "48213 bytes, 3 files, Echo generation 4", "EchoBackupLocation offsite, at none",
+				"Echo copy does not exist: the restore creates it with the configuration Echo web had at generation 4",
 				"API server:     accepts the EchoRestore (dry run)", "The restore would start"},
 		},
 		{
@@ -59,7 +59,7 @@ func TestPreviewRestore(t *testing.T) {
 			name: "a missing location, data and no volume",
 			objs: []client.Object{done, echo(false, nil)}, to: "web",
 			problems: []string{"EchoBackupLocation offsite, where the backup is stored, does not exist in namespace ns: the restore would fail with LocationUnavailable",
-				"Echo web keeps no data but the backup holds 3 data files: the restore would fail with TargetHasNoVolume"},
+				"Echo web keeps no data but the backup holds 3 files: the restore would fail with TargetHasNoVolume"},
 		},
 		{
 			name:     "no backup",

@@ -42,7 +42,7 @@ func newStatusCommand(connect func() (*env, error)) *cobra.Command {
 			return run(connect, func(ctx context.Context, e *env) error { return e.status(ctx, args[0], out) })
 		},
 	}
-	out = addOutputFlags(cmd, "", true)
+	out = addOutputFlags(cmd, true)
 	return cmd
 }
 

@@ -158,7 +158,7 @@ func (e *env) waitRestore(ctx context.Context, w *waitFlags, rs *echov1alpha1.Ec
 // and the Ready condition was decided for it.
 func (e *env) waitEchoReady(ctx context.Context, w *waitFlags, echo *echov1alpha1.Echo, gen int64) error {
 	return e.waitFor(ctx, w.timeout, echo, func() (string, bool, error) {
-		progress := fmt.Sprintf("Echo %s: generation %d, observed %d", echo.Name, gen, echo.Status.ObservedGeneration)
+		progress := fmt.Sprintf("Echo %s: generation %d (observed %d)", echo.Name, gen, echo.Status.ObservedGeneration)
 		ready := meta.FindStatusCondition(echo.Status.Conditions, echov1alpha1.EchoConditionReady)
 		if ready == nil {
 			return progress + ": Ready not reported yet", false, nil
