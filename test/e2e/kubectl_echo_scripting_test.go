@@ -151,6 +151,8 @@ func TestKubectlEchoScripting(t *testing.T) {
 		Expect(echo.Spec.Message).To(Equal("first"))
 		Expect(out).To(HaveSuffix("Echo journal is Ready at generation 3\n"))
 		Expect(echo.Status.ObservedGeneration).To(BeNumerically(">=", 3))
+		Expect(d.run(Default, documented("echo", "history", "ECHO", "-o", "name"))).
+			To(Equal("echorevision.live.echo.dev/journal.v1\nechorevision.live.echo.dev/journal.v2\nechorevision.live.echo.dev/journal.v3\n"))
 		history := d.run(Default, documented("echo", "history", "ECHO", "-o", "json"))
 		var list struct {
 			Kind  string
