@@ -2,6 +2,7 @@ package kubectlecho
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -92,5 +93,27 @@ func TestPreviewRestore(t *testing.T) {
 				t.Errorf("the dry run wrote %d EchoRestores (%v)", len(restores.Items), err)
 			}
 		})
+	}
+}
+
+// TestPreviewRestorePrintsTheObject: with -o, a dry run prints the
+// EchoRestore the API server would create on stdout, and the preview on
+// stderr.
+func TestPreviewRestorePrintsTheObject(t *testing.T) {
+	done := backupWith(completed)
+	te := newTestEnv(t, done)
+	opts := restoreOptions{to: "copy", existingData: echov1alpha1.ExistingDataReplace, dryRun: true}
+	if err := te.previewRestore(context.Background(), "b1", opts, output(t, "json", false)); err != nil {
+		t.Fatal(err)
+	}
+	var rs echov1alpha1.EchoRestore
+	if err := json.Unmarshal(te.out.Bytes(), &rs); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, te.out)
+	}
+	if rs.Kind != "EchoRestore" || rs.Spec.Source.BackupName != "b1" || rs.Spec.EchoName != "copy" || rs.Spec.ExistingData != echov1alpha1.ExistingDataReplace {
+		t.Errorf("printed %+v", rs)
+	}
+	if !strings.Contains(te.errOut.String(), "Target:         Echo copy does not exist") {
+		t.Errorf("the preview is not on stderr:\n%s", te.errOut)
 	}
 }
