@@ -70,8 +70,8 @@ func (e *env) finishBackup(ctx context.Context, b *echov1alpha1.EchoBackup, out 
 	if wait.wait {
 		waitErr = e.waitBackup(ctx, wait, b)
 		if waitErr == nil && out.human() {
-			e.printf("EchoBackup %s completed: %d bytes, %d files, Echo generation %d, at %s\n",
-				b.Name, b.Status.Size, b.Status.Files, b.Status.EchoGeneration, orNone(b.Status.Location))
+			e.printf("EchoBackup %s completed: %d bytes, %s, Echo generation %d, at %s\n",
+				b.Name, b.Status.Size, files(b.Status.Files), b.Status.EchoGeneration, orNone(b.Status.Location))
 		}
 	}
 	if !out.human() {
