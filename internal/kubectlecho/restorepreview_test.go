@@ -49,7 +49,7 @@ func TestPreviewRestore(t *testing.T) {
 			name: "in place, existing data replaced, after another restore",
 			objs: []client.Object{done, location, echo(true, map[string]string{echov1alpha1.RestoreAnnotation: "other"})}, to: "web",
 			existingData: echov1alpha1.ExistingDataReplace,
-			want: []string{"EchoRestore other is restoring it now, and this restore would wait", "Replace: the data in Echo web's volume is replaced, the old data kept aside"},
+			want:         []string{"EchoRestore other is restoring it now, and this restore would wait", "Replace: the data in Echo web's volume is replaced, the old data kept aside"},
 		},
 		{
 			name: "every reason it fails",
