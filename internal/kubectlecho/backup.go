@@ -19,55 +19,161 @@ import (
 const maxGenerateName = 58
 
 func newBackupCommand(connect func() (*env, error)) *cobra.Command {
-	var location, schedule string
+	var (
+		location, schedule string
+		out                *outputFlags
+		wait               *waitFlags
+	)
 	cmd := &cobra.Command{
 		Use:   "backup NAME [--location LOCATION | --schedule SCHEDULE]",
 		Short: "Back up an Echo now, to a location, or from a schedule's template",
 		Long: "Back up an Echo now. With --schedule, ask the schedule for a backup from its template (annotation echo.dev/backup-now). " +
-			"Otherwise create an EchoBackup to the EchoBackupLocation --location names, or to the namespace's only location.",
-		Args: cobra.ExactArgs(1),
+			"Otherwise create an EchoBackup to the EchoBackupLocation --location names, or to the namespace's only location. " +
+			"--wait waits until the backup completes; -o name, json or yaml prints the EchoBackup (once done, with --wait).",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeNames(connect, echoNames),
 		RunE: func(_ *cobra.Command, args []string) error {
+			if err := out.validate(); err != nil {
+				return err
+			}
 			return run(connect, func(ctx context.Context, e *env) error {
+				var (
+					b   *echov1alpha1.EchoBackup
+					err error
+				)
 				if schedule != "" {
-					return e.backupFromSchedule(ctx, args[0], schedule)
+					b, err = e.backupFromSchedule(ctx, args[0], schedule, out, wait)
+				} else {
+					b, err = e.backupToLocation(ctx, args[0], location, out)
 				}
-				return e.backupToLocation(ctx, args[0], location)
+				if err != nil || b == nil {
+					return err
+				}
+				return e.finishBackup(ctx, b, out, wait)
 			})
 		},
 	}
 	cmd.Flags().StringVar(&location, "location", "", "the EchoBackupLocation to back up to (default: the namespace's only one)")
 	cmd.Flags().StringVar(&schedule, "schedule", "", "the EchoBackupSchedule whose template to back up with")
 	cmd.MarkFlagsMutuallyExclusive("location", "schedule")
+	_ = cmd.RegisterFlagCompletionFunc("location", completeFlagNames(connect, locationNames))
+	_ = cmd.RegisterFlagCompletionFunc("schedule", completeFlagNames(connect, scheduleNames))
+	out = addOutputFlags(cmd, false)
+	wait = addWaitFlags(cmd, "the backup completes")
 	return cmd
 }
 
-// backupFromSchedule asks a schedule of the Echo for a backup now.
-func (e *env) backupFromSchedule(ctx context.Context, echoName, name string) error {
+// finishBackup waits for a backup the command started when --wait says
+// so, and prints it as -o says.
+func (e *env) finishBackup(ctx context.Context, b *echov1alpha1.EchoBackup, out *outputFlags, wait *waitFlags) error {
+	var waitErr error
+	if wait.wait {
+		waitErr = e.waitBackup(ctx, wait, b)
+		if waitErr == nil && out.human() {
+			e.printf("EchoBackup %s completed: %d bytes, %s, Echo generation %d, at %s\n",
+				b.Name, b.Status.Size, files(b.Status.Files), b.Status.EchoGeneration, orNone(b.Status.Location))
+		}
+	}
+	if !out.human() {
+		if err := e.printObject(out, b); err != nil {
+			return err
+		}
+	}
+	return waitErr
+}
+
+// backupFromSchedule asks a schedule of the Echo for a backup now. The
+// EchoBackup the schedule starts is returned when the command waits for
+// it or prints it (-o), else nil.
+func (e *env) backupFromSchedule(ctx context.Context, echoName, name string, out *outputFlags, wait *waitFlags) (*echov1alpha1.EchoBackup, error) {
 	s := &echov1alpha1.EchoBackupSchedule{}
 	if err := e.client.Get(ctx, client.ObjectKey{Namespace: e.namespace, Name: name}, s); err != nil {
-		return err
+		return nil, err
 	}
 	if s.Spec.Template.EchoName != echoName {
-		return fmt.Errorf("EchoBackupSchedule %s backs up Echo %s, not %s", name, s.Spec.Template.EchoName, echoName)
+		return nil, fmt.Errorf("EchoBackupSchedule %s backs up Echo %s, not %s", name, s.Spec.Template.EchoName, echoName)
+	}
+	follow := wait.wait || !out.human()
+	var before map[string]bool
+	if follow {
+		var err error
+		if before, err = e.requestedBackups(ctx, name); err != nil {
+			return nil, err
+		}
 	}
 	patch := client.MergeFrom(s.DeepCopy())
 	metav1.SetMetaDataAnnotation(&s.ObjectMeta, echov1alpha1.BackupNowAnnotation, e.now().UTC().Format(time.RFC3339))
 	if err := e.client.Patch(ctx, s, patch); err != nil {
-		return err
+		return nil, err
 	}
-	e.printf("Asked EchoBackupSchedule %s for a backup of Echo %s now; its backups: kubectl get echobackups -l %s=%s\n",
-		name, echoName, echov1alpha1.ScheduleLabel, name)
-	return nil
+	if out.human() {
+		e.printf("Asked EchoBackupSchedule %s for a backup of Echo %s now; its backups: kubectl get echobackups -l %s=%s\n",
+			name, echoName, echov1alpha1.ScheduleLabel, name)
+	}
+	if !follow {
+		return nil, nil
+	}
+	timeout := requestTimeout
+	if wait.wait {
+		timeout = wait.timeout
+	}
+	return e.startedBackup(ctx, name, before, timeout)
+}
+
+// requestedBackups are the names of the backups a schedule started on
+// request (backup now) so far.
+func (e *env) requestedBackups(ctx context.Context, schedule string) (map[string]bool, error) {
+	list := &echov1alpha1.EchoBackupList{}
+	if err := e.client.List(ctx, list, client.InNamespace(e.namespace), client.MatchingLabels{echov1alpha1.ScheduleLabel: schedule}); err != nil {
+		return nil, fmt.Errorf("listing the backups of EchoBackupSchedule %s: %w", schedule, err)
+	}
+	names := map[string]bool{}
+	for _, b := range list.Items {
+		if strings.Contains(b.Name, requestedBackupInfix) {
+			names[b.Name] = true
+		}
+	}
+	return names, nil
+}
+
+// requestedBackupInfix is in the name of every backup a schedule starts
+// on request, and of no backup it starts on its cron schedule.
+const requestedBackupInfix = "-now-"
+
+// startedBackup waits for the backup a schedule starts on the request just
+// made: one started on request that was not there before.
+func (e *env) startedBackup(ctx context.Context, schedule string, before map[string]bool, timeout time.Duration) (*echov1alpha1.EchoBackup, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	for {
+		read, cancelRead := context.WithTimeout(ctx, requestTimeout)
+		list := &echov1alpha1.EchoBackupList{}
+		err := e.client.List(read, list, client.InNamespace(e.namespace), client.MatchingLabels{echov1alpha1.ScheduleLabel: schedule})
+		cancelRead()
+		if err == nil {
+			for i := range list.Items {
+				if b := &list.Items[i]; strings.Contains(b.Name, requestedBackupInfix) && !before[b.Name] {
+					return b, nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w after %s: EchoBackupSchedule %s started no backup; is the operator running? kubectl describe echobackupschedule %s",
+				errTimedOut, timeout, schedule, schedule)
+		case <-time.After(pollInterval):
+		}
+	}
 }
 
 // backupToLocation creates an EchoBackup of the Echo to a location.
-func (e *env) backupToLocation(ctx context.Context, echoName, location string) error {
+func (e *env) backupToLocation(ctx context.Context, echoName, location string, out *outputFlags) (*echov1alpha1.EchoBackup, error) {
 	if err := e.client.Get(ctx, client.ObjectKey{Namespace: e.namespace, Name: echoName}, &echov1alpha1.Echo{}); err != nil {
-		return err
+		return nil, err
 	}
 	location, err := e.pickLocation(ctx, location)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	b := &echov1alpha1.EchoBackup{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e.namespace, GenerateName: generateName(echoName + "-")},
@@ -75,10 +181,12 @@ func (e *env) backupToLocation(ctx context.Context, echoName, location string) e
 			Storage: echov1alpha1.BackupStorage{LocationRef: &echov1alpha1.LocationReference{Name: location}}},
 	}
 	if err := e.client.Create(ctx, b); err != nil {
-		return err
+		return nil, err
 	}
-	e.printf("Created EchoBackup %s of Echo %s to location %s; follow it: kubectl get echobackup %s -w\n", b.Name, echoName, location, b.Name)
-	return nil
+	if out.human() {
+		e.printf("Created EchoBackup %s of Echo %s to location %s; follow it: kubectl get echobackup %s -w\n", b.Name, echoName, location, b.Name)
+	}
+	return b, nil
 }
 
 // pickLocation is the location named, which must exist, or the
@@ -112,39 +220,4 @@ func generateName(prefix string) string {
 		return prefix
 	}
 	return strings.TrimRight(prefix[:maxGenerateName-1], "-.") + "-"
-}
-
-func newRestoreCommand(connect func() (*env, error)) *cobra.Command {
-	var to string
-	cmd := &cobra.Command{
-		Use:   "restore BACKUP --to NAME",
-		Short: "Restore an EchoBackup into an Echo: in place when it exists, into a new Echo otherwise",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
-			return run(connect, func(ctx context.Context, e *env) error { return e.restore(ctx, args[0], to) })
-		},
-	}
-	cmd.Flags().StringVar(&to, "to", "", "the Echo to restore into")
-	_ = cmd.MarkFlagRequired("to")
-	return cmd
-}
-
-func (e *env) restore(ctx context.Context, backup, to string) error {
-	b := &echov1alpha1.EchoBackup{}
-	if err := e.client.Get(ctx, client.ObjectKey{Namespace: e.namespace, Name: backup}, b); err != nil {
-		return err
-	}
-	if phase, _ := echov1alpha1.BackupPhase(b.Status.Conditions); phase != echov1alpha1.PhaseCompleted {
-		return fmt.Errorf("EchoBackup %s is %s, not Completed: restore a completed backup (kubectl get echobackups)", backup, phase)
-	}
-	rs := &echov1alpha1.EchoRestore{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e.namespace, GenerateName: generateName(to + "-restore-")},
-		Spec:       echov1alpha1.EchoRestoreSpec{Source: echov1alpha1.RestoreSource{BackupName: backup}, EchoName: to},
-	}
-	if err := e.client.Create(ctx, rs); err != nil {
-		return err
-	}
-	e.printf("Created EchoRestore %s of EchoBackup %s into Echo %s; wait for it: kubectl wait echorestore/%s --for=condition=Complete --timeout=10m\n",
-		rs.Name, backup, to, rs.Name)
-	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -20,26 +21,33 @@ func newRollbackCommand(connect func() (*env, error)) *cobra.Command {
 	var (
 		revision    int
 		dryRun, yes bool
+		wait        *waitFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "rollback NAME --to-revision N",
 		Short: "Set an Echo's spec back to the values of an earlier release revision",
 		Long: "Set the fields of an Echo's spec whose values differ between the deployed release revision and revision N " +
 			"(kubectl echo history NAME lists them) to what renders revision N's values; the operator then renders a new revision. " +
-			"It asks for confirmation unless --yes; --dry-run has the API server check the change and writes nothing.",
-		Args: cobra.ExactArgs(1),
+			"It asks for confirmation unless --yes; --dry-run has the API server check the change and writes nothing; " +
+			"--wait waits until the Echo is Ready with the rolled-back spec.",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeNames(connect, echoNames),
 		RunE: func(_ *cobra.Command, args []string) error {
-			return run(connect, func(ctx context.Context, e *env) error { return e.rollback(ctx, args[0], revision, dryRun, yes) })
+			if dryRun && wait.wait {
+				return errors.New("--dry-run writes nothing, so there is nothing to --wait for")
+			}
+			return run(connect, func(ctx context.Context, e *env) error { return e.rollback(ctx, args[0], revision, dryRun, yes, wait) })
 		},
 	}
 	cmd.Flags().IntVar(&revision, "to-revision", 0, "the revision to roll back to")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show the change and have the API server check it, and write nothing")
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
 	_ = cmd.MarkFlagRequired("to-revision")
+	wait = addWaitFlags(cmd, "the Echo is Ready with the rolled-back spec")
 	return cmd
 }
 
-func (e *env) rollback(ctx context.Context, name string, revision int, dryRun, yes bool) error {
+func (e *env) rollback(ctx context.Context, name string, revision int, dryRun, yes bool, wait *waitFlags) error {
 	echo := &echov1alpha1.Echo{}
 	if err := e.client.Get(ctx, client.ObjectKey{Namespace: e.namespace, Name: name}, echo); err != nil {
 		return err
@@ -88,6 +96,13 @@ func (e *env) rollback(ctx context.Context, name string, revision int, dryRun, y
 		return nil
 	}
 	e.printf("Echo %s rolled back to the values of revision %d; the operator renders them as a new revision: kubectl echo history %s\n", name, revision, name)
+	if !wait.wait {
+		return nil
+	}
+	if err := e.waitEchoReady(ctx, wait, echo, echo.Generation); err != nil {
+		return err
+	}
+	e.printf("Echo %s is Ready at generation %d\n", name, echo.Status.ObservedGeneration)
 	return nil
 }
 

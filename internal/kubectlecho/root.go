@@ -33,7 +33,10 @@ type env struct {
 func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	flags := genericclioptions.NewConfigFlags(true)
 	root := &cobra.Command{
-		Use:          "kubectl echo",
+		// Named as its binary, which completion scripts run; shown as
+		// kubectl runs it.
+		Use:          "kubectl-echo",
+		Annotations:  map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl echo"},
 		Short:        "Operate Echoes: status, backups, restores, release history and rollbacks",
 		SilenceUsage: true,
 		Args:         cobra.NoArgs,

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,28 +27,57 @@ const (
 )
 
 func newStatusCommand(connect func() (*env, error)) *cobra.Command {
-	return &cobra.Command{
+	var out *outputFlags
+	cmd := &cobra.Command{
 		Use:   "status NAME",
 		Short: "Show an Echo's readiness, replicas, address, last and next backup, recent revisions and Events",
-		Args:  cobra.ExactArgs(1),
+		Long: "Show an Echo's readiness, replicas, address, last and next backup, recent revisions and Events. " +
+			"-o wide adds its generations and conditions and the revisions' app versions; -o json, yaml or name prints the Echo itself.",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeNames(connect, echoNames),
 		RunE: func(_ *cobra.Command, args []string) error {
-			return run(connect, func(ctx context.Context, e *env) error { return e.status(ctx, args[0]) })
+			if err := out.validate(); err != nil {
+				return err
+			}
+			return run(connect, func(ctx context.Context, e *env) error { return e.status(ctx, args[0], out) })
 		},
 	}
+	out = addOutputFlags(cmd, true)
+	return cmd
 }
 
-func (e *env) status(ctx context.Context, name string) error {
+func (e *env) status(ctx context.Context, name string, out *outputFlags) error {
 	echo := &echov1alpha1.Echo{}
 	if err := e.client.Get(ctx, client.ObjectKey{Namespace: e.namespace, Name: name}, echo); err != nil {
 		return err
 	}
-	if err := printFields(e.streams.Out, e.statusFields(echo)); err != nil {
+	if !out.human() {
+		return e.printObject(out, echo)
+	}
+	fields := e.statusFields(echo)
+	if out.isWide() {
+		fields = append(fields, wideStatusFields(echo)...)
+	}
+	if err := printFields(e.streams.Out, fields); err != nil {
 		return err
 	}
-	if err := e.printRecentRevisions(ctx, name); err != nil {
+	if err := e.printRecentRevisions(ctx, name, out.isWide()); err != nil {
 		return err
 	}
 	return e.printRecentEvents(ctx, name)
+}
+
+// wideStatusFields are the lines -o wide adds: the generations and every
+// condition.
+func wideStatusFields(echo *echov1alpha1.Echo) [][2]string {
+	conditions := make([]string, 0, len(echo.Status.Conditions))
+	for _, c := range echo.Status.Conditions {
+		conditions = append(conditions, fmt.Sprintf("%s=%s (%s)", c.Type, c.Status, c.Reason))
+	}
+	return [][2]string{
+		{"Generation", fmt.Sprintf("%d, observed %d", echo.Generation, echo.Status.ObservedGeneration)},
+		{"Conditions", orNone(strings.Join(conditions, ", "))},
+	}
 }
 
 // statusFields are the lines of status about the Echo itself.
@@ -78,7 +109,7 @@ func (e *env) statusFields(echo *echov1alpha1.Echo) [][2]string {
 // printRecentRevisions shows the newest revisions of the Echo's release,
 // or why it cannot: the live API may not be served, or the user may not
 // read it.
-func (e *env) printRecentRevisions(ctx context.Context, name string) error {
+func (e *env) printRecentRevisions(ctx context.Context, name string, wide bool) error {
 	revisions, err := e.revisions(ctx, name)
 	e.printf("\nRevisions:\n")
 	if err != nil {
@@ -86,7 +117,7 @@ func (e *env) printRecentRevisions(ctx context.Context, name string) error {
 		return nil
 	}
 	slices.Reverse(revisions)
-	return e.printRevisions(revisions[:min(len(revisions), statusRevisions)])
+	return e.printRevisions(revisions[:min(len(revisions), statusRevisions)], wide)
 }
 
 // revisions lists the revisions of the Echo's release, oldest first.
@@ -99,16 +130,30 @@ func (e *env) revisions(ctx context.Context, name string) ([]livev1alpha1.EchoRe
 	return list.Items, nil
 }
 
-func (e *env) printRevisions(revisions []livev1alpha1.EchoRevision) error {
+// printRevisions prints revisions as a table; wide adds the app version
+// and when each was first deployed.
+func (e *env) printRevisions(revisions []livev1alpha1.EchoRevision, wide bool) error {
+	header := []string{"REVISION", "STATUS", "CHART", "DEPLOYED", "DESCRIPTION"}
+	if wide {
+		header = append(header, "APP VERSION", "FIRST DEPLOYED")
+	}
 	rows := make([][]string, 0, len(revisions))
 	for _, r := range revisions {
-		deployed := "<unknown>"
-		if r.LastDeployed != nil {
-			deployed = e.age(r.LastDeployed.Time) + " ago"
+		row := []string{strconv.Itoa(r.Revision), r.Status, r.Chart, e.ago(r.LastDeployed), r.Description}
+		if wide {
+			row = append(row, orNone(r.AppVersion), e.ago(r.FirstDeployed))
 		}
-		rows = append(rows, []string{strconv.Itoa(r.Revision), r.Status, r.Chart, deployed, r.Description})
+		rows = append(rows, row)
 	}
-	return printTable(e.streams.Out, []string{"REVISION", "STATUS", "CHART", "DEPLOYED", "DESCRIPTION"}, rows)
+	return printTable(e.streams.Out, header, rows)
+}
+
+// ago is how long ago t was, or <unknown>.
+func (e *env) ago(t *metav1.Time) string {
+	if t == nil {
+		return "<unknown>"
+	}
+	return e.age(t.Time) + " ago"
 }
 
 // printRecentEvents shows the newest Events recorded on the Echo.

@@ -69,7 +69,7 @@ func TestStatusPrintsNoControlCharacters(t *testing.T) {
 		Build()
 	out := &bytes.Buffer{}
 	e := &env{client: c, namespace: "ns", streams: genericiooptions.IOStreams{Out: out, ErrOut: out}, now: func() time.Time { return now }}
-	if err := e.status(context.Background(), "web"); err != nil {
+	if err := e.status(context.Background(), "web", newOutputFlags(true)); err != nil {
 		t.Fatal(err)
 	}
 	got := out.String()
