@@ -49,6 +49,8 @@
 //   - jobs.go: creating, reading and removing Jobs, only of a Job the
 //     operator created for its owner (recorded by UID or signed);
 //   - datamover_job.go: the data mover's pod, storage and failure policy;
+//   - moverlog.go: the end of a finished Job's mover log, kept in the
+//     status (pods/log, read once);
 //   - finalizers.go: adding and removing a finalizer;
 //   - indexes.go: cache indexes more than one controller reads;
 //   - ratelimit.go: the retry rate limiter and queue of every controller;

@@ -218,6 +218,13 @@ type EchoBackupStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Jobs"
 	Jobs []JobReference `json:"jobs,omitempty"`
+
+	// MoverLog is the end of the log of the backup Job's data mover,
+	// kept once the backup finished: kubectl echo logs prints it after
+	// the Job is gone.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Mover Log"
+	MoverLog *MoverLog `json:"moverLog,omitempty"`
 }
 
 // EchoBackup is a backup of one Echo: its configuration and, with
