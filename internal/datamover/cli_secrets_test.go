@@ -83,6 +83,7 @@ func TestCLILogRevealsNoSecret(t *testing.T) {
 	for _, run := range runs {
 		t.Run(run.name, func(t *testing.T) {
 			res := runMover(t, run.env, run.args...)
+			t.Logf("the log: %d lines, %d bytes", strings.Count(res.stderr, "\n"), len(res.stderr))
 			if (res.code == 0) != run.ok {
 				t.Fatalf("exit code %d; want success %v\n%s\n%s", res.code, run.ok, res.term, res.stderr)
 			}
@@ -113,9 +114,10 @@ func randomSecret(t *testing.T, n int) []byte {
 	return b
 }
 
-// echoingStore is an S3 endpoint over TLS that refuses every request with
-// an S3 error quoting all the request's headers, as a store or proxy that
-// reflects what it was sent would.
+// echoingStore is an S3 endpoint over TLS that holds no backup, lists no
+// unfinished upload, and refuses every write with an S3 error quoting all
+// the request's headers, as a store or proxy that reflects what it was
+// sent would.
 type echoingStore struct {
 	endpoint, caFile string
 	srv              *httptest.Server
@@ -129,6 +131,16 @@ func startEchoingStore(t *testing.T) *echoingStore {
 		select {
 		case e.count <- struct{}{}:
 		default:
+		}
+		switch {
+		case r.Method == http.MethodHead:
+			// No backup under the key yet: the mover goes on to write.
+			w.WriteHeader(http.StatusNotFound)
+			return
+		case r.Method == http.MethodGet && r.URL.Query().Has("uploads"):
+			w.Header().Set("Content-Type", "application/xml")
+			_, _ = fmt.Fprint(w, `<?xml version="1.0" encoding="UTF-8"?><ListMultipartUploadsResult><Bucket>backups</Bucket></ListMultipartUploadsResult>`)
+			return
 		}
 		var quoted []string
 		for name, values := range r.Header {
