@@ -185,7 +185,7 @@ func moverLogPod(pods []corev1.Pod, job *batchv1.Job) (pod *corev1.Pod, attempt 
 		}
 	}
 	slices.SortStableFunc(own, func(a, b *corev1.Pod) int {
-		if c := a.CreationTimestamp.Time.Compare(b.CreationTimestamp.Time); c != 0 {
+		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
 			return c
 		}
 		return strings.Compare(a.Name, b.Name)
