@@ -35,6 +35,7 @@ type MoverLog struct {
 	// Attempt is the pod's place among the pods of the Job, the first
 	// being 1.
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2147483647
 	// +optional
 	Attempt int32 `json:"attempt,omitempty"`
 
