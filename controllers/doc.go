@@ -52,6 +52,8 @@
 //     operator created for its owner (recorded by UID or signed);
 //   - datamover_job.go: the data mover's pod, storage and failure policy;
 //   - datamover_placement.go: its resources and scheduling, from spec.mover;
+//   - moverlog.go: the end of a finished Job's mover log, kept in the
+//     status (pods/log, read once);
 //   - finalizers.go: adding and removing a finalizer;
 //   - indexes.go: cache indexes more than one controller reads;
 //   - ratelimit.go: the retry rate limiter and queue of every controller;

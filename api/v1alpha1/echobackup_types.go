@@ -296,6 +296,13 @@ type EchoBackupStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Copies"
 	Copies []BackupCopyStatus `json:"copies,omitempty"`
+
+	// MoverLog is the end of the log of the backup Job's data mover,
+	// kept once the backup finished: kubectl echo logs prints it after
+	// the Job is gone.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Mover Log"
+	MoverLog *MoverLog `json:"moverLog,omitempty"`
 }
 
 // BackupCopyStatus is the state of one copy of a backup.

@@ -106,21 +106,28 @@ func dataMover(ctx context.Context, command moverprotocol.Command, args []string
 	if _, ok := lookupEnv("GOGC"); !ok {
 		debug.SetGCPercent(moverGCPercent)
 	}
-	redact := redactor(lookupEnv)
-	log := slog.New(slog.NewJSONHandler(stderr, nil)).With("command", string(command))
+	start := time.Now()
+	secrets := newRedactor(lookupEnv)
+	log := slog.New(newRedactingHandler(slog.NewJSONHandler(stderr, nil), secrets)).With("command", string(command))
 	o, err := parseMoverFlags(command, args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
 	o.lookupEnv = lookupEnv
+	for _, keyFile := range []string{o.s3.Encryption.CustomerKeyFile, o.to.s3.Encryption.CustomerKeyFile} {
+		if keyFile != "" {
+			secrets.addFile(keyFile)
+		}
+	}
 	var res any
 	if err == nil {
 		res, err = o.run(ctx, log)
 	}
 	if err != nil {
-		msg := truncate(redact(err.Error()), maxErrorLen)
+		msg := truncate(secrets.redact(err.Error()), maxErrorLen)
 		reason, retryable := backupstore.Reason(err), retryableFailure(ctx, err)
-		log.Error(string(command)+" failed", "error", msg, "reason", string(reason), "retryable", retryable)
+		log.Error(string(command)+" failed", "error", msg, "reason", string(reason), "retryable", retryable,
+			"seconds", time.Since(start).Seconds())
 		res = moverprotocol.Failure{Error: msg, Reason: reason, Retryable: retryable}
 	}
 	if o.terminationLog != "" {
@@ -242,6 +249,23 @@ func scanTerminationLog(args []string) string {
 	return path
 }
 
+// storeAttrs say in the log which store the flags chose, and how it is
+// reached: never a credential, nor where one is kept.
+func (o moverOptions) storeAttrs() []any {
+	if o.fsRoot != "" {
+		return []any{"store", "filesystem", "root", o.fsRoot, "key", o.key}
+	}
+	attrs := []any{"store", "s3", "endpoint", o.s3.Endpoint, "bucket", o.s3.Bucket, "prefix", o.s3.Prefix,
+		"region", o.s3.Region, "pathStyle", o.s3.PathStyle, "key", o.key}
+	if o.s3.Encryption.Type != "" {
+		attrs = append(attrs, "encryption", o.s3.Encryption.Type)
+	}
+	if o.s3.CAFile != "" {
+		attrs = append(attrs, "caFile", o.s3.CAFile)
+	}
+	return attrs
+}
+
 // store builds the store chosen by the flags: --fs-root or the --s3-*
 // flags, not both.
 func (o moverOptions) store() (backupstore.Store, error) {
@@ -290,6 +314,7 @@ func (o moverOptions) run(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	log.Info("connecting to the store", o.storeAttrs()...)
 	var m *backupstore.Manifest
 	switch o.command {
 	case moverprotocol.Backup:
@@ -472,30 +497,6 @@ func writeTermination(path string, v any) error {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
-}
-
-// minRedactLen is the shortest credential blanked out by redactor: no real
-// access key or secret is shorter, and shorter strings would blank out
-// ordinary words.
-const minRedactLen = 4
-
-// redactor returns a function that blanks out the S3 credentials of the
-// environment wherever they occur.
-func redactor(lookupEnv func(string) (string, bool)) func(string) string {
-	var secrets []string
-	for _, name := range []string{moverprotocol.EnvSecretAccessKey, moverprotocol.EnvSessionToken, moverprotocol.EnvAccessKeyID} {
-		for _, name := range []string{name, moverprotocol.ToEnv(name)} {
-			if v, ok := lookupEnv(name); ok && len(v) >= minRedactLen {
-				secrets = append(secrets, v)
-			}
-		}
-	}
-	return func(s string) string {
-		for _, secret := range secrets {
-			s = strings.ReplaceAll(s, secret, "[redacted]")
-		}
-		return s
-	}
 }
 
 // truncate cuts s to at most n bytes without splitting a UTF-8 sequence.

@@ -165,6 +165,8 @@ func (r *restore) run(ctx context.Context) (m *backupstore.Manifest, err error) 
 	if m, err = fetchManifest(ctx, r.Store, r.Key); err != nil {
 		return nil, err
 	}
+	r.log.Info("manifest read", "location", r.Store.Location(backupstore.ManifestKey(r.Key)), "createdAt", m.CreatedAt,
+		"archiveBytes", m.Archive.Size, "sha256", m.Archive.SHA256)
 	if err := r.checkTarget(m); err != nil {
 		return nil, err
 	}
@@ -200,6 +202,8 @@ func (r *restore) run(ctx context.Context) (m *backupstore.Manifest, err error) 
 	if err := r.download(ctx, m, archiveKey, staging); err != nil {
 		return nil, err
 	}
+	r.log.Info("archive verified: every file and the archive match the manifest's checksums", "archiveBytes", m.Archive.Size,
+		"sha256", m.Archive.SHA256, "seconds", time.Since(start).Seconds())
 	stagedData := filepath.Join(staging, strings.TrimSuffix(backupstore.DataPrefix, "/"))
 	if err := r.stageRestoreMarker(stagedData, m); err != nil {
 		return nil, err

@@ -66,6 +66,22 @@ func TestKubectlEchoPlugin(t *testing.T) {
 		Expect(d.run(Default, documented("echo", "backup", "ECHO", "--location", "LOCATION"))).To(ContainSubstring("to location offsite"))
 	})
 
+	t.Run("the backup's log, which no kubelet serves here", func(t *testing.T) {
+		RegisterTestingT(t)
+		// KWOK's nodes serve no log: the backup keeps why, once, and the
+		// outcome was recorded all the same (waitBackupComplete).
+		backup := &echov1alpha1.EchoBackup{}
+		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: d.values["BACKUP"]}, backup)).To(Succeed())
+		Expect(backup.Status.MoverLog).NotTo(BeNil())
+		Expect(backup.Status.MoverLog.Job).To(Equal(d.values["BACKUP"] + "-backup"))
+		Expect(backup.Status.MoverLog.Unavailable).NotTo(BeEmpty())
+		cmd, err := d.command(ctx, documented("echo", "logs", "BACKUP"))
+		Expect(err).NotTo(HaveOccurred())
+		out, err := cmd.CombinedOutput()
+		Expect(err).To(HaveOccurred(), "no log was kept: %s", out)
+		Expect(string(out)).To(ContainSubstring("could not be kept"))
+	})
+
 	t.Run("status", func(t *testing.T) {
 		RegisterTestingT(t)
 		Eventually(func(g Gomega) string { return d.run(g, documented("echo", "status", "ECHO")) }, timeout, interval).Should(And(
@@ -92,6 +108,12 @@ func TestKubectlEchoPlugin(t *testing.T) {
 		m := regexp.MustCompile(`Created EchoRestore (journal-copy-restore-\S+) of EchoBackup`).FindStringSubmatch(out)
 		Expect(m).NotTo(BeNil(), out)
 		expectRestored(t, s3, ns, m[1], "journal-copy", journal)
+		d.values["RESTORE"] = m[1]
+		cmd, err := d.command(ctx, documented("echo", "logs", "restore/RESTORE"))
+		Expect(err).NotTo(HaveOccurred())
+		logs, _ := cmd.CombinedOutput()
+		Expect(string(logs)).To(Or(ContainSubstring("could not be kept"), ContainSubstring("has no data mover log yet")),
+			"the restore's log, which no kubelet serves here")
 	})
 
 	t.Run("history and rollback", func(t *testing.T) {
