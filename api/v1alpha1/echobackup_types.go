@@ -347,6 +347,12 @@ type BackupCopyStatus struct {
 	// +kubebuilder:validation:MaxLength=4096
 	// +optional
 	Message string `json:"message,omitempty"`
+
+	// MoverLog is the end of the log of the copy Job's data mover, kept
+	// once the copy finished: kubectl echo logs NAME --copy COPY prints it
+	// after the Job is gone.
+	// +optional
+	MoverLog *MoverLog `json:"moverLog,omitempty"`
 }
 
 // EchoBackup is a backup of one Echo: its configuration and, with

@@ -77,7 +77,7 @@ var (
 		"nextScheduledBackup": {"schedule": "daily", "time": "2024-01-01T00:00:00Z"}}`}
 	backupDecode = decodeKind{&echov1alpha1.EchoBackup{}, "echobackups",
 		`{"echoName": "missing", "storage": ` + s3StorageJSON + `, "mover": ` + moverJSON + `}`,
-		`{"copies": [{"name": "offsite", "phase": "Completed"}], "moverLog": {"job": "decode-backup"}}`}
+		`{"copies": [{"name": "offsite", "phase": "Completed", "moverLog": {"job": "decode-copy"}}], "moverLog": {"job": "decode-backup"}}`}
 	scheduleDecode = decodeKind{&echov1alpha1.EchoBackupSchedule{}, "echobackupschedules", `{"schedule": "@daily", "suspend": true,
 		"template": {"echoName": "missing", "storage": ` + s3StorageJSON + `, "mover": ` + moverJSON + `}}`, ""}
 	restoreDecode = decodeKind{&echov1alpha1.EchoRestore{}, "echorestores", `{"source": {"backupName": "missing"}, "mover": ` + moverJSON + `}`, moverLogJSON}

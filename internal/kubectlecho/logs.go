@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
+	"github.com/echo-operator/echo-operator/internal/names"
 )
 
 // moverContainer is the data mover's container in every backup and restore
@@ -36,25 +37,32 @@ type podLogs func(ctx context.Context, namespace, pod string, opts *corev1.PodLo
 
 func newLogsCommand(connect func() (*env, error), flags *genericclioptions.ConfigFlags) *cobra.Command {
 	var raw bool
+	var copyName string
 	cmd := &cobra.Command{
 		Use:   "logs [backup/]NAME | restore/NAME",
 		Short: "Print the data mover's log of a backup or restore: the one kept in its status, or the live one while its Job runs",
 		Long: "Print the data mover's log of an EchoBackup (NAME or backup/NAME) or an EchoRestore (restore/NAME). " +
 			"Once the backup or restore has finished, its Job is gone: the log printed is the end of the mover's log, " +
 			"which the operator keeps in the object's status.moverLog. While the Job still runs, its pod's live log is printed instead " +
-			"(which needs get on pods/log). The mover's JSON lines are printed as text unless --raw.",
+			"(which needs get on pods/log). --copy COPY prints the log of the backup's copy of that name (spec.copyTo) instead. " +
+			"The mover's JSON lines are printed as text unless --raw.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			kind, name, err := parseLogsTarget(args[0])
+			target, err := parseLogsTarget(args[0])
 			if err != nil {
 				return err
 			}
+			if copyName != "" && target.kind != logsBackup {
+				return fmt.Errorf("--copy names a copy of a backup: give NAME or backup/NAME")
+			}
+			target.copy = copyName
 			return run(connect, func(ctx context.Context, e *env) error {
-				return e.logs(ctx, kind, name, clientsetLogs(flags), raw)
+				return e.logs(ctx, target, clientsetLogs(flags), raw)
 			})
 		},
 	}
 	cmd.Flags().BoolVar(&raw, "raw", false, "print the mover's log lines as written (JSON)")
+	cmd.Flags().StringVar(&copyName, "copy", "", "the name of one of the backup's copies (spec.copyTo): print the log of its copy Job")
 	return cmd
 }
 
@@ -79,9 +87,17 @@ const (
 	logsRestore = "EchoRestore"
 )
 
+// logsTarget is what logs prints the log of: a backup or restore, or one
+// copy of a backup.
+type logsTarget struct {
+	kind, name string
+	copy       string
+}
+
 // parseLogsTarget reads NAME, backup/NAME or restore/NAME (the kinds'
 // plural and full names too).
-func parseLogsTarget(arg string) (kind, name string, err error) {
+func parseLogsTarget(arg string) (t logsTarget, err error) {
+	var kind, name string
 	prefix, name, found := strings.Cut(arg, "/")
 	if !found {
 		prefix, name = "backup", arg
@@ -92,12 +108,12 @@ func parseLogsTarget(arg string) (kind, name string, err error) {
 	case "restore", "restores", "echorestore", "echorestores":
 		kind = logsRestore
 	default:
-		return "", "", fmt.Errorf("%q: give NAME or backup/NAME for an EchoBackup, restore/NAME for an EchoRestore", arg)
+		return logsTarget{}, fmt.Errorf("%q: give NAME or backup/NAME for an EchoBackup, restore/NAME for an EchoRestore", arg)
 	}
 	if name == "" || strings.Contains(name, "/") {
-		return "", "", fmt.Errorf("%q: give NAME or backup/NAME for an EchoBackup, restore/NAME for an EchoRestore", arg)
+		return logsTarget{}, fmt.Errorf("%q: give NAME or backup/NAME for an EchoBackup, restore/NAME for an EchoRestore", arg)
 	}
-	return kind, name, nil
+	return logsTarget{kind: kind, name: name}, nil
 }
 
 // moverRun is what logs reads of a backup or restore.
@@ -110,15 +126,15 @@ type moverRun struct {
 }
 
 // getMoverRun reads the backup or restore.
-func (e *env) getMoverRun(ctx context.Context, kind, name string) (*moverRun, error) {
-	key := client.ObjectKey{Namespace: e.namespace, Name: name}
-	r := &moverRun{kind: kind, name: name}
+func (e *env) getMoverRun(ctx context.Context, t logsTarget) (*moverRun, error) {
+	key := client.ObjectKey{Namespace: e.namespace, Name: t.name}
+	r := &moverRun{kind: t.kind, name: t.name}
 	var st struct {
 		phase      echov1alpha1.Phase
 		reason, er string
 		conditions []metav1.Condition
 	}
-	if kind == logsRestore {
+	if t.kind == logsRestore {
 		rs := &echov1alpha1.EchoRestore{}
 		if err := e.client.Get(ctx, key, rs); err != nil {
 			return nil, err
@@ -132,6 +148,15 @@ func (e *env) getMoverRun(ctx context.Context, kind, name string) (*moverRun, er
 		}
 		r.jobs, r.kept = b.Status.Jobs, b.Status.MoverLog
 		st.phase, st.reason, st.er, st.conditions = b.Status.Phase, b.Status.Reason, b.Status.Error, b.Status.Conditions
+		if t.copy != "" {
+			c, err := backupCopy(b, t.copy)
+			if err != nil {
+				return nil, err
+			}
+			r.kind, r.name = "copy", t.copy+" of EchoBackup "+t.name
+			r.jobs = copyJobs(b, t.copy)
+			r.kept, st.phase, st.reason, st.er = c.MoverLog, c.Phase, c.Reason, c.Message
+		}
 	}
 	r.finished = st.phase == echov1alpha1.PhaseCompleted || st.phase == echov1alpha1.PhaseFailed
 	r.state = strings.TrimSpace(fmt.Sprintf("%s %s", orNone(string(st.phase)), st.reason))
@@ -141,10 +166,39 @@ func (e *env) getMoverRun(ctx context.Context, kind, name string) (*moverRun, er
 	return r, nil
 }
 
+// backupCopy is the status of the copy name of b: Pending until the
+// backup completed, when b names the copy but has no status for it yet.
+func backupCopy(b *echov1alpha1.EchoBackup, name string) (echov1alpha1.BackupCopyStatus, error) {
+	if i := slices.IndexFunc(b.Status.Copies, func(c echov1alpha1.BackupCopyStatus) bool { return c.Name == name }); i >= 0 {
+		return b.Status.Copies[i], nil
+	}
+	if slices.ContainsFunc(b.Spec.CopyTo, func(c echov1alpha1.BackupCopy) bool { return c.Name == name }) {
+		return echov1alpha1.BackupCopyStatus{Name: name, Phase: echov1alpha1.PhasePending, Reason: echov1alpha1.CopyReasonWaitingForBackup}, nil
+	}
+	names := make([]string, 0, len(b.Spec.CopyTo))
+	for _, c := range b.Spec.CopyTo {
+		names = append(names, c.Name)
+	}
+	return echov1alpha1.BackupCopyStatus{}, fmt.Errorf("EchoBackup %s has no copy %q; its copies: %s", b.Name, name, orNone(strings.Join(names, ", ")))
+}
+
+// copyJobs are the recorded Jobs of b that copy it to the copy name, named
+// as the operator names them (controllers' copyJobName).
+func copyJobs(b *echov1alpha1.EchoBackup, name string) []echov1alpha1.JobReference {
+	job := names.Child(b.Name, "copy-"+name)
+	var jobs []echov1alpha1.JobReference
+	for _, ref := range b.Status.Jobs {
+		if ref.Name == job {
+			jobs = append(jobs, ref)
+		}
+	}
+	return jobs
+}
+
 // logs prints the mover's log of a backup or restore: live while one of
 // its Jobs runs, else the one kept in its status.
-func (e *env) logs(ctx context.Context, kind, name string, logs podLogs, raw bool) error {
-	r, err := e.getMoverRun(ctx, kind, name)
+func (e *env) logs(ctx context.Context, t logsTarget, logs podLogs, raw bool) error {
+	r, err := e.getMoverRun(ctx, t)
 	if err != nil {
 		return err
 	}

@@ -28,9 +28,9 @@ func TestParseLogsTarget(t *testing.T) {
 		{"restore/", "", ""},
 		{"restore/a/b", "", ""},
 	} {
-		kind, name, err := parseLogsTarget(tc.arg)
-		if kind != tc.kind || name != tc.name || (err != nil) != (tc.kind == "") {
-			t.Errorf("parseLogsTarget(%q) = %q, %q, %v; want %q, %q", tc.arg, kind, name, err, tc.kind, tc.name)
+		got, err := parseLogsTarget(tc.arg)
+		if got.kind != tc.kind || got.name != tc.name || (err != nil) != (tc.kind == "") {
+			t.Errorf("parseLogsTarget(%q) = %q, %q, %v; want %q, %q", tc.arg, got.kind, got.name, err, tc.kind, tc.name)
 		}
 	}
 }
@@ -88,7 +88,7 @@ func TestLogs(t *testing.T) {
 
 	t.Run("a finished backup's kept log", func(t *testing.T) {
 		te := newTestEnv(t, failed)
-		if err := te.logs(ctx, logsBackup, "b1", logsFrom("", ""), false); err != nil {
+		if err := te.logs(ctx, logsTarget{kind: logsBackup, name: "b1"}, logsFrom("", ""), false); err != nil {
 			t.Fatal(err)
 		}
 		if want := "ERROR backup failed error=\"bucket \\\"x\\\" does not exist\"\n"; te.out.String() != want {
@@ -103,7 +103,7 @@ func TestLogs(t *testing.T) {
 		b := failed.DeepCopy()
 		b.Status.MoverLog = &echov1alpha1.MoverLog{Job: "b1-backup", Unavailable: "the Job has no pod left"}
 		te := newTestEnv(t, b)
-		if err := te.logs(ctx, logsBackup, "b1", nil, false); err == nil || !strings.Contains(err.Error(), "no pod left") {
+		if err := te.logs(ctx, logsTarget{kind: logsBackup, name: "b1"}, nil, false); err == nil || !strings.Contains(err.Error(), "no pod left") {
 			t.Errorf("got %v", err)
 		}
 	})
@@ -120,11 +120,34 @@ func TestLogs(t *testing.T) {
 		lookAlike := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "r1-restore-tenant", Labels: label,
 			CreationTimestamp: metav1.NewTime(time.Unix(200, 0))}}
 		te := newTestEnv(t, rs, job, own, lookAlike)
-		if err := te.logs(ctx, logsRestore, "r1", logsFrom("r1-restore-own", "downloading\n"), true); err != nil {
+		if err := te.logs(ctx, logsTarget{kind: logsRestore, name: "r1"}, logsFrom("r1-restore-own", "downloading\n"), true); err != nil {
 			t.Fatal(err)
 		}
 		if te.out.String() != "downloading\n" || !strings.Contains(te.errOut.String(), "live log of pod r1-restore-own") {
 			t.Errorf("printed %q, noted %q", te.out.String(), te.errOut.String())
+		}
+	})
+
+	t.Run("a copy's kept log, and a copy the backup does not have", func(t *testing.T) {
+		b := failed.DeepCopy()
+		b.Status.Phase = echov1alpha1.PhaseCompleted
+		b.Spec.CopyTo = []echov1alpha1.BackupCopy{{Name: "offsite"}}
+		b.Status.Copies = []echov1alpha1.BackupCopyStatus{{Name: "offsite", Phase: echov1alpha1.PhaseFailed, Reason: "StorageError",
+			MoverLog: &echov1alpha1.MoverLog{Job: "b1-copy-offsite", Pod: "b1-copy-offsite-x", Attempt: 3,
+				Log: `{"level":"ERROR","msg":"copy failed","error":"copy to s3://offsite: connection refused"}` + "\n"}}}
+		te := newTestEnv(t, b)
+		if err := te.logs(ctx, logsTarget{kind: logsBackup, name: "b1", copy: "offsite"}, nil, false); err != nil {
+			t.Fatal(err)
+		}
+		if want := "ERROR copy failed error=\"copy to s3://offsite: connection refused\"\n"; te.out.String() != want {
+			t.Errorf("printed %q; want %q", te.out.String(), want)
+		}
+		if note := te.errOut.String(); !strings.Contains(note, "Job b1-copy-offsite, kept in the status of copy offsite of EchoBackup b1") {
+			t.Errorf("the note says %q", note)
+		}
+		err := te.logs(ctx, logsTarget{kind: logsBackup, name: "b1", copy: "elsewhere"}, nil, false)
+		if err == nil || !strings.Contains(err.Error(), `no copy "elsewhere"; its copies: offsite`) {
+			t.Errorf("an unknown copy: %v", err)
 		}
 	})
 
@@ -134,7 +157,7 @@ func TestLogs(t *testing.T) {
 		b.Status.MoverLog = nil
 		impostor := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b1-backup", UID: "other"}}
 		te := newTestEnv(t, b, impostor)
-		if err := te.logs(ctx, logsBackup, "b1", nil, false); err == nil || !strings.Contains(err.Error(), "no data mover log yet") {
+		if err := te.logs(ctx, logsTarget{kind: logsBackup, name: "b1"}, nil, false); err == nil || !strings.Contains(err.Error(), "no data mover log yet") {
 			t.Errorf("got %v", err)
 		}
 	})
