@@ -16,9 +16,12 @@ const (
 	EventActionDeletingArtifact        = "DeletingArtifact"
 	EventActionScheduling              = "Scheduling"
 	EventActionPruning                 = "Pruning"
-	EventActionRestoring               = "Restoring"
-	EventActionReleasingRestoreHold    = "ReleasingRestoreHold"
-	EventActionDecoding                = "Decoding"
+	// EventActionTestingRestore is the action of a schedule's restore
+	// tests (spec.restoreTest).
+	EventActionTestingRestore       = "TestingRestore"
+	EventActionRestoring            = "Restoring"
+	EventActionReleasingRestoreHold = "ReleasingRestoreHold"
+	EventActionDecoding             = "Decoding"
 	// EventActionDeletingLocation is the action of holding back the
 	// deletion of an EchoBackupLocation in use.
 	EventActionDeletingLocation = "DeletingLocation"
@@ -63,6 +66,12 @@ var eventActions = map[string]string{
 	EventReasonBackupNotStarted: EventActionScheduling,
 	EventReasonBackupRequested:  EventActionScheduling,
 	EventReasonPrunedBackup:     EventActionPruning,
+
+	EventReasonRestoreTestStarted:   EventActionTestingRestore,
+	EventReasonRestoreTestSucceeded: EventActionTestingRestore,
+	EventReasonRestoreTestFailed:    EventActionTestingRestore,
+	EventReasonRestoreTestSkipped:   EventActionTestingRestore,
+	EventReasonScratchEchoTaken:     EventActionTestingRestore,
 
 	EventReasonLocationInUse: EventActionDeletingLocation,
 
