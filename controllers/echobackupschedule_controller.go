@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -227,8 +228,29 @@ func (r *EchoBackupScheduleReconciler) SetupWithManager(mgr ctrl.Manager) error 
 		For(&echov1alpha1.EchoBackupSchedule{}).
 		Owns(&echov1alpha1.EchoRestore{}).
 		Watches(&echov1alpha1.EchoBackup{}, handler.EnqueueRequestsFromMapFunc(scheduleByLabel(echov1alpha1.ScheduleLabel))).
-		Watches(&echov1alpha1.Echo{}, handler.EnqueueRequestsFromMapFunc(scheduleByLabel(echov1alpha1.RestoreTestOfLabel))).
+		Watches(&echov1alpha1.Echo{}, handler.EnqueueRequestsFromMapFunc(r.schedulesOfScratchEcho)).
 		Complete(r)
+}
+
+// schedulesOfScratchEcho maps an Echo to the schedules whose scratch Echo
+// it is or whose name it takes: the one its RestoreTestOfLabel names, and
+// those of its namespace whose restore tests use its name.
+func (r *EchoBackupScheduleReconciler) schedulesOfScratchEcho(ctx context.Context, o client.Object) []reconcile.Request {
+	reqs := scheduleByLabel(echov1alpha1.RestoreTestOfLabel)(ctx, o)
+	if !strings.HasSuffix(o.GetName(), "-"+scratchEchoSuffix) {
+		return reqs
+	}
+	list := &echov1alpha1.EchoBackupScheduleList{}
+	if err := r.List(ctx, list, client.InNamespace(o.GetNamespace())); err != nil {
+		log.FromContext(ctx).Error(err, "Listing the schedules of a scratch Echo name", "echo", o.GetName())
+		return reqs
+	}
+	for _, s := range list.Items {
+		if s.Spec.RestoreTest != nil && scratchEchoName(s.Spec.Template.EchoName) == o.GetName() {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&s)})
+		}
+	}
+	return reqs
 }
 
 // scheduleByLabel maps an object to the schedule its label names.

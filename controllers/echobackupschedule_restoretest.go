@@ -35,7 +35,8 @@ import (
 //
 // Everything is read from the cluster: the test under way is the
 // EchoRestore the schedule controls with the RestoreTestOfLabel, its start
-// that EchoRestore's creation, its deadline that plus the timeout. One
+// the time recorded on that EchoRestore (RestoreTestStartedAnnotation), its
+// deadline that plus the timeout. One
 // runs at a time per schedule, and per Echo since the scratch Echo's name
 // is the Echo's.
 
@@ -158,7 +159,7 @@ func (r *EchoBackupScheduleReconciler) endRestoreTests(ctx context.Context, s *e
 		outcome := r.restoreTestOutcome(ctx, s, rs, now)
 		if outcome == nil {
 			running = true
-			deadline := rs.CreationTimestamp.Add(restoreTestTimeout(s.Spec.RestoreTest))
+			deadline := restoreTestStart(rs).Add(restoreTestTimeout(s.Spec.RestoreTest))
 			result = earliest(result, ctrl.Result{RequeueAfter: max(deadline.Sub(now), time.Second)})
 			continue
 		}
@@ -175,7 +176,7 @@ func (r *EchoBackupScheduleReconciler) endRestoreTests(ctx context.Context, s *e
 func (r *EchoBackupScheduleReconciler) restoreTestOutcome(ctx context.Context, s *echov1alpha1.EchoBackupSchedule,
 	rs *echov1alpha1.EchoRestore, now time.Time) *echov1alpha1.RestoreTestResult {
 	res := &echov1alpha1.RestoreTestResult{Restore: rs.Name, Backup: rs.Spec.Source.BackupName,
-		StartTime: ptrTime(rs.CreationTimestamp.Time), CompletionTime: metav1.NewTime(now)}
+		StartTime: ptrTime(restoreTestStart(rs)), CompletionTime: metav1.NewTime(now)}
 	timeout := restoreTestTimeout(s.Spec.RestoreTest)
 	if failed := meta.FindStatusCondition(rs.Status.Conditions, echov1alpha1.RestoreConditionFailed); failed != nil && failed.Status == metav1.ConditionTrue {
 		res.Outcome, res.Reason = echov1alpha1.RestoreTestFailed, failed.Reason
@@ -202,7 +203,7 @@ func (r *EchoBackupScheduleReconciler) restoreTestOutcome(ctx context.Context, s
 		res.Message = fmt.Sprintf("EchoRestore %s was deleted before the restore test ended", rs.Name)
 		return finishResult(res, rs)
 	}
-	if now.Before(rs.CreationTimestamp.Add(timeout)) {
+	if now.Before(restoreTestStart(rs).Add(timeout)) {
 		return nil
 	}
 	step := "starting"
@@ -213,6 +214,15 @@ func (r *EchoBackupScheduleReconciler) restoreTestOutcome(ctx context.Context, s
 	res.Message = fmt.Sprintf("The restore test of EchoBackup %s did not end within spec.restoreTest.timeout (%s); it was at step %s. "+
 		"Raise the timeout if the restore needs longer, or see why it is stuck", res.Backup, timeout, step)
 	return finishResult(res, rs)
+}
+
+// restoreTestStart is when a restore test started: the time its
+// schedule recorded on its EchoRestore, or that EchoRestore's creation.
+func restoreTestStart(rs *echov1alpha1.EchoRestore) time.Time {
+	if at, err := time.Parse(time.RFC3339, rs.Annotations[echov1alpha1.RestoreTestStartedAnnotation]); err == nil {
+		return at
+	}
+	return rs.CreationTimestamp.Time
 }
 
 // finishResult fills in the duration, counted from the restore's start.
@@ -427,7 +437,10 @@ func (r *EchoBackupScheduleReconciler) startRestoreTest(ctx context.Context, s *
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: s.Namespace, Name: restoreTestName(s.Name, due),
 			Labels:      map[string]string{echov1alpha1.RestoreTestOfLabel: s.Name},
-			Annotations: map[string]string{echov1alpha1.ScheduledAtAnnotation: due.UTC().Format(time.RFC3339)},
+			Annotations: map[string]string{
+				echov1alpha1.ScheduledAtAnnotation:        due.UTC().Format(time.RFC3339),
+				echov1alpha1.RestoreTestStartedAnnotation: now.UTC().Format(time.RFC3339),
+			},
 		},
 		Spec: echov1alpha1.EchoRestoreSpec{
 			Source:       echov1alpha1.RestoreSource{BackupName: backup},

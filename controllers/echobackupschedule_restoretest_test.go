@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"testing"
@@ -158,7 +159,7 @@ func TestEchoBackupScheduleRestoreTest(t *testing.T) {
 			g.Expect(e.Spec.Backup).To(BeNil(), "the scratch Echo takes no final backup")
 			g.Expect(e.Spec.Replicas).To(HaveValue(BeEquivalentTo(1)))
 			g.Expect(e.OwnerReferences).To(ContainElement(HaveField("Name", key.Name)))
-		}, timeout, interval).Should(Succeed())
+		}, timeout, interval).Should(Succeed(), func() string { return moverOwners(ns) })
 		quiesce(t, scratchKey)
 		restore := waitJob(t, ns, rs.Name+"-restore")
 		args := restore.Spec.Template.Spec.Containers[0].Args
@@ -283,12 +284,11 @@ func TestEchoBackupScheduleRestoreTestRefuses(t *testing.T) {
 
 		Expect(k8sClient.Delete(ctx, e)).To(Succeed())
 		expectGone(t, e)
-		// Only the scratch Echo's events come to the schedule: an Echo
-		// without its label is looked at when the schedule reconciles.
-		advanceAndPoke(t, &echov1alpha1.EchoBackupSchedule{}, key, 0)
-		Eventually(func(g Gomega) bool {
-			return meta.IsStatusConditionTrue(getSchedule(g, key).Status.Conditions, echov1alpha1.ScheduleConditionRestoreTestReady)
-		}, timeout, interval).Should(BeTrue(), "tests can run again once the name is free")
+		Eventually(func(g Gomega) *metav1.Condition {
+			return meta.FindStatusCondition(getSchedule(g, key).Status.Conditions, echov1alpha1.ScheduleConditionRestoreTestReady)
+		}, timeout, interval).Should(HaveField("Status", metav1.ConditionTrue), func() string {
+			return fmt.Sprintf("tests can run again once the name is free: %+v", getSchedule(Default, key).Status)
+		})
 	})
 
 	t.Run("an EchoRestore labelled as a restore test restores into no other Echo", func(t *testing.T) {

@@ -61,6 +61,10 @@ const (
 // whose test it is.
 const RestoreTestOfLabel = "echo.dev/restore-test-of"
 
+// RestoreTestStartedAnnotation records, on the EchoRestore of a restore
+// test, when the test started (RFC 3339): its deadline counts from there.
+const RestoreTestStartedAnnotation = "echo.dev/restore-test-started-at"
+
 // DefaultRestoreTestTimeout is the spec.restoreTest.timeout of a schedule
 // that sets none.
 const DefaultRestoreTestTimeout = 30 * time.Minute
