@@ -171,7 +171,17 @@ func TestEchoBackupScheduleRestoreTest(t *testing.T) {
 			}
 		}
 		finishMoverJob(t, restore, `{"size":2048,"checksum":"sha256:abcd","location":"s3://echo-backups/x","files":2,"verified":2}`, true)
-		resume(t, scratchKey)
+		// As resume, without waiting to see the scratch Echo Ready: the
+		// schedule deletes it as soon as it is.
+		Eventually(func(g Gomega) {
+			d := &appsv1.Deployment{}
+			g.Expect(k8sClient.Get(ctx, scratchKey, d)).To(Succeed())
+			g.Expect(d.Spec.Replicas).To(HaveValue(BeNumerically(">", 0)))
+		}, timeout, interval).Should(Succeed())
+		Consistently(func(g Gomega) *echov1alpha1.RestoreTestResult {
+			return getSchedule(g, key).Status.LastRestoreTest
+		}, "300ms", interval).Should(BeNil(), "no outcome before the scratch Echo is Ready")
+		markDeploymentAvailable(t, scratchKey)
 
 		res := waitRestoreTestResult(t, key, rs.Name)
 		Expect(res.Outcome).To(Equal(echov1alpha1.RestoreTestSucceeded))
