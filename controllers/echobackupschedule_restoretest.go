@@ -107,6 +107,11 @@ func (r *EchoBackupScheduleReconciler) reconcileRestoreTest(ctx context.Context,
 		r.restoreTestNotReady(s, echov1alpha1.ScheduleReasonSuspended, "Restore tests are suspended: no new one starts")
 		return result, nil
 	}
+	if s.Status.LastRestoreTestScheduleTime == nil {
+		// Tests start from the first run time after the schedule began
+		// testing, also when restoreTest is added to an older schedule.
+		s.Status.LastRestoreTestScheduleTime = ptrTime(now)
+	}
 	if !running {
 		wait, err := r.ensureDueRestoreTest(ctx, s, sched, now)
 		if err != nil {
@@ -307,11 +312,7 @@ func (r *EchoBackupScheduleReconciler) deleteScratchEcho(ctx context.Context, s 
 // that no restore test created has the scratch name.
 func (r *EchoBackupScheduleReconciler) ensureDueRestoreTest(ctx context.Context, s *echov1alpha1.EchoBackupSchedule,
 	sched cron.Schedule, now time.Time) (ctrl.Result, error) {
-	since := s.CreationTimestamp.Time
-	if last := s.Status.LastRestoreTestScheduleTime; last != nil {
-		since = last.Time
-	}
-	due, ok := lastDueTime(sched, since, now)
+	due, ok := lastDueTime(sched, s.Status.LastRestoreTestScheduleTime.Time, now)
 	if !ok {
 		return ctrl.Result{}, nil
 	}

@@ -25,8 +25,11 @@ import (
 // 29 February is years away): its backups are made by the tests.
 const neverSchedule = "0 0 29 2 *"
 
+// restoreTestEvery is the interval of the tests' restore tests.
+const restoreTestEvery = 24 * time.Hour
+
 // restoreTestSchedule is a schedule of Echo web whose restore test runs
-// daily.
+// every restoreTestEvery.
 func restoreTestSchedule(ns, name string) *echov1alpha1.EchoBackupSchedule {
 	return &echov1alpha1.EchoBackupSchedule{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
@@ -59,7 +62,7 @@ func restoreTests(g Gomega, key types.NamespacedName) []echov1alpha1.EchoRestore
 // its EchoRestore.
 func startRestoreTest(t *testing.T, key types.NamespacedName) echov1alpha1.EchoRestore {
 	t.Helper()
-	advanceAndPoke(t, &echov1alpha1.EchoBackupSchedule{}, key, 24*time.Hour+time.Second)
+	advanceAndPoke(t, &echov1alpha1.EchoBackupSchedule{}, key, restoreTestEvery+time.Second)
 	var tests []echov1alpha1.EchoRestore
 	Eventually(func(g Gomega) {
 		tests = restoreTests(g, key)
@@ -255,7 +258,7 @@ func TestEchoBackupScheduleRestoreTestRefuses(t *testing.T) {
 
 	t.Run("no completed backup: skipped", func(t *testing.T) {
 		RegisterTestingT(t)
-		advanceAndPoke(t, &echov1alpha1.EchoBackupSchedule{}, key, 24*time.Hour+time.Second)
+		advanceAndPoke(t, &echov1alpha1.EchoBackupSchedule{}, key, restoreTestEvery+time.Second)
 		Eventually(func(g Gomega) {
 			last := getSchedule(g, key).Status.LastRestoreTest
 			g.Expect(last).NotTo(BeNil())
@@ -272,7 +275,7 @@ func TestEchoBackupScheduleRestoreTestRefuses(t *testing.T) {
 		scheduleBackup(t, ns, key.Name, "web-1")
 		squatter := createEcho(t, newEcho(ns, "web-restoretest", func(e *echov1alpha1.Echo) { e.Spec.Message = "mine" }))
 		Eventually(func(g Gomega) { getEcho(g, client.ObjectKeyFromObject(squatter)) }, timeout, interval).Should(Succeed())
-		advanceAndPoke(t, &echov1alpha1.EchoBackupSchedule{}, key, 24*time.Hour+time.Second)
+		advanceAndPoke(t, &echov1alpha1.EchoBackupSchedule{}, key, restoreTestEvery+time.Second)
 		Eventually(func(g Gomega) {
 			s := getSchedule(g, key)
 			g.Expect(s.Status.LastRestoreTest).NotTo(BeNil())

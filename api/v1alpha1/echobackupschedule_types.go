@@ -272,7 +272,9 @@ type EchoBackupScheduleStatus struct {
 	LastSuccessfulTime *metav1.Time `json:"lastSuccessfulTime,omitempty"`
 
 	// LastRestoreTestScheduleTime is the run time of spec.restoreTest.schedule
-	// the last restore test was started (or skipped) for.
+	// the last restore test was started (or skipped) for; before the first,
+	// when the schedule began testing restores: the first test runs at the
+	// first run time after it, also on a schedule that had backups before.
 	// +kubebuilder:validation:XValidation:rule="self >= timestamp('0001-01-01T00:00:00Z')",message="must be an RFC 3339 time such as 2024-01-01T00:00:00Z"
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last Restore Test Schedule Time"
