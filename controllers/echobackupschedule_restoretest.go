@@ -437,7 +437,7 @@ func (r *EchoBackupScheduleReconciler) startRestoreTest(ctx context.Context, s *
 	rs := &echov1alpha1.EchoRestore{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: s.Namespace, Name: restoreTestName(s.Name, due),
-			Labels:      map[string]string{echov1alpha1.RestoreTestOfLabel: s.Name},
+			Labels: map[string]string{echov1alpha1.RestoreTestOfLabel: s.Name},
 			Annotations: map[string]string{
 				echov1alpha1.ScheduledAtAnnotation:        due.UTC().Format(time.RFC3339),
 				echov1alpha1.RestoreTestStartedAnnotation: now.UTC().Format(time.RFC3339),
