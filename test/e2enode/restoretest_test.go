@@ -42,6 +42,8 @@ func checkRestoreTest(t *testing.T, ns, journalPath, journal string) {
 	kubectl(t, "annotate", "-n", ns, "echobackupschedule/tested", "echo.dev/backup-now=1")
 	kubectl(t, "wait", "-n", ns, "--for=jsonpath={.status.lastSuccessfulBackup}", "echobackupschedule/tested", "--timeout=300s")
 	kubectl(t, "wait", "-n", ns, "--for=jsonpath={.status.lastRestoreTest.outcome}=Succeeded", "echobackupschedule/tested", "--timeout=600s")
+	// No further test starts while this one's clean-up is checked.
+	kubectl(t, "patch", "-n", ns, "echobackupschedule/tested", "--type=merge", "-p", `{"spec":{"restoreTest":{"suspend":true}}}`)
 
 	message := kubectl(t, "get", "-n", ns, "echobackupschedule/tested", "-o", "jsonpath={.status.lastRestoreTest.message}")
 	if !strings.Contains(message, "files read back match the backup's manifest") {
@@ -55,7 +57,6 @@ func checkRestoreTest(t *testing.T, ns, journalPath, journal string) {
 	if outcome != "Succeeded" {
 		t.Errorf("the Echo reports its last restore test as %q, want Succeeded", outcome)
 	}
-	kubectl(t, "patch", "-n", ns, "echobackupschedule/tested", "--type=merge", "-p", `{"spec":{"restoreTest":{"suspend":true}}}`)
 	if got := getThroughPortForward(t, ns, "svc/echo-sample-persistent", journalPath); got != journal {
 		t.Fatalf("after the restore test the sample Echo's journal is\n%s\nwant\n%s", got, journal)
 	}
