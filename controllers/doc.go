@@ -30,7 +30,8 @@
 //
 // EchoBackupSchedule:
 //   - echobackupschedule_controller.go: starts and prunes backups;
-//   - echobackupschedule_cron.go: schedules and retention.
+//   - echobackupschedule_cron.go: schedules and retention;
+//   - echobackupschedule_restoretest.go: restore tests of its backups.
 //
 // EchoBackupLocation:
 //   - echobackuplocation_controller.go: keeps a location while anything
@@ -40,6 +41,7 @@
 //   - echorestore_controller.go: runs a restore;
 //   - echorestore_job.go: its Jobs;
 //   - echorestore_target.go: finds or creates the Echo;
+//   - echorestore_scratch.go: the scratch Echo of a restore test;
 //   - echorestore_quiesce.go: stops the Echo while its data is written and
 //     gives it back;
 //   - echorestore_deadline.go: spec.timeout;

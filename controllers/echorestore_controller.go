@@ -313,7 +313,11 @@ func (r *EchoRestoreReconciler) restoreData(ctx context.Context, rs *echov1alpha
 		}
 		return result, err
 	}
-	r.dataRestored(rs, fmt.Sprintf("Restored %d files (%d bytes) into claim %s", res.Files, res.Size, dataClaimName(echo)))
+	message := fmt.Sprintf("Restored %d files (%d bytes) into claim %s", res.Files, res.Size, dataClaimName(echo))
+	if res.Verified > 0 {
+		message += fmt.Sprintf("; %d files read back match the backup's manifest", res.Verified)
+	}
+	r.dataRestored(rs, message)
 	return ctrl.Result{}, nil
 }
 

@@ -70,6 +70,7 @@ type moverOptions struct {
 	// restore
 	existingData string
 	restoreID    string
+	verify       bool
 	// storage
 	s3     backupstore.S3Config
 	fsRoot string
@@ -175,6 +176,8 @@ func parseMoverFlags(command moverprotocol.Command, args []string, output io.Wri
 			"when the data directory holds data: Fail, or Replace (the old data is kept in .echo-pre-restore-<timestamp>/)")
 		fs.StringVar(&o.restoreID, moverprotocol.FlagRestoreID, "",
 			"identity of the restore across retries, recorded with the restored data: a retry finding the data its earlier attempt restored reports it")
+		fs.BoolVar(&o.verify, moverprotocol.FlagVerify, false,
+			"read every restored file back from the data directory and compare it with the manifest before reporting success")
 	}
 	if command == moverprotocol.Copy {
 		fs.StringVar(&o.checksum, moverprotocol.FlagChecksum, "", "the archive's checksum the backup recorded, sha256:<hex> (required): the copy must match it")
@@ -338,12 +341,16 @@ func (o moverOptions) run(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return moverprotocol.Archive{
+	res := moverprotocol.Archive{
 		Size:     m.Archive.Size,
 		Checksum: "sha256:" + m.Archive.SHA256,
 		Location: store.Location(o.key),
 		Files:    m.DataFiles(),
-	}, nil
+	}
+	if o.verify {
+		res.Verified = res.Files
+	}
+	return res, nil
 }
 
 // copy copies the backup to the destination and reports the copy.
@@ -398,6 +405,7 @@ func (o moverOptions) restore(ctx context.Context, store backupstore.Store, log 
 		Key:          o.key,
 		ExistingData: policy,
 		RestoreID:    o.restoreID,
+		Verify:       o.verify,
 		Logger:       log,
 	})
 }
