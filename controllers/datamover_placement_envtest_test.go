@@ -102,7 +102,7 @@ func TestMoverJobsTakeTheSettings(t *testing.T) {
 
 	t.Run("a backup at the location takes the location's, field by field", func(t *testing.T) {
 		RegisterTestingT(t)
-		b := backupAt(ns, "inherits", "web", "offsite")
+		b := backupAt(ns, "inherits", "offsite")
 		b.Spec.Mover = &echov1alpha1.MoverSettings{PriorityClassName: "backup-own"}
 		Expect(k8sClient.Create(ctx, b)).To(Succeed())
 		expectPlaced(t, waitJob(t, ns, "inherits-backup").Spec.Template.Spec, locRequests, locLimits, locNodes, locTolerations, "backup-own")
@@ -110,7 +110,7 @@ func TestMoverJobsTakeTheSettings(t *testing.T) {
 
 	t.Run("the deletion of a backup at the location takes the location's, field by field", func(t *testing.T) {
 		RegisterTestingT(t)
-		b := backupAt(ns, "goes", "web", "offsite")
+		b := backupAt(ns, "goes", "offsite")
 		b.Spec.DeletionPolicy = echov1alpha1.DeletionPolicyDelete
 		b.Spec.Mover = &echov1alpha1.MoverSettings{PriorityClassName: "backup-own"}
 		// The pod that plays the backup's must be admitted: its class exists.

@@ -24,9 +24,9 @@ func newLocation(ns, name string) *echov1alpha1.EchoBackupLocation {
 	}
 }
 
-// backupAt is a backup of echo to the location named loc.
-func backupAt(ns, name, echo, loc string) *echov1alpha1.EchoBackup {
-	b := newBackup(ns, name, echo)
+// backupAt is a backup of the Echo web to the location named loc.
+func backupAt(ns, name, loc string) *echov1alpha1.EchoBackup {
+	b := newBackup(ns, name, "web")
 	b.Spec.Storage = echov1alpha1.BackupStorage{LocationRef: &echov1alpha1.LocationReference{Name: loc}}
 	return b
 }
@@ -50,7 +50,7 @@ func TestBackupsAndRestoresUseALocation(t *testing.T) {
 
 	t.Run("a backup runs with the location's settings", func(t *testing.T) {
 		RegisterTestingT(t)
-		Expect(k8sClient.Create(ctx, backupAt(ns, "web-1", "web", "offsite"))).To(Succeed())
+		Expect(k8sClient.Create(ctx, backupAt(ns, "web-1", "offsite"))).To(Succeed())
 		c := waitJob(t, ns, "web-1-backup").Spec.Template.Spec.Containers[0]
 		Expect(c.Args).To(ContainElements("--s3-bucket=offsite-bucket", "--s3-endpoint=https://offsite.example.test", "--s3-prefix=team-a", "--s3-path-style"))
 		for _, e := range storageEnv(Default, c.Env) {
@@ -69,7 +69,7 @@ func TestBackupsAndRestoresUseALocation(t *testing.T) {
 
 	t.Run("a missing location fails the backup and says what to do", func(t *testing.T) {
 		RegisterTestingT(t)
-		b := backupAt(ns, "web-lost", "web", "nowhere")
+		b := backupAt(ns, "web-lost", "nowhere")
 		Expect(k8sClient.Create(ctx, b)).To(Succeed())
 		Eventually(func(g Gomega) {
 			got := getBackup(g, client.ObjectKeyFromObject(b))
@@ -93,7 +93,7 @@ func TestBackupsAndRestoresUseALocation(t *testing.T) {
 		Eventually(func(g Gomega) []string { return eventReasons(g, ns, loc.Name) }, timeout, interval).
 			Should(ContainElement(echov1alpha1.EventReasonLocationInUse))
 
-		late := backupAt(ns, "web-late", "web", "offsite")
+		late := backupAt(ns, "web-late", "offsite")
 		Expect(k8sClient.Create(ctx, late)).To(Succeed())
 		Eventually(func(g Gomega) string {
 			return getBackup(g, client.ObjectKeyFromObject(late)).Status.Error
