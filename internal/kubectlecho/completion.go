@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
@@ -68,60 +70,48 @@ func matching(names []string, prefix string) []string {
 	return slices.Compact(out)
 }
 
-// echoNames are the namespace's Echoes.
-func echoNames(ctx context.Context, e *env, _ []string) ([]string, error) {
-	list := &echov1alpha1.EchoList{}
+// listNames lists the namespace's objects of list's kind and returns the
+// names of those keep keeps (all, when keep is nil).
+func listNames(ctx context.Context, e *env, list client.ObjectList, keep func(runtime.Object) bool) ([]string, error) {
 	if err := e.client.List(ctx, list, client.InNamespace(e.namespace)); err != nil {
 		return nil, err
 	}
-	names := make([]string, 0, len(list.Items))
-	for _, o := range list.Items {
-		names = append(names, o.Name)
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(items))
+	for _, o := range items {
+		if keep == nil || keep(o) {
+			names = append(names, o.(client.Object).GetName())
+		}
 	}
 	return names, nil
+}
+
+// echoNames are the namespace's Echoes.
+func echoNames(ctx context.Context, e *env, _ []string) ([]string, error) {
+	return listNames(ctx, e, &echov1alpha1.EchoList{}, nil)
 }
 
 // backupNames are the namespace's completed EchoBackups: those a restore
 // takes.
 func backupNames(ctx context.Context, e *env, _ []string) ([]string, error) {
-	list := &echov1alpha1.EchoBackupList{}
-	if err := e.client.List(ctx, list, client.InNamespace(e.namespace)); err != nil {
-		return nil, err
-	}
-	var names []string
-	for _, o := range list.Items {
-		if phase, _ := echov1alpha1.BackupPhase(o.Status.Conditions); phase == echov1alpha1.PhaseCompleted {
-			names = append(names, o.Name)
-		}
-	}
-	return names, nil
+	return listNames(ctx, e, &echov1alpha1.EchoBackupList{}, func(o runtime.Object) bool {
+		phase, _ := echov1alpha1.BackupPhase(o.(*echov1alpha1.EchoBackup).Status.Conditions)
+		return phase == echov1alpha1.PhaseCompleted
+	})
 }
 
 // locationNames are the namespace's EchoBackupLocations.
 func locationNames(ctx context.Context, e *env, _ []string) ([]string, error) {
-	list := &echov1alpha1.EchoBackupLocationList{}
-	if err := e.client.List(ctx, list, client.InNamespace(e.namespace)); err != nil {
-		return nil, err
-	}
-	names := make([]string, 0, len(list.Items))
-	for _, o := range list.Items {
-		names = append(names, o.Name)
-	}
-	return names, nil
+	return listNames(ctx, e, &echov1alpha1.EchoBackupLocationList{}, nil)
 }
 
 // scheduleNames are the namespace's EchoBackupSchedules; those of the
 // Echo named by the first argument, when there is one.
 func scheduleNames(ctx context.Context, e *env, args []string) ([]string, error) {
-	list := &echov1alpha1.EchoBackupScheduleList{}
-	if err := e.client.List(ctx, list, client.InNamespace(e.namespace)); err != nil {
-		return nil, err
-	}
-	var names []string
-	for _, o := range list.Items {
-		if len(args) == 0 || o.Spec.Template.EchoName == args[0] {
-			names = append(names, o.Name)
-		}
-	}
-	return names, nil
+	return listNames(ctx, e, &echov1alpha1.EchoBackupScheduleList{}, func(o runtime.Object) bool {
+		return len(args) == 0 || o.(*echov1alpha1.EchoBackupSchedule).Spec.Template.EchoName == args[0]
+	})
 }
