@@ -16,9 +16,9 @@ import (
 // the Service the samples name, the other to a claim. A restore into a new
 // Echo brings back the journal the echo server wrote before the backup,
 // byte for byte, read through its HTTP API; so does one from a backup
-// that MinIO's KMS encrypted as the Job wrote it (SSE-KMS). Deleting the
-// Echo with a final backup configured takes that backup before anything
-// goes.
+// that MinIO's KMS encrypted as the Job wrote it (SSE-KMS), and from a
+// copy in a second MinIO (checkCopies). Deleting the Echo with a final
+// backup configured takes that backup before anything goes.
 func TestBackupAndRestoreInContainers(t *testing.T) {
 	s3 := runMinIO(t)
 	ns := restrictedNamespace(t, "journal")
@@ -74,6 +74,9 @@ func TestBackupAndRestoreInContainers(t *testing.T) {
 		if got := getThroughPortForward(t, ns, "svc/restored-encrypted", journalPath); got != journal {
 			t.Fatalf("the journal restored from the encrypted backup differs:\nbacked up:\n%s\nrestored:\n%s", journal, got)
 		}
+	})
+	t.Run("copied to a second store", func(t *testing.T) {
+		checkCopies(t, ns, s3, journal, journalPath)
 	})
 	t.Run("final backup before delete", func(t *testing.T) {
 		before := countObjects(t, s3)
