@@ -5,13 +5,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/minio/minio-go/v7"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // offsiteMinIO is the second store copies go to: another MinIO, with its
 // own bucket and credentials.
-var offsiteMinIO = minioServer{namespace: "minio-offsite", user: "echo-offsite", password: "e2enode-offsite-key", bucket: "echo-offsite"}
+var offsiteMinIO = minioServer{namespace: "minio-offsite", user: "offsite-writer", password: "e2enode-offsite-key", bucket: "echo-offsite"}
 
 // checkCopies backs up the persistent Echo of ns, whose journal is
 // journal, to the samples' EchoBackupLocation with a copy to a second
@@ -63,15 +65,18 @@ func checkCopies(t *testing.T, ns string, primary *minio.Client, journal, journa
 		kubectl(t, "wait", "-n", offsiteMinIO.namespace, "--for=delete", "pod", "-l", "app=minio", "--timeout=120s")
 		kubectlApply(t, ns, copiedBackupYAML("copy-unreachable"))
 		kubectl(t, "wait", "-n", ns, "--for=condition=Complete", "echobackup/copy-unreachable", "--timeout=300s")
-		kubectl(t, "wait", "-n", ns, "--for=jsonpath={.status.copies[0].phase}=Failed", "echobackup/copy-unreachable", "--timeout=600s")
+		// The Job retries an unreachable store twice, each attempt until
+		// its connections time out: longer than one kubectl wait may run.
+		awaitCopyPhase(t, ns, "copy-unreachable", "Failed", 12*time.Minute)
 		if complete := backupField(t, ns, "copy-unreachable", `{.status.conditions[?(@.type=="Complete")].status}`); complete != "True" {
 			t.Errorf("the backup's Complete condition is %q after its copy failed", complete)
 		}
 		reason := backupField(t, ns, "copy-unreachable", "{.status.copies[0].reason}")
 		message := backupField(t, ns, "copy-unreachable", "{.status.copies[0].message}")
 		t.Logf("the copy failed: %s: %s", reason, message)
-		if reason != "StorageError" || !strings.Contains(message, "s3://"+offsiteMinIO.bucket+"/") {
-			t.Errorf("the failed copy says %s: %q; want StorageError naming s3://%s", reason, message, offsiteMinIO.bucket)
+		endpoint := "http://minio." + offsiteMinIO.namespace + ".svc:9000"
+		if reason != "StorageError" || !strings.Contains(message, "s3://"+offsiteMinIO.bucket+"/") || !strings.Contains(message, endpoint) {
+			t.Errorf("the failed copy says %s: %q; want StorageError naming s3://%s at %s", reason, message, offsiteMinIO.bucket, endpoint)
 		}
 		copied := backupField(t, ns, "copy-unreachable", `{.status.conditions[?(@.type=="Copied")].status} {.status.conditions[?(@.type=="Copied")].reason}`)
 		if copied != "False CopyFailed" {
@@ -92,6 +97,20 @@ func checkCopies(t *testing.T, ns string, primary *minio.Client, journal, journa
 func backupField(t *testing.T, ns, name, path string) string {
 	t.Helper()
 	return strings.TrimSpace(kubectl(t, "get", "echobackup", name, "-n", ns, "-o", "jsonpath="+path))
+}
+
+// awaitCopyPhase waits until the first copy of the EchoBackup is in phase.
+func awaitCopyPhase(t *testing.T, ns, name, phase string, timeout time.Duration) {
+	t.Helper()
+	var got string
+	err := wait.PollUntilContextTimeout(context.Background(), 2*time.Second, timeout, true, func(context.Context) (bool, error) {
+		out, err := kubectlErr("get", "echobackup", name, "-n", ns, "-o", "jsonpath={.status.copies[0].phase}")
+		got = strings.TrimSpace(out)
+		return err == nil && got == phase, nil
+	})
+	if err != nil {
+		t.Fatalf("the copy of EchoBackup %s is %q after %v, want %s: %v", name, got, timeout, phase, err)
+	}
 }
 
 // expectArtifact checks that the bucket holds a backup under key: its
