@@ -16,10 +16,11 @@ import (
 // the Service the samples name, the other to a claim. A restore into a new
 // Echo brings back the journal the echo server wrote before the backup,
 // byte for byte, read through its HTTP API; so does one from a backup
-// that MinIO's KMS encrypted as the Job wrote it (SSE-KMS). Deleting the
-// Echo with a final backup configured takes that backup before anything
-// goes. A schedule's restore test restores its backup into a scratch Echo
-// with real Jobs and pods and proves the data reads back as backed up.
+// that MinIO's KMS encrypted as the Job wrote it (SSE-KMS), and from a
+// copy in a second MinIO (checkCopies). A schedule's restore test restores
+// its backup into a scratch Echo with real Jobs and pods and proves the
+// data reads back as backed up. Deleting the Echo with a final backup
+// configured takes that backup before anything goes.
 func TestBackupAndRestoreInContainers(t *testing.T) {
 	s3 := runMinIO(t)
 	ns := restrictedNamespace(t, "journal")
@@ -77,6 +78,9 @@ func TestBackupAndRestoreInContainers(t *testing.T) {
 		}
 	})
 	t.Run("a scheduled restore test", func(t *testing.T) { checkRestoreTest(t, ns, journalPath, journal) })
+	t.Run("copied to a second store", func(t *testing.T) {
+		checkCopies(t, ns, s3, journal, journalPath)
+	})
 	t.Run("final backup before delete", func(t *testing.T) {
 		before := countObjects(t, s3)
 		kubectl(t, "patch", "-n", ns, "echo/echo-sample-persistent", "--type=merge", "-p", finalBackupPatch)

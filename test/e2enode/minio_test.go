@@ -28,16 +28,33 @@ const (
 	minioKMSSecret = "ZWNoby1lMmVub2RlLWttcy1rZXktMzItYnl0ZXMhISE="
 )
 
+// minioServer is a MinIO of its own namespace, behind the Service minio
+// of that namespace, port 9000, with its root user and one bucket.
+type minioServer struct {
+	namespace, user, password, bucket string
+}
+
+// samplesMinIO is the MinIO the samples name.
+var samplesMinIO = minioServer{namespace: minioNamespace, user: minioUser, password: minioPassword, bucket: backupBucket}
+
 // runMinIO runs MinIO as a restricted pod behind the Service the samples
 // name, and creates the bucket at the pod's address on the node's bridge.
 // It returns a client of that bucket.
 func runMinIO(t *testing.T) *minio.Client {
 	t.Helper()
+	return runMinIOServer(t, samplesMinIO)
+}
+
+// runMinIOServer runs the MinIO m as a restricted pod, a Deployment
+// behind a Service, both named minio, and creates its bucket at the pod's
+// address on the node's bridge. It returns a client of that address.
+func runMinIOServer(t *testing.T, m minioServer) *minio.Client {
+	t.Helper()
 	ctx := context.Background()
-	ns := restrictedNamespace(t, minioNamespace)
+	ns := restrictedNamespace(t, m.namespace)
 	labels := map[string]string{"app": "minio"}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "minio-root", Namespace: ns},
-		StringData: map[string]string{"MINIO_ROOT_USER": minioUser, "MINIO_ROOT_PASSWORD": minioPassword,
+		StringData: map[string]string{"MINIO_ROOT_USER": m.user, "MINIO_ROOT_PASSWORD": m.password,
 			"MINIO_KMS_SECRET_KEY": minioKMSKey + ":" + minioKMSSecret}}
 	deploy := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "minio", Namespace: ns},
@@ -60,13 +77,13 @@ func runMinIO(t *testing.T) *minio.Client {
 	if err != nil || len(pods.Items) != 1 {
 		t.Fatalf("MinIO's pods: %v, %v", pods, err)
 	}
-	s3, err := minio.New(pods.Items[0].Status.PodIP+":9000", &minio.Options{Creds: credentials.NewStaticV4(minioUser, minioPassword, "")})
+	s3, err := minio.New(pods.Items[0].Status.PodIP+":9000", &minio.Options{Creds: credentials.NewStaticV4(m.user, m.password, "")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	mkCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if err := s3.MakeBucket(mkCtx, backupBucket, minio.MakeBucketOptions{}); err != nil {
+	if err := s3.MakeBucket(mkCtx, m.bucket, minio.MakeBucketOptions{}); err != nil {
 		t.Fatalf("creating the bucket: %v", err)
 	}
 	return s3
