@@ -75,7 +75,9 @@ var (
 		`{"echoName": "missing", "storage": ` + s3StorageJSON + `, "mover": ` + moverJSON + `}`,
 		`{"copies": [{"name": "offsite", "phase": "Completed"}]}`}
 	scheduleDecode = decodeKind{&echov1alpha1.EchoBackupSchedule{}, "echobackupschedules", `{"schedule": "@daily", "suspend": true,
-		"template": {"echoName": "missing", "storage": ` + s3StorageJSON + `, "mover": ` + moverJSON + `}}`, ""}
+		"template": {"echoName": "missing", "storage": ` + s3StorageJSON + `, "mover": ` + moverJSON + `,
+			"copyTo": [{"name": "offsite", "storage": ` + s3StorageJSON + `}]},
+		"copyRetention": [{"name": "offsite", "keepLast": 30}]}`, ""}
 	restoreDecode = decodeKind{&echov1alpha1.EchoRestore{}, "echorestores", `{"source": {"backupName": "missing"}, "mover": ` + moverJSON + `}`, ""}
 
 	decodeKinds = []decodeKind{echoDecode, backupDecode, scheduleDecode, restoreDecode}
