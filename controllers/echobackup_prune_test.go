@@ -195,3 +195,43 @@ func TestEchoBackupPruneOfACopy(t *testing.T) {
 		expectGone(t, b)
 	})
 }
+
+// TestEchoBackupPruneWaitsForTheCopy: a location listed for pruning while
+// the copy is being made is not pruned before the copy completed: neither
+// the copy, nor the backup's own artifact the copy reads.
+func TestEchoBackupPruneWaitsForTheCopy(t *testing.T) {
+	RegisterTestingT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	createEcho(t, newEcho(ns, "journal"))
+	createSecret(t, ns, "offsite-credentials", storageSecretOptedIn, "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
+	Expect(k8sClient.Create(ctx, newLocation(ns, "offsite"))).To(Succeed())
+	b := newDeleteBackup(ns, "busy-1", "journal")
+	b.Spec.CopyTo = []echov1alpha1.BackupCopy{copyTo("offsite", "offsite")}
+	completeBackup(t, b)
+	bkey := client.ObjectKeyFromObject(b)
+	copyJob := waitJob(t, ns, "busy-1-copy-offsite")
+
+	Eventually(func() error {
+		got := getBackup(Default, bkey)
+		got.Annotations = map[string]string{echov1alpha1.PruneAnnotation: echov1alpha1.PruneStorage + "," + echov1alpha1.PruneCopyPrefix + "offsite"}
+		return k8sClient.Update(ctx, got)
+	}, timeout, interval).Should(Succeed())
+	expectNoJob(t, ns, "busy-1-delete-offsite")
+	expectNoJob(t, ns, "busy-1-delete")
+
+	finishMoverJob(t, copyJob, `{"size":10,"checksum":"sha256:ab","location":"s3://offsite-bucket/team-a/x","files":1}`, true)
+	finishMoverJob(t, waitJob(t, ns, "busy-1-delete-offsite"), deleteSucceeded, true)
+	finishMoverJob(t, waitJob(t, ns, "busy-1-delete"), deleteSucceeded, true)
+	Eventually(func(g Gomega) {
+		got := getBackup(g, bkey)
+		g.Expect(copyOf(got, "offsite")).To(HaveField("Phase", echov1alpha1.PhasePruned))
+		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, echov1alpha1.BackupConditionPruned)).To(BeTrue())
+	}, timeout, interval).Should(Succeed())
+
+	t.Run("with nothing left anywhere, its deletion runs no Job", func(t *testing.T) {
+		RegisterTestingT(t)
+		deleteBackup(t, b)
+		expectGone(t, b)
+	})
+}
