@@ -33,7 +33,8 @@
 // EchoBackupSchedule:
 //   - echobackupschedule_controller.go: starts and prunes backups;
 //   - echobackupschedule_cron.go: schedules and retention;
-//   - echobackupschedule_retention.go: retention per location.
+//   - echobackupschedule_retention.go: retention per location;
+//   - echobackupschedule_restoretest.go: restore tests of its backups.
 //
 // EchoBackupLocation:
 //   - echobackuplocation_controller.go: keeps a location while anything
@@ -43,6 +44,7 @@
 //   - echorestore_controller.go: runs a restore;
 //   - echorestore_job.go: its Jobs;
 //   - echorestore_target.go: finds or creates the Echo;
+//   - echorestore_scratch.go: the scratch Echo of a restore test;
 //   - echorestore_quiesce.go: stops the Echo while its data is written and
 //     gives it back;
 //   - echorestore_deadline.go: spec.timeout;
@@ -55,6 +57,8 @@
 //     operator created for its owner (recorded by UID or signed);
 //   - datamover_job.go: the data mover's pod, storage and failure policy;
 //   - datamover_placement.go: its resources and scheduling, from spec.mover;
+//   - moverlog.go: the end of a finished Job's mover log, kept in the
+//     status (pods/log, read once);
 //   - finalizers.go: adding and removing a finalizer;
 //   - indexes.go: cache indexes more than one controller reads;
 //   - ratelimit.go: the retry rate limiter and queue of every controller;

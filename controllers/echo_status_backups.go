@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,7 +17,8 @@ import (
 )
 
 // An Echo's backups at a glance: the EchoBackup of the Echo that completed
-// last and the next run of its schedules, in the Echo's status. They are
+// last, the next run of its schedules and the restore test of its
+// schedules that ended last, in the Echo's status. They are
 // applied with their own field manager, beside the workload status.
 
 // BackupStatusFieldOwner is the server-side apply field manager of the
@@ -25,8 +27,9 @@ const BackupStatusFieldOwner = "echo-operator-backups"
 
 // backupSummary is what the Echo's status says of its backups.
 type backupSummary struct {
-	LastSuccessfulBackup *echov1alpha1.BackupReference `json:"lastSuccessfulBackup,omitempty"`
-	NextScheduledBackup  *echov1alpha1.ScheduledBackup `json:"nextScheduledBackup,omitempty"`
+	LastSuccessfulBackup *echov1alpha1.BackupReference   `json:"lastSuccessfulBackup,omitempty"`
+	NextScheduledBackup  *echov1alpha1.ScheduledBackup   `json:"nextScheduledBackup,omitempty"`
+	LastRestoreTest      *echov1alpha1.RestoreTestResult `json:"lastRestoreTest,omitempty"`
 }
 
 // summarizeBackups picks, among an Echo's backups and schedules, the
@@ -55,12 +58,33 @@ func summarizeBackups(backups []echov1alpha1.EchoBackup, schedules []echov1alpha
 			s.NextScheduledBackup = &echov1alpha1.ScheduledBackup{Schedule: sc.Name, Time: *sc.Status.NextScheduleTime}
 		}
 	}
+	s.LastRestoreTest = lastRestoreTest(schedules)
 	return s
+}
+
+// lastRestoreTest is the restore test that ended last among the
+// schedules', naming its schedule; ties go to the schedule name that sorts
+// first.
+func lastRestoreTest(schedules []echov1alpha1.EchoBackupSchedule) *echov1alpha1.RestoreTestResult {
+	var last *echov1alpha1.RestoreTestResult
+	for i := range schedules {
+		sc := &schedules[i]
+		t := sc.Status.LastRestoreTest
+		if t == nil || !sc.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if last == nil || cmp.Or(t.CompletionTime.Compare(last.CompletionTime.Time), strings.Compare(last.Schedule, sc.Name)) > 0 {
+			last = t.DeepCopy()
+			last.Schedule = sc.Name
+		}
+	}
+	return last
 }
 
 // currentBackupSummary is what the Echo's status says now.
 func currentBackupSummary(echo *echov1alpha1.Echo) backupSummary {
-	return backupSummary{LastSuccessfulBackup: echo.Status.LastSuccessfulBackup, NextScheduledBackup: echo.Status.NextScheduledBackup}
+	return backupSummary{LastSuccessfulBackup: echo.Status.LastSuccessfulBackup, NextScheduledBackup: echo.Status.NextScheduledBackup,
+		LastRestoreTest: echo.Status.LastRestoreTest}
 }
 
 // equal compares two summaries to the second, the precision the API
@@ -79,7 +103,24 @@ func (s backupSummary) equal(o backupSummary) bool {
 	case a != nil && (a.Schedule != b.Schedule || !sameTime(a.Time.Time, b.Time.Time)):
 		return false
 	}
-	return true
+	return sameRestoreTest(s.LastRestoreTest, o.LastRestoreTest)
+}
+
+// sameRestoreTest compares two restore test results, their times to the
+// second.
+func sameRestoreTest(a, b *echov1alpha1.RestoreTestResult) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	sameTime := func(a, b *metav1.Time) bool {
+		return (a == nil) == (b == nil) && (a == nil || a.Unix() == b.Unix())
+	}
+	sameDuration := func(a, b *metav1.Duration) bool {
+		return (a == nil) == (b == nil) && (a == nil || a.Duration == b.Duration)
+	}
+	return a.Schedule == b.Schedule && a.Restore == b.Restore && a.Backup == b.Backup && a.Outcome == b.Outcome &&
+		a.Reason == b.Reason && a.Message == b.Message && sameTime(a.StartTime, b.StartTime) &&
+		sameTime(&a.CompletionTime, &b.CompletionTime) && sameDuration(a.Duration, b.Duration)
 }
 
 // ensureBackupSummary applies the summary of the Echo's backups and

@@ -59,6 +59,9 @@ type EchoBackupReconciler struct {
 	// allows every ServiceAccount's token and SSE-C key to be sent to,
 	// besides those each object lists; the zero value: none.
 	StorageEndpoints storagesecrets.ClusterEndpoints
+	// PodLogs reads the log of a finished Job's data mover, kept in the
+	// backup's status (moverlog.go); nil keeps none.
+	PodLogs PodLogReader
 }
 
 // +kubebuilder:rbac:groups=echo.dev,resources=echobackups,verbs=get;list;watch;update;patch
@@ -67,6 +70,7 @@ type EchoBackupReconciler struct {
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods/log,verbs=get
 
 // Reconcile moves one EchoBackup towards Complete or Failed.
 func (r *EchoBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -243,12 +247,17 @@ func (r *EchoBackupReconciler) ensureJob(ctx context.Context, b *echov1alpha1.Ec
 	return job, nil
 }
 
-// observeJob turns a finished Job into the backup's outcome.
+// observeJob turns a finished Job into the backup's outcome, with the
+// end of its data mover's log.
 func (r *EchoBackupReconciler) observeJob(ctx context.Context, b *echov1alpha1.EchoBackup, job *batchv1.Job) (ctrl.Result, error) {
 	var archive moverprotocol.Archive
 	out, err := readMoverJob(ctx, r.Client, r.APIReader, job, r.Clock.Now(), &archive)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if out.outcome != moverRunning && out.outcome != moverAwaitingResult {
+		// Written with the outcome, before the Job and its pods go.
+		moverLogReader{cache: r.Client, api: r.APIReader, logs: r.PodLogs}.ensureMoverLog(ctx, &b.Status.MoverLog, job)
 	}
 	switch {
 	case out.outcome == moverRunning:

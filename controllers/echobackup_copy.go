@@ -174,13 +174,18 @@ func (r *EchoBackupReconciler) copyRefused(b *echov1alpha1.EchoBackup, name stri
 	return ctrl.Result{}, fmt.Errorf("copy %s: %w", name, err)
 }
 
-// observeCopyJob turns the copy Job's state into the copy's status.
+// observeCopyJob turns the copy Job's state into the copy's status, with
+// the end of its data mover's log once it finished.
 func (r *EchoBackupReconciler) observeCopyJob(ctx context.Context, b *echov1alpha1.EchoBackup, st *echov1alpha1.BackupCopyStatus,
 	job *batchv1.Job) (ctrl.Result, error) {
 	var archive moverprotocol.Archive
 	out, err := readMoverJob(ctx, r.Client, r.APIReader, job, r.Clock.Now(), &archive)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if out.outcome != moverRunning && out.outcome != moverAwaitingResult {
+		// Written with the outcome, before the Job and its pods go.
+		moverLogReader{cache: r.Client, api: r.APIReader, logs: r.PodLogs}.ensureMoverLog(ctx, &st.MoverLog, job)
 	}
 	switch {
 	case out.outcome == moverRunning, out.outcome == moverAwaitingResult:

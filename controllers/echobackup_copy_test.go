@@ -70,9 +70,10 @@ func TestEchoBackupCopiesEachCompletedBackup(t *testing.T) {
 	}, timeout, interval).Should(Succeed())
 
 	finishMoverJob(t, offsite, `{"size":10,"checksum":"sha256:ab","location":"s3://offsite-bucket/team-a/`+ns+`/journal/nightly-1","files":1}`, true)
+	podLogs.serve(ns, secondJob.Name+"-pod", `{"level":"ERROR","msg":"copy failed","error":"connection refused"}`+"\n")
 	finishMoverJob(t, secondJob, `{"error":"copy to s3://second-bucket/team-a/`+ns+`/journal/nightly-1: Unavailable: connection refused","reason":"Unavailable","retryable":true}`, false)
 
-	t.Run("a failed copy does not fail the backup, and says why", func(t *testing.T) {
+	t.Run("a failed copy does not fail the backup, says why and keeps its mover's log", func(t *testing.T) {
 		RegisterTestingT(t)
 		Eventually(func(g Gomega) {
 			got := getBackup(g, key)
@@ -89,6 +90,9 @@ func TestEchoBackupCopiesEachCompletedBackup(t *testing.T) {
 			g.Expect(failed.Phase).To(Equal(echov1alpha1.PhaseFailed))
 			g.Expect(failed.Reason).To(Equal(echov1alpha1.BackupReasonStorageError))
 			g.Expect(failed.Message).To(ContainSubstring("connection refused"))
+			g.Expect(failed.MoverLog).NotTo(BeNil(), "the copy Job's log is kept")
+			g.Expect(failed.MoverLog.Job).To(Equal(secondJob.Name))
+			g.Expect(failed.MoverLog.Log).To(ContainSubstring(`"msg":"copy failed"`))
 			copied := meta.FindStatusCondition(got.Status.Conditions, echov1alpha1.BackupConditionCopied)
 			g.Expect(copied).NotTo(BeNil())
 			g.Expect(copied.Status).To(Equal(metav1.ConditionFalse))

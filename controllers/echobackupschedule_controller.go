@@ -1,9 +1,12 @@
 package controllers
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -36,6 +39,8 @@ type EchoBackupScheduleReconciler struct {
 // +kubebuilder:rbac:groups=echo.dev,resources=echobackupschedules,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=echo.dev,resources=echobackupschedules/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=echo.dev,resources=echobackups,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=echo.dev,resources=echorestores,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=echo.dev,resources=echoes,verbs=get;list;watch;delete
 
 // Reconcile runs the schedule up to now and prunes old backups.
 func (r *EchoBackupScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -51,6 +56,10 @@ func (r *EchoBackupScheduleReconciler) Reconcile(ctx context.Context, req ctrl.R
 	}
 	orig := s.DeepCopy()
 	result, err := r.reconcileSchedule(ctx, s)
+	if err == nil || errors.Is(err, reconcile.TerminalError(nil)) {
+		testResult, testErr := r.reconcileRestoreTest(ctx, s)
+		result, err = earliest(result, testResult), cmp.Or(testErr, err)
+	}
 	s.Status.ObservedGeneration = s.Generation
 	if patchErr := patchStatusIfChanged(ctx, r.Client, "EchoBackupSchedule", orig, s, orig.Status, s.Status); patchErr != nil {
 		return ctrl.Result{}, patchErr
@@ -242,18 +251,48 @@ func (r *EchoBackupScheduleReconciler) ensurePruneRequested(ctx context.Context,
 }
 
 // SetupWithManager registers the controller; a backup's changes reach its
-// schedule through the schedule label.
+// schedule through the schedule label, those of a restore test's
+// EchoRestore through its owner and those of its scratch Echo through the
+// RestoreTestOfLabel.
 func (r *EchoBackupScheduleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("echobackupschedule").
 		WithOptions(controllerOptions(1)).
 		For(&echov1alpha1.EchoBackupSchedule{}).
-		Watches(&echov1alpha1.EchoBackup{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			name, ok := o.GetLabels()[echov1alpha1.ScheduleLabel]
-			if !ok {
-				return nil
-			}
-			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
-		})).
+		Owns(&echov1alpha1.EchoRestore{}).
+		Watches(&echov1alpha1.EchoBackup{}, handler.EnqueueRequestsFromMapFunc(scheduleByLabel(echov1alpha1.ScheduleLabel))).
+		Watches(&echov1alpha1.Echo{}, handler.EnqueueRequestsFromMapFunc(r.schedulesOfScratchEcho)).
 		Complete(r)
+}
+
+// schedulesOfScratchEcho maps an Echo to the schedules whose scratch Echo
+// it is or whose name it takes: the one its RestoreTestOfLabel names, and
+// those of its namespace whose restore tests use its name.
+func (r *EchoBackupScheduleReconciler) schedulesOfScratchEcho(ctx context.Context, o client.Object) []reconcile.Request {
+	reqs := scheduleByLabel(echov1alpha1.RestoreTestOfLabel)(ctx, o)
+	if !strings.HasSuffix(o.GetName(), "-"+scratchEchoSuffix) {
+		return reqs
+	}
+	list := &echov1alpha1.EchoBackupScheduleList{}
+	if err := r.List(ctx, list, client.InNamespace(o.GetNamespace())); err != nil {
+		log.FromContext(ctx).Error(err, "Listing the schedules of a scratch Echo name", "echo", o.GetName())
+		return reqs
+	}
+	for _, s := range list.Items {
+		if s.Spec.RestoreTest != nil && scratchEchoName(s.Spec.Template.EchoName) == o.GetName() {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&s)})
+		}
+	}
+	return reqs
+}
+
+// scheduleByLabel maps an object to the schedule its label names.
+func scheduleByLabel(label string) handler.MapFunc {
+	return func(_ context.Context, o client.Object) []reconcile.Request {
+		name, ok := o.GetLabels()[label]
+		if !ok || name == "" {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
+	}
 }

@@ -80,6 +80,9 @@ type EchoRestoreReconciler struct {
 	// allows every ServiceAccount's token and SSE-C key to be sent to,
 	// besides those each object lists; the zero value: none.
 	StorageEndpoints storagesecrets.ClusterEndpoints
+	// PodLogs reads the log of a finished Job's data mover, kept in the
+	// restore's status (moverlog.go); nil keeps none.
+	PodLogs PodLogReader
 }
 
 // +kubebuilder:rbac:groups=echo.dev,resources=echorestores,verbs=get;list;watch;update;patch
@@ -91,6 +94,7 @@ type EchoRestoreReconciler struct {
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods/log,verbs=get
 
 // Reconcile moves one EchoRestore a step towards Complete or Failed.
 func (r *EchoRestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -319,7 +323,11 @@ func (r *EchoRestoreReconciler) restoreData(ctx context.Context, rs *echov1alpha
 		}
 		return result, err
 	}
-	r.dataRestored(rs, fmt.Sprintf("Restored %d files (%d bytes) into claim %s", res.Files, res.Size, dataClaimName(echo)))
+	message := fmt.Sprintf("Restored %d files (%d bytes) into claim %s", res.Files, res.Size, dataClaimName(echo))
+	if res.Verified > 0 {
+		message += fmt.Sprintf("; %d files read back match the backup's manifest", res.Verified)
+	}
+	r.dataRestored(rs, message)
 	return ctrl.Result{}, nil
 }
 
@@ -352,12 +360,16 @@ func (r *EchoRestoreReconciler) ensureJob(ctx context.Context, rs *echov1alpha1.
 
 // jobOutcome reads what one of the restore's Jobs came to: done once it
 // succeeded, with the data mover's result decoded into result. A failed
-// Job fails the restore with what to fix.
+// Job fails the restore with what to fix. The end of the mover's log of a
+// finished Job is kept in the status, in place of an earlier Job's.
 func (r *EchoRestoreReconciler) jobOutcome(ctx context.Context, rs *echov1alpha1.EchoRestore, job *batchv1.Job,
 	step moverprotocol.Command, result any) (done bool, _ ctrl.Result, _ error) {
 	out, err := readMoverJob(ctx, r.Client, r.APIReader, job, r.Clock.Now(), result)
 	if err != nil {
 		return false, ctrl.Result{}, err
+	}
+	if out.outcome != moverRunning && out.outcome != moverAwaitingResult {
+		moverLogReader{cache: r.Client, api: r.APIReader, logs: r.PodLogs}.ensureMoverLog(ctx, &rs.Status.MoverLog, job)
 	}
 	switch out.outcome {
 	case moverSucceeded:

@@ -64,7 +64,8 @@ func inspectJob(rs *echov1alpha1.EchoRestore, src restoreSource, m moverSettings
 
 // restoreJob is the Job that puts a backup's data into the Echo's claim,
 // mounted read-write while the Echo runs no pod. The data mover verifies
-// the whole archive in a staging directory before it swaps it in. The
+// the whole archive in a staging directory before it swaps it in; for a
+// restore test it also reads every restored file back from the claim. The
 // restore's UID lets a retry recognise the data its earlier attempt
 // swapped in (and was stopped before reporting) as its own.
 func restoreJob(rs *echov1alpha1.EchoRestore, src restoreSource, echo *echov1alpha1.Echo, m moverSettings) *batchv1.Job {
@@ -73,6 +74,10 @@ func restoreJob(rs *echov1alpha1.EchoRestore, src restoreSource, echo *echov1alp
 		moverprotocol.Arg(moverprotocol.FlagKey, src.key),
 		moverprotocol.Arg(moverprotocol.FlagExistingData, string(existingDataPolicy(rs))),
 		moverprotocol.Arg(moverprotocol.FlagRestoreID, string(rs.UID)),
+	}
+	if restoreTestOf(rs) != "" {
+		// A restore test proves the data reads back as backed up.
+		args = append(args, moverprotocol.Switch(moverprotocol.FlagVerify))
 	}
 	pod := moverPod(m, moverprotocol.Restore, args, src.storage,
 		[]corev1.Volume{dataVolume(echo, false)}, []corev1.VolumeMount{dataMount(false)}, dataMoverResources)

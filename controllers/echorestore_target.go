@@ -46,6 +46,9 @@ func (r *EchoRestoreReconciler) ensureTargetEcho(ctx context.Context, rs *echov1
 	}
 	holder := echo.Annotations[echov1alpha1.RestoreAnnotation]
 	switch {
+	case restoreTestOf(rs) != "" && !isScratchEchoOf(echo, restoreTestOf(rs)):
+		r.fail(rs, echov1alpha1.RestoreTestReasonScratchEchoTaken, notScratchMessage(rs, echo))
+		return nil, nil
 	case !echo.DeletionTimestamp.IsZero():
 		r.fail(rs, echov1alpha1.RestoreReasonEchoDeleted, fmt.Sprintf(
 			"Echo %s is being deleted: restore into it once it is gone, and the restore creates it anew", echo.Name))
@@ -169,6 +172,9 @@ func echoFromBackup(rs *echov1alpha1.EchoRestore, doc *backedUpEchoDoc) *echov1a
 		ObjectMeta: metav1.ObjectMeta{Namespace: rs.Namespace, Name: rs.Status.EchoName,
 			Labels: maps.Clone(doc.Metadata.Labels), Annotations: annotations},
 		Spec: *doc.Spec,
+	}
+	if restoreTestOf(rs) != "" {
+		makeScratch(rs, echo)
 	}
 	if persistent(echo) {
 		annotations[echov1alpha1.RestoreAnnotation] = rs.Name

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/echo-operator/echo-operator/cmd/manager/app"
+	"github.com/echo-operator/echo-operator/controllers"
 	"github.com/echo-operator/echo-operator/internal/helmreconciler"
 	"github.com/echo-operator/echo-operator/internal/storagesecrets"
 )
@@ -128,6 +129,7 @@ func runSuite(m *testing.M) int {
 		return 1
 	}
 	clientset = kubernetes.NewForConfigOrDie(cfg)
+	podLogs.api = controllers.ClientsetPodLogs(clientset)
 	if err := k8sClient.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testOperatorNamespace}}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -168,6 +170,7 @@ func startManager(ctx context.Context) (<-chan struct{}, error) {
 		ProbeAddr:   "0",
 		MoverImage:  testMoverImage,
 		MoverEnv:    testMoverEnv,
+		PodLogs:     podLogs,
 		Now:         clock.Now,
 		// Progress reaches the status within a second here, not ten; that
 		// of an install is held back as it is by default, so that an

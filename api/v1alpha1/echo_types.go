@@ -490,6 +490,12 @@ type EchoStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Next Scheduled Backup"
 	NextScheduledBackup *ScheduledBackup `json:"nextScheduledBackup,omitempty"`
+
+	// LastRestoreTest is the restore test of this Echo's backups that
+	// ended last, among its EchoBackupSchedules' (spec.restoreTest).
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last Restore Test"
+	LastRestoreTest *RestoreTestResult `json:"lastRestoreTest,omitempty"`
 }
 
 // BackupReference names a completed EchoBackup of the Echo's namespace.

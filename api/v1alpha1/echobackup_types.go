@@ -329,6 +329,13 @@ type EchoBackupStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Copies"
 	Copies []BackupCopyStatus `json:"copies,omitempty"`
+
+	// MoverLog is the end of the log of the backup Job's data mover,
+	// kept once the backup finished: kubectl echo logs prints it after
+	// the Job is gone.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Mover Log"
+	MoverLog *MoverLog `json:"moverLog,omitempty"`
 }
 
 // BackupCopyStatus is the state of one copy of a backup.
@@ -373,6 +380,12 @@ type BackupCopyStatus struct {
 	// +kubebuilder:validation:MaxLength=4096
 	// +optional
 	Message string `json:"message,omitempty"`
+
+	// MoverLog is the end of the log of the copy Job's data mover, kept
+	// once the copy finished: kubectl echo logs NAME --copy COPY prints it
+	// after the Job is gone.
+	// +optional
+	MoverLog *MoverLog `json:"moverLog,omitempty"`
 }
 
 // EchoBackup is a backup of one Echo: its configuration and, with

@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -28,6 +30,126 @@ const (
 	// (BackupNowAnnotation).
 	EventReasonBackupRequested = "BackupRequested"
 )
+
+// Restore tests (spec.restoreTest).
+const (
+	// ScheduleConditionRestoreTestReady is True while the schedule's
+	// restore tests can run; False, with a reason that says what to fix,
+	// when they cannot. Absent without spec.restoreTest.
+	ScheduleConditionRestoreTestReady = "RestoreTestReady"
+	// ScheduleReasonScratchEchoTaken: an Echo that no restore test created
+	// has the scratch Echo's name; the operator never touches it.
+	ScheduleReasonScratchEchoTaken = "ScratchEchoTaken"
+
+	// Reasons of a restore test's result besides the failure reasons of
+	// its EchoRestore (RestoreReason...).
+	RestoreTestReasonVerified          = "Verified"
+	RestoreTestReasonNoCompletedBackup = "NoCompletedBackup"
+	RestoreTestReasonScratchEchoTaken  = ScheduleReasonScratchEchoTaken
+	RestoreTestReasonDeadlineExceeded  = "DeadlineExceeded"
+	RestoreTestReasonRestoreDeleted    = "RestoreDeleted"
+
+	EventReasonRestoreTestStarted   = "RestoreTestStarted"
+	EventReasonRestoreTestSucceeded = "RestoreTestSucceeded"
+	EventReasonRestoreTestFailed    = "RestoreTestFailed"
+	EventReasonRestoreTestSkipped   = "RestoreTestSkipped"
+	EventReasonScratchEchoTaken     = ScheduleReasonScratchEchoTaken
+)
+
+// RestoreTestOfLabel marks the EchoRestore of a restore test, and the
+// scratch Echo it restores into, with the name of the EchoBackupSchedule
+// whose test it is.
+const RestoreTestOfLabel = "echo.dev/restore-test-of"
+
+// RestoreTestStartedAnnotation records, on the EchoRestore of a restore
+// test, when the test started (RFC 3339): its deadline counts from there.
+const RestoreTestStartedAnnotation = "echo.dev/restore-test-started-at"
+
+// DefaultRestoreTestTimeout is the spec.restoreTest.timeout of a schedule
+// that sets none.
+const DefaultRestoreTestTimeout = 30 * time.Minute
+
+// RestoreTestOutcome is how a restore test ended.
+// +kubebuilder:validation:Enum=Succeeded;Failed;Skipped
+type RestoreTestOutcome string
+
+const (
+	// RestoreTestSucceeded: the backup restored into the scratch Echo,
+	// whose data read back matches the backup's manifest, became Ready.
+	RestoreTestSucceeded RestoreTestOutcome = "Succeeded"
+	// RestoreTestFailed: the restore failed, the data did not match, the
+	// scratch Echo did not become Ready within the timeout, or the
+	// scratch Echo's name is taken.
+	RestoreTestFailed RestoreTestOutcome = "Failed"
+	// RestoreTestSkipped: the schedule had no completed backup to test.
+	RestoreTestSkipped RestoreTestOutcome = "Skipped"
+)
+
+// RestoreTestSpec tests, on its own cron schedule, that the schedule's
+// newest completed backup restores: into a scratch Echo of the same
+// namespace, named <echo>-restoretest, that serves nothing outside the
+// cluster, runs one replica and takes no final backup. It is removed once
+// the test is over, whatever its outcome.
+type RestoreTestSpec struct {
+	// Schedule of the restore tests, in the format and time zone of
+	// spec.schedule.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:Pattern=`^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|@every ([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+|((\*|\?|[0-9A-Za-z]+(-[0-9A-Za-z]+)?)(/[0-9]+)?(,(\*|\?|[0-9A-Za-z]+(-[0-9A-Za-z]+)?)(/[0-9]+)?)*)( ((\*|\?|[0-9A-Za-z]+(-[0-9A-Za-z]+)?)(/[0-9]+)?(,(\*|\?|[0-9A-Za-z]+(-[0-9A-Za-z]+)?)(/[0-9]+)?)*)){4})$`
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('@every ') || (self.substring(7).matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self.substring(7)) >= duration('1m'))",message="an @every interval must be a Go duration of at least 1m, such as @every 5m or @every 1h30m"
+	// +required
+	Schedule string `json:"schedule"`
+
+	// Timeout bounds a restore test, from its start until the scratch
+	// Echo serves the restored data: past it the test fails with reason
+	// DeadlineExceeded and is cleaned up. A Go duration of 1m to 24h.
+	// +kubebuilder:default="30m"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) >= duration('1m') && duration(self) <= duration('24h')",message="restoreTest.timeout must be a Go duration from 1m to 24h, such as 30m or 2h; units are h, m and s"
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// Suspend stops new restore tests from starting; one under way
+	// finishes.
+	// +kubebuilder:default=false
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+}
+
+// RestoreTestResult is the result of a restore test.
+type RestoreTestResult struct {
+	// Schedule is the EchoBackupSchedule that ran the test (in an Echo's
+	// status).
+	// +optional
+	Schedule string `json:"schedule,omitempty"`
+	// Restore is the EchoRestore that ran it.
+	// +optional
+	Restore string `json:"restore,omitempty"`
+	// Backup is the EchoBackup tested.
+	// +optional
+	Backup string `json:"backup,omitempty"`
+	// StartTime is when the test started.
+	// +kubebuilder:validation:XValidation:rule="self >= timestamp('0001-01-01T00:00:00Z')",message="must be an RFC 3339 time such as 2024-01-01T00:00:00Z"
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// CompletionTime is when it ended.
+	// +kubebuilder:validation:XValidation:rule="self >= timestamp('0001-01-01T00:00:00Z')",message="must be an RFC 3339 time such as 2024-01-01T00:00:00Z"
+	// +required
+	CompletionTime metav1.Time `json:"completionTime"`
+	// Outcome is Succeeded, Failed or Skipped.
+	// +required
+	Outcome RestoreTestOutcome `json:"outcome"`
+	// Reason is a CamelCase word for the outcome.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// Message says what happened and, on failure, what to fix.
+	// +kubebuilder:validation:MaxLength=32768
+	// +optional
+	Message string `json:"message,omitempty"`
+	// Duration is how long the test took.
+	// +optional
+	Duration *metav1.Duration `json:"duration,omitempty"`
+}
 
 // BackupNowAnnotation on an EchoBackupSchedule asks for a backup now, from
 // the schedule's template, whatever its value (the time of the request is
@@ -77,6 +199,12 @@ type EchoBackupScheduleSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Retention"
 	Retention *RetentionPolicy `json:"retention,omitempty"`
+
+	// RestoreTest restores the newest completed backup of this schedule
+	// into a scratch Echo on its own schedule, to prove that it restores.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Restore Test"
+	RestoreTest *RestoreTestSpec `json:"restoreTest,omitempty"`
 
 	// Template of the EchoBackups the schedule creates.
 	// +required
@@ -171,6 +299,32 @@ type EchoBackupScheduleStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last Successful Time"
 	LastSuccessfulTime *metav1.Time `json:"lastSuccessfulTime,omitempty"`
+
+	// LastRestoreTestScheduleTime is the run time of spec.restoreTest.schedule
+	// the last restore test was started (or skipped) for; before the first,
+	// when the schedule began testing restores: the first test runs at the
+	// first run time after it, also on a schedule that had backups before.
+	// +kubebuilder:validation:XValidation:rule="self >= timestamp('0001-01-01T00:00:00Z')",message="must be an RFC 3339 time such as 2024-01-01T00:00:00Z"
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last Restore Test Schedule Time"
+	LastRestoreTestScheduleTime *metav1.Time `json:"lastRestoreTestScheduleTime,omitempty"`
+
+	// NextRestoreTestTime is when the next restore test is due.
+	// +kubebuilder:validation:XValidation:rule="self >= timestamp('0001-01-01T00:00:00Z')",message="must be an RFC 3339 time such as 2024-01-01T00:00:00Z"
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Next Restore Test Time"
+	NextRestoreTestTime *metav1.Time `json:"nextRestoreTestTime,omitempty"`
+
+	// LastRestoreTest is the result of the restore test that ended last.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last Restore Test"
+	LastRestoreTest *RestoreTestResult `json:"lastRestoreTest,omitempty"`
+
+	// LastSuccessfulRestoreTestTime is when a restore test last succeeded.
+	// +kubebuilder:validation:XValidation:rule="self >= timestamp('0001-01-01T00:00:00Z')",message="must be an RFC 3339 time such as 2024-01-01T00:00:00Z"
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last Successful Restore Test Time"
+	LastSuccessfulRestoreTestTime *metav1.Time `json:"lastSuccessfulRestoreTestTime,omitempty"`
 }
 
 // EchoBackupSchedule backs up an Echo on a cron schedule and prunes old backups.
@@ -183,9 +337,10 @@ type EchoBackupScheduleStatus struct {
 // +kubebuilder:printcolumn:name="Suspend",type=boolean,JSONPath=`.spec.suspend`
 // +kubebuilder:printcolumn:name="Last",type=date,JSONPath=`.status.lastScheduleTime`
 // +kubebuilder:printcolumn:name="Next",type=string,JSONPath=`.status.nextScheduleTime`,description="When the next backup is due (a date column would print a time to come as <invalid>)"
+// +kubebuilder:printcolumn:name="Restore Test",type=string,JSONPath=`.status.lastRestoreTest.outcome`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63",message="an EchoBackupSchedule name is at most 63 characters: it labels the EchoBackups the schedule starts"
-// +operator-sdk:csv:customresourcedefinitions:displayName="Echo Backup Schedule",resources={{EchoBackup,v1alpha1,echobackups},{Event,v1}}
+// +operator-sdk:csv:customresourcedefinitions:displayName="Echo Backup Schedule",resources={{EchoBackup,v1alpha1,echobackups},{EchoRestore,v1alpha1,echorestores},{Echo,v1alpha1,echoes},{Event,v1}}
 type EchoBackupSchedule struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -263,6 +263,14 @@ type EchoRestoreStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Jobs"
 	Jobs []JobReference `json:"jobs,omitempty"`
+
+	// MoverLog is the end of the log of the data mover of the last of the
+	// restore's Jobs to finish (inspect, then restore), kept when the
+	// restore records its outcome: kubectl echo logs prints it after the
+	// Jobs are gone.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Mover Log"
+	MoverLog *MoverLog `json:"moverLog,omitempty"`
 }
 
 // EchoRestore restores an Echo from a backup: in place, into a new Echo,

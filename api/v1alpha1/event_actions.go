@@ -16,9 +16,12 @@ const (
 	EventActionDeletingArtifact        = "DeletingArtifact"
 	// EventActionCopying is the action of copying a backup to the
 	// storages of its spec.copyTo.
-	EventActionCopying              = "Copying"
-	EventActionScheduling           = "Scheduling"
-	EventActionPruning              = "Pruning"
+	EventActionCopying    = "Copying"
+	EventActionScheduling = "Scheduling"
+	EventActionPruning    = "Pruning"
+	// EventActionTestingRestore is the action of a schedule's restore
+	// tests (spec.restoreTest).
+	EventActionTestingRestore       = "TestingRestore"
 	EventActionRestoring            = "Restoring"
 	EventActionReleasingRestoreHold = "ReleasingRestoreHold"
 	EventActionDecoding             = "Decoding"
@@ -70,6 +73,12 @@ var eventActions = map[string]string{
 	EventReasonBackupNotStarted: EventActionScheduling,
 	EventReasonBackupRequested:  EventActionScheduling,
 	EventReasonPrunedBackup:     EventActionPruning,
+
+	EventReasonRestoreTestStarted:   EventActionTestingRestore,
+	EventReasonRestoreTestSucceeded: EventActionTestingRestore,
+	EventReasonRestoreTestFailed:    EventActionTestingRestore,
+	EventReasonRestoreTestSkipped:   EventActionTestingRestore,
+	EventReasonScratchEchoTaken:     EventActionTestingRestore,
 
 	EventReasonLocationInUse: EventActionDeletingLocation,
 

@@ -40,6 +40,10 @@ type decodeKind struct {
 const conditionJSON = `{"type":"Ready","status":"True","reason":"Test","message":"test",
 	"lastTransitionTime":"2024-01-01T00:00:00Z","observedGeneration":1}`
 
+// moverLogJSON is the required part of a backup's or restore's
+// status.moverLog.
+const moverLogJSON = `{"moverLog": {"job": "decode-backup"}}`
+
 const s3StorageJSON = `{"s3":{"bucket":"echo-backups","endpoint":"https://s3.example.test",
 	"credentialsSecretRef":{"name":"s3-credentials"}}}`
 
@@ -73,12 +77,12 @@ var (
 		"nextScheduledBackup": {"schedule": "daily", "time": "2024-01-01T00:00:00Z"}}`}
 	backupDecode = decodeKind{&echov1alpha1.EchoBackup{}, "echobackups",
 		`{"echoName": "missing", "storage": ` + s3StorageJSON + `, "mover": ` + moverJSON + `}`,
-		`{"copies": [{"name": "offsite", "phase": "Completed"}]}`}
+		`{"copies": [{"name": "offsite", "phase": "Completed", "moverLog": {"job": "decode-copy"}}], "moverLog": {"job": "decode-backup"}}`}
 	scheduleDecode = decodeKind{&echov1alpha1.EchoBackupSchedule{}, "echobackupschedules", `{"schedule": "@daily", "suspend": true,
 		"template": {"echoName": "missing", "storage": ` + s3StorageJSON + `, "mover": ` + moverJSON + `,
 			"copyTo": [{"name": "offsite", "storage": ` + s3StorageJSON + `}]},
 		"copyRetention": [{"name": "offsite", "keepLast": 30}]}`, ""}
-	restoreDecode = decodeKind{&echov1alpha1.EchoRestore{}, "echorestores", `{"source": {"backupName": "missing"}, "mover": ` + moverJSON + `}`, ""}
+	restoreDecode = decodeKind{&echov1alpha1.EchoRestore{}, "echorestores", `{"source": {"backupName": "missing"}, "mover": ` + moverJSON + `}`, moverLogJSON}
 
 	decodeKinds = []decodeKind{echoDecode, backupDecode, scheduleDecode, restoreDecode}
 )

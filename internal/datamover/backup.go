@@ -169,6 +169,7 @@ func (b *backup) run(ctx context.Context) (*backupstore.Manifest, error) {
 	case !errors.Is(err, backupstore.ErrNotFound):
 		return nil, err
 	}
+	b.log.Info("store reachable: no backup under the key yet", "location", b.Store.Location(b.Key))
 	start := time.Now()
 	archiveKey := backupstore.ArchiveKey(b.Key, b.Compression)
 	if err := backupstore.AbortIncompleteUpload(ctx, b.Store, archiveKey); err != nil {
@@ -180,6 +181,8 @@ func (b *backup) run(ctx context.Context) (*backupstore.Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
+	b.log.Info("archive written", "location", b.Store.Location(archiveKey), "archiveBytes", m.Archive.Size,
+		"sha256", m.Archive.SHA256, "seconds", time.Since(start).Seconds())
 	encoded, err := m.Encode()
 	if err != nil {
 		return nil, err
@@ -187,6 +190,7 @@ func (b *backup) run(ctx context.Context) (*backupstore.Manifest, error) {
 	if err := b.Store.Put(ctx, manifestKey, bytes.NewReader(encoded)); err != nil {
 		return nil, err
 	}
+	b.log.Info("manifest written", "location", b.Store.Location(manifestKey))
 	elapsed := time.Since(start)
 	b.log.Info("backup complete", "location", b.Store.Location(b.Key), "files", m.DataFiles(), "dataBytes", m.DataSize(),
 		"archiveBytes", m.Archive.Size, "sha256", m.Archive.SHA256, "skipped", b.skipped,

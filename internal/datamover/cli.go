@@ -70,6 +70,7 @@ type moverOptions struct {
 	// restore
 	existingData string
 	restoreID    string
+	verify       bool
 	// storage
 	s3     backupstore.S3Config
 	fsRoot string
@@ -106,21 +107,28 @@ func dataMover(ctx context.Context, command moverprotocol.Command, args []string
 	if _, ok := lookupEnv("GOGC"); !ok {
 		debug.SetGCPercent(moverGCPercent)
 	}
-	redact := redactor(lookupEnv)
-	log := slog.New(slog.NewJSONHandler(stderr, nil)).With("command", string(command))
+	start := time.Now()
+	secrets := newRedactor(lookupEnv)
+	log := slog.New(newRedactingHandler(slog.NewJSONHandler(stderr, nil), secrets)).With("command", string(command))
 	o, err := parseMoverFlags(command, args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
 	o.lookupEnv = lookupEnv
+	for _, keyFile := range []string{o.s3.Encryption.CustomerKeyFile, o.to.s3.Encryption.CustomerKeyFile} {
+		if keyFile != "" {
+			secrets.addFile(keyFile)
+		}
+	}
 	var res any
 	if err == nil {
 		res, err = o.run(ctx, log)
 	}
 	if err != nil {
-		msg := truncate(redact(err.Error()), maxErrorLen)
+		msg := truncate(secrets.redact(err.Error()), maxErrorLen)
 		reason, retryable := backupstore.Reason(err), retryableFailure(ctx, err)
-		log.Error(string(command)+" failed", "error", msg, "reason", string(reason), "retryable", retryable)
+		log.Error(string(command)+" failed", "error", msg, "reason", string(reason), "retryable", retryable,
+			"seconds", time.Since(start).Seconds())
 		res = moverprotocol.Failure{Error: msg, Reason: reason, Retryable: retryable}
 	}
 	if o.terminationLog != "" {
@@ -168,6 +176,8 @@ func parseMoverFlags(command moverprotocol.Command, args []string, output io.Wri
 			"when the data directory holds data: Fail, or Replace (the old data is kept in .echo-pre-restore-<timestamp>/)")
 		fs.StringVar(&o.restoreID, moverprotocol.FlagRestoreID, "",
 			"identity of the restore across retries, recorded with the restored data: a retry finding the data its earlier attempt restored reports it")
+		fs.BoolVar(&o.verify, moverprotocol.FlagVerify, false,
+			"read every restored file back from the data directory and compare it with the manifest before reporting success")
 	}
 	if command == moverprotocol.Copy {
 		fs.StringVar(&o.checksum, moverprotocol.FlagChecksum, "", "the archive's checksum the backup recorded, sha256:<hex> (required): the copy must match it")
@@ -242,6 +252,23 @@ func scanTerminationLog(args []string) string {
 	return path
 }
 
+// storeAttrs say in the log which store the flags chose, and how it is
+// reached: never a credential, nor where one is kept.
+func (o moverOptions) storeAttrs() []any {
+	if o.fsRoot != "" {
+		return []any{"store", "filesystem", "root", o.fsRoot, "key", o.key}
+	}
+	attrs := []any{"store", "s3", "endpoint", o.s3.Endpoint, "bucket", o.s3.Bucket, "prefix", o.s3.Prefix,
+		"region", o.s3.Region, "pathStyle", o.s3.PathStyle, "key", o.key}
+	if o.s3.Encryption.Type != "" {
+		attrs = append(attrs, "encryption", o.s3.Encryption.Type)
+	}
+	if o.s3.CAFile != "" {
+		attrs = append(attrs, "caFile", o.s3.CAFile)
+	}
+	return attrs
+}
+
 // store builds the store chosen by the flags: --fs-root or the --s3-*
 // flags, not both.
 func (o moverOptions) store() (backupstore.Store, error) {
@@ -290,6 +317,7 @@ func (o moverOptions) run(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	log.Info("connecting to the store", o.storeAttrs()...)
 	var m *backupstore.Manifest
 	switch o.command {
 	case moverprotocol.Backup:
@@ -313,12 +341,16 @@ func (o moverOptions) run(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return moverprotocol.Archive{
+	res := moverprotocol.Archive{
 		Size:     m.Archive.Size,
 		Checksum: "sha256:" + m.Archive.SHA256,
 		Location: store.Location(o.key),
 		Files:    m.DataFiles(),
-	}, nil
+	}
+	if o.verify {
+		res.Verified = res.Files
+	}
+	return res, nil
 }
 
 // copy copies the backup to the destination and reports the copy.
@@ -373,6 +405,7 @@ func (o moverOptions) restore(ctx context.Context, store backupstore.Store, log 
 		Key:          o.key,
 		ExistingData: policy,
 		RestoreID:    o.restoreID,
+		Verify:       o.verify,
 		Logger:       log,
 	})
 }
@@ -472,30 +505,6 @@ func writeTermination(path string, v any) error {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
-}
-
-// minRedactLen is the shortest credential blanked out by redactor: no real
-// access key or secret is shorter, and shorter strings would blank out
-// ordinary words.
-const minRedactLen = 4
-
-// redactor returns a function that blanks out the S3 credentials of the
-// environment wherever they occur.
-func redactor(lookupEnv func(string) (string, bool)) func(string) string {
-	var secrets []string
-	for _, name := range []string{moverprotocol.EnvSecretAccessKey, moverprotocol.EnvSessionToken, moverprotocol.EnvAccessKeyID} {
-		for _, name := range []string{name, moverprotocol.ToEnv(name)} {
-			if v, ok := lookupEnv(name); ok && len(v) >= minRedactLen {
-				secrets = append(secrets, v)
-			}
-		}
-	}
-	return func(s string) string {
-		for _, secret := range secrets {
-			s = strings.ReplaceAll(s, secret, "[redacted]")
-		}
-		return s
-	}
 }
 
 // truncate cuts s to at most n bytes without splitting a UTF-8 sequence.

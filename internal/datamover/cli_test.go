@@ -326,6 +326,19 @@ func roundTrip(t *testing.T, srv *s3server.Server, storage []string, location, k
 	}
 	checkJournalContinues(t, restored, "echo-1", 46)
 
+	// A restore test's restore reads the restored files back and says so.
+	verified := runMover(t, env, append([]string{"restore", "--data-dir", filepath.Join(t.TempDir(), "scratch"), "--key", key, "--verify"}, storage...)...)
+	if verified.code != 0 {
+		t.Fatalf("restore --verify failed: %s\n%s", verified.term, verified.stderr)
+	}
+	got := verified.success
+	if got.Verified != s.Files {
+		t.Errorf("restore --verify verified %d files, want %d", got.Verified, s.Files)
+	}
+	if got.Verified = 0; got != s {
+		t.Errorf("restore --verify termination log %s differs from the backup's %s", verified.term, backup.term)
+	}
+
 	// The manifest carries the configuration and the source.
 	m := readStoredManifest(t, srv, storage, key)
 	if string(m.Config) != config || m.Source != (backupstore.Source{Namespace: "team-a", Name: "echo", UID: "0b6f1a52-uid", Generation: 3}) ||

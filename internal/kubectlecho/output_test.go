@@ -3,8 +3,10 @@ package kubectlecho
 import (
 	"context"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -82,9 +84,9 @@ func TestStatusPrintsTheEcho(t *testing.T) {
 		}
 		got := te.out.String()
 		expectTerminalSafe(t, got)
-		for _, want := range []string{"Generation:   2, observed 2\n", "Conditions:   Ready=False (RollingOut)\n"} {
-			if !strings.Contains(got, want) {
-				t.Errorf("no %q in:\n%s", want, got)
+		for _, want := range []string{`(?m)^Generation:\s+2, observed 2$`, `(?m)^Conditions:\s+Ready=False \(RollingOut\)$`} {
+			if !regexp.MustCompile(want).MatchString(got) {
+				t.Errorf("no %s in:\n%s", want, got)
 			}
 		}
 	})
@@ -170,6 +172,32 @@ func TestOutputFormats(t *testing.T) {
 		*o.print.OutputFormat = tc.format
 		if err := o.validate(); (err == nil) != tc.ok {
 			t.Errorf("-o %q (wide allowed: %v): error %v, want ok %v", tc.format, tc.wide, err, tc.ok)
+		}
+	}
+}
+
+func TestStatusTellsTheRestoreTestAndTheCopies(t *testing.T) {
+	echo := hostileEcho()
+	done := metav1.NewTime(testNow.Add(-time.Hour))
+	echo.Status.LastSuccessfulBackup = &echov1alpha1.BackupReference{Name: "web-nightly-1", CompletionTime: done}
+	echo.Status.LastRestoreTest = &echov1alpha1.RestoreTestResult{Schedule: "nightly", Backup: "web-nightly-1",
+		CompletionTime: done, Outcome: echov1alpha1.RestoreTestFailed, Reason: "VerificationFailed", Message: "journal/journal-0.jsonl differs"}
+	backup := &echov1alpha1.EchoBackup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-nightly-1"},
+		Spec: echov1alpha1.EchoBackupSpec{CopyTo: []echov1alpha1.BackupCopy{{Name: "offsite"}, {Name: "dr"}, {Name: "late"}}},
+		Status: echov1alpha1.EchoBackupStatus{Copies: []echov1alpha1.BackupCopyStatus{
+			{Name: "offsite", Phase: echov1alpha1.PhaseCompleted, Reason: "Copied"},
+			{Name: "dr", Phase: echov1alpha1.PhaseFailed, Reason: "StorageError"}}}}
+	te := newTestEnv(t, echo, backup)
+	if err := te.status(context.Background(), "web", output(t, "", false)); err != nil {
+		t.Fatal(err)
+	}
+	got := te.out.String()
+	for _, want := range []string{
+		`(?m)^Last restore test:\s+Failed \(VerificationFailed\), backup web-nightly-1, 2026-01-02T02:04:05Z \(60m ago\), by schedule nightly: journal/journal-0.jsonl differs$`,
+		`(?m)^Last backup's copies:\s+offsite Completed \(Copied\), dr Failed \(StorageError\), late Pending$`,
+	} {
+		if !regexp.MustCompile(want).MatchString(got) {
+			t.Errorf("no %s in:\n%s", want, got)
 		}
 	}
 }

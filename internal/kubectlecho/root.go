@@ -53,6 +53,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		newHistoryCommand(connect),
 		newRollbackCommand(connect),
 		newBackupsCommand(connect),
+		newLogsCommand(connect, flags),
 	)
 	return root
 }

@@ -30,8 +30,9 @@ func newStatusCommand(connect func() (*env, error)) *cobra.Command {
 	var out *outputFlags
 	cmd := &cobra.Command{
 		Use:   "status NAME",
-		Short: "Show an Echo's readiness, replicas, address, last and next backup, recent revisions and Events",
-		Long: "Show an Echo's readiness, replicas, address, last and next backup, recent revisions and Events. " +
+		Short: "Show an Echo's readiness, replicas, address, backups, restore test, recent revisions and Events",
+		Long: "Show an Echo's readiness, replicas, address, last and next backup, last restore test, the state of the last backup's copies, " +
+			"recent revisions and Events. " +
 			"-o wide adds its generations and conditions and the revisions' app versions; -o json, yaml or name prints the Echo itself.",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeNames(connect, echoNames),
@@ -54,7 +55,7 @@ func (e *env) status(ctx context.Context, name string, out *outputFlags) error {
 	if !out.human() {
 		return e.printObject(out, echo)
 	}
-	fields := e.statusFields(echo)
+	fields := append(e.statusFields(echo), e.copiesField(ctx, echo))
 	if out.isWide() {
 		fields = append(fields, wideStatusFields(echo)...)
 	}
@@ -103,7 +104,44 @@ func (e *env) statusFields(echo *echov1alpha1.Echo) [][2]string {
 	if b := st.NextScheduledBackup; b != nil {
 		next = fmt.Sprintf("%s, by schedule %s", b.Time.UTC().Format(time.RFC3339), b.Schedule)
 	}
-	return append(fields, [2]string{"Last backup", last}, [2]string{"Next backup", next})
+	return append(fields, [2]string{"Last backup", last}, [2]string{"Next backup", next}, [2]string{"Last restore test", e.restoreTest(st.LastRestoreTest)})
+}
+
+// restoreTest says how the newest restore test of the Echo's backups
+// ended: the outcome, the backup, when, and why when it did not succeed.
+func (e *env) restoreTest(t *echov1alpha1.RestoreTestResult) string {
+	if t == nil {
+		return "none"
+	}
+	line := fmt.Sprintf("%s (%s), backup %s, %s (%s ago), by schedule %s", t.Outcome, t.Reason, orNone(t.Backup),
+		t.CompletionTime.UTC().Format(time.RFC3339), e.age(t.CompletionTime.Time), t.Schedule)
+	if t.Outcome != echov1alpha1.RestoreTestSucceeded && t.Message != "" {
+		line += ": " + t.Message
+	}
+	return line
+}
+
+// copiesField is the state of each copy of the Echo's last successful
+// backup (its spec.copyTo), or why it cannot be told.
+func (e *env) copiesField(ctx context.Context, echo *echov1alpha1.Echo) [2]string {
+	ref := echo.Status.LastSuccessfulBackup
+	if ref == nil {
+		return [2]string{"Last backup's copies", "none"}
+	}
+	b := &echov1alpha1.EchoBackup{}
+	if err := e.client.Get(ctx, client.ObjectKey{Namespace: echo.Namespace, Name: ref.Name}, b); err != nil {
+		return [2]string{"Last backup's copies", fmt.Sprintf("not available: %v", err)}
+	}
+	copies := make([]string, 0, len(b.Spec.CopyTo))
+	for _, c := range b.Spec.CopyTo {
+		state := "Pending"
+		if i := slices.IndexFunc(b.Status.Copies, func(st echov1alpha1.BackupCopyStatus) bool { return st.Name == c.Name }); i >= 0 {
+			st := b.Status.Copies[i]
+			state = fmt.Sprintf("%s (%s)", st.Phase, st.Reason)
+		}
+		copies = append(copies, c.Name+" "+state)
+	}
+	return [2]string{"Last backup's copies", orNone(strings.Join(copies, ", "))}
 }
 
 // printRecentRevisions shows the newest revisions of the Echo's release,

@@ -71,8 +71,8 @@ func NewCollector(reader client.Reader) *Collector {
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{echoesDesc, lastBackupDesc, lastFailureDesc, lastCopyDesc, lastCopyFailureDesc,
-		lastScheduledDesc, nextBackupDesc, backupsDesc, restoresDesc} {
+	for _, d := range append([]*prometheus.Desc{echoesDesc, lastBackupDesc, lastFailureDesc, lastCopyDesc, lastCopyFailureDesc,
+		lastScheduledDesc, nextBackupDesc, backupsDesc, restoresDesc}, restoreTestDescs...) {
 		ch <- d
 	}
 }
@@ -96,6 +96,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if err := c.collectRestores(ctx, ch); err != nil {
 		logger.Error(err, "Listing EchoRestores for the metrics")
+	}
+	if err := c.collectRestoreTests(ctx, ch); err != nil {
+		logger.Error(err, "Listing EchoBackupSchedules for the restore test metrics")
 	}
 }
 

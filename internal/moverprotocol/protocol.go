@@ -75,6 +75,9 @@ const (
 	// restored data: a retry that finds the data its own earlier attempt
 	// swapped in reports it instead of finding it in its way.
 	FlagRestoreID = "restore-id"
+	// FlagVerify makes a restore read every restored file back from the
+	// data directory and compare it with the manifest (a restore test).
+	FlagVerify = "verify"
 
 	// FlagChecksum is the checksum the backup recorded for its archive,
 	// "sha256:<hex>" (copy): what the copy writes must match it.

@@ -31,6 +31,9 @@ type Archive struct {
 	Location string `json:"location"`
 	// Files counts the files of the data directory.
 	Files int `json:"files"`
+	// Verified counts the restored files read back from the data
+	// directory and found to match the manifest (restore with FlagVerify).
+	Verified int `json:"verified,omitempty"`
 }
 
 // Deletion is the result of delete.

@@ -3,6 +3,6 @@
 // the same on every reconcile and fit a label value.
 //
 // It imports nothing of the operator.
-// Imported by controllers and internal/finalbackup: the latter for the final
-// backup's name.
+// Imported by controllers, internal/finalbackup and internal/kubectlecho:
+// the latter two for the final backup's name and a copy Job's name.
 package names

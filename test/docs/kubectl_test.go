@@ -202,7 +202,7 @@ var (
 			"get-contexts", "get-users", "rename-context", "set", "set-cluster", "set-context",
 			"set-credentials", "unset", "use-context", "view"},
 		// The project's own plugin (docs/kubectl-plugin.md).
-		"echo": {"status", "backup", "restore", "history", "rollback", "backups", "completion"},
+		"echo": {"status", "backup", "restore", "history", "rollback", "backups", "completion", "logs"},
 	}
 
 	shortFlags = map[string]string{

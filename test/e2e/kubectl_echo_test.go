@@ -66,6 +66,22 @@ func TestKubectlEchoPlugin(t *testing.T) {
 		Expect(d.run(Default, documented("echo", "backup", "ECHO", "--location", "LOCATION"))).To(ContainSubstring("to location offsite"))
 	})
 
+	t.Run("the backup's log, which no kubelet serves here", func(t *testing.T) {
+		RegisterTestingT(t)
+		// KWOK's nodes serve no log: the backup keeps why, once, and the
+		// outcome was recorded all the same (waitBackupComplete).
+		backup := &echov1alpha1.EchoBackup{}
+		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: d.values["BACKUP"]}, backup)).To(Succeed())
+		Expect(backup.Status.MoverLog).NotTo(BeNil())
+		Expect(backup.Status.MoverLog.Job).To(Equal(d.values["BACKUP"] + "-backup"))
+		Expect(backup.Status.MoverLog.Unavailable).NotTo(BeEmpty())
+		cmd, err := d.command(ctx, documented("echo", "logs", "BACKUP"))
+		Expect(err).NotTo(HaveOccurred())
+		out, err := cmd.CombinedOutput()
+		Expect(err).To(HaveOccurred(), "no log was kept: %s", out)
+		Expect(string(out)).To(ContainSubstring("could not be kept"))
+	})
+
 	t.Run("status", func(t *testing.T) {
 		RegisterTestingT(t)
 		Eventually(func(g Gomega) string { return d.run(g, documented("echo", "status", "ECHO")) }, timeout, interval).Should(And(
@@ -74,6 +90,7 @@ func TestKubectlEchoPlugin(t *testing.T) {
 			MatchRegexp(`(?m)^Address:\s+http://journal\.`+ns+`\.svc:80$`),
 			MatchRegexp(`(?m)^Last backup:\s+`+d.values["BACKUP"]+`, completed `),
 			MatchRegexp(`(?m)^Next backup:\s+none scheduled$`),
+			MatchRegexp(`(?m)^Last restore test:\s+none$`),
 			MatchRegexp(`(?m)^1\s+deployed\s+echo-\S+`),
 			MatchRegexp(`(?m)^\S+\s+Normal\s+Ready\s`)))
 	})
@@ -92,6 +109,12 @@ func TestKubectlEchoPlugin(t *testing.T) {
 		m := regexp.MustCompile(`Created EchoRestore (journal-copy-restore-\S+) of EchoBackup`).FindStringSubmatch(out)
 		Expect(m).NotTo(BeNil(), out)
 		expectRestored(t, s3, ns, m[1], "journal-copy", journal)
+		d.values["RESTORE"] = m[1]
+		cmd, err := d.command(ctx, documented("echo", "logs", "restore/RESTORE"))
+		Expect(err).NotTo(HaveOccurred())
+		logs, _ := cmd.CombinedOutput()
+		Expect(string(logs)).To(Or(ContainSubstring("could not be kept"), ContainSubstring("has no data mover log yet")),
+			"the restore's log, which no kubelet serves here")
 	})
 
 	t.Run("history and rollback", func(t *testing.T) {
@@ -141,5 +164,36 @@ func TestKubectlEchoPlugin(t *testing.T) {
 		}, timeout, interval).Should(ConsistOf(HavePrefix("journal-nightly-now-")))
 		Eventually(func(g Gomega) string { return d.run(g, documented("echo", "status", "ECHO")) }, timeout, interval).
 			Should(MatchRegexp(`(?m)^Next backup:\s+\S+, by schedule journal-nightly$`))
+	})
+
+	t.Run("a copy's log, which no kubelet serves here either", func(t *testing.T) {
+		RegisterTestingT(t)
+		Expect(k8sClient.Create(ctx, &echov1alpha1.EchoBackupLocation{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "second"},
+			Spec: echov1alpha1.EchoBackupLocationSpec{S3: *s3.Storage("echo-backups", "plugin-second").S3}})).To(Succeed())
+		copied := &echov1alpha1.EchoBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "journal-copied"},
+			Spec: echov1alpha1.EchoBackupSpec{EchoName: key.Name,
+				Storage: echov1alpha1.BackupStorage{LocationRef: &echov1alpha1.LocationReference{Name: "offsite"}},
+				CopyTo: []echov1alpha1.BackupCopy{{Name: "offsite",
+					Storage: echov1alpha1.BackupStorage{LocationRef: &echov1alpha1.LocationReference{Name: "second"}}}}}}
+		Expect(k8sClient.Create(ctx, copied)).To(Succeed())
+		runMoverForJob(t, waitJobNamed(t, ns, copied.Name+"-backup"), data, s3)
+		waitBackupComplete(t, client.ObjectKeyFromObject(copied))
+		runMoverForJob(t, waitJobNamed(t, ns, copied.Name+"-copy-offsite"), "", s3)
+		Eventually(func(g Gomega) *echov1alpha1.MoverLog {
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(copied), copied)).To(Succeed())
+			g.Expect(copied.Status.Copies).To(ContainElement(HaveField("Phase", echov1alpha1.PhaseCompleted)))
+			return copied.Status.Copies[0].MoverLog
+		}, timeout, interval).Should(HaveField("Unavailable", Not(BeEmpty())), "the copy keeps why its log could not be read")
+		d.values["COPIED"], d.values["COPY"] = copied.Name, "offsite"
+		for _, args := range []docCommand{documented("echo", "logs", "COPIED", "--copy", "COPY"), documented("echo", "logs", "COPIED", "--copy", "offsite")} {
+			cmd, err := d.command(ctx, args)
+			Expect(err).NotTo(HaveOccurred())
+			out, err := cmd.CombinedOutput()
+			Expect(err).To(HaveOccurred(), "no log was kept: %s", out)
+			Expect(string(out)).To(ContainSubstring("Job journal-copied-copy-offsite of copy offsite of EchoBackup journal-copied could not be kept"))
+		}
+		Eventually(func(g Gomega) string { return d.run(g, documented("echo", "status", "ECHO")) }, timeout, interval).Should(And(
+			MatchRegexp(`(?m)^Last backup:\s+journal-copied, completed `),
+			MatchRegexp(`(?m)^Last backup's copies:\s+offsite Completed \(Copied\)$`)))
 	})
 }

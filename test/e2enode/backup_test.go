@@ -18,7 +18,8 @@ import (
 // byte for byte, read through its HTTP API; so does one from a backup
 // that MinIO's KMS encrypted as the Job wrote it (SSE-KMS). Deleting the
 // Echo with a final backup configured takes that backup before anything
-// goes.
+// goes. A schedule's restore test restores its backup into a scratch Echo
+// with real Jobs and pods and proves the data reads back as backed up.
 func TestBackupAndRestoreInContainers(t *testing.T) {
 	s3 := runMinIO(t)
 	ns := restrictedNamespace(t, "journal")
@@ -75,6 +76,7 @@ func TestBackupAndRestoreInContainers(t *testing.T) {
 			t.Fatalf("the journal restored from the encrypted backup differs:\nbacked up:\n%s\nrestored:\n%s", journal, got)
 		}
 	})
+	t.Run("a scheduled restore test", func(t *testing.T) { checkRestoreTest(t, ns, journalPath, journal) })
 	t.Run("final backup before delete", func(t *testing.T) {
 		before := countObjects(t, s3)
 		kubectl(t, "patch", "-n", ns, "echo/echo-sample-persistent", "--type=merge", "-p", finalBackupPatch)

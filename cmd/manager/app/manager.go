@@ -79,6 +79,9 @@ type Options struct {
 	// settings (HTTP_PROXY, HTTPS_PROXY, NO_PROXY, as OLM sets them on the
 	// operator's Deployment).
 	MoverEnv []corev1.EnvVar
+	// PodLogs reads the data mover's log of a finished Job, kept in the
+	// backup's or restore's status; nil reads it through the API server.
+	PodLogs controllers.PodLogReader
 
 	// ProgressStatusDelay holds back Echo status changes that only report
 	// progress; 0 means controllers.DefaultProgressStatusDelay.
@@ -256,6 +259,10 @@ func setupReconcilers(mgr ctrl.Manager, o Options, recorder record.EventRecorder
 	if err := mgr.Add(storageSecrets); err != nil {
 		return fmt.Errorf("adding the cache of storage Secrets: %w", err)
 	}
+	podLogs, err := podLogReader(mgr.GetConfig(), o)
+	if err != nil {
+		return err
+	}
 	if err := (&controllers.EchoBackupReconciler{
 		StorageSecrets:   storageSecrets,
 		Client:           mgr.GetClient(),
@@ -267,6 +274,7 @@ func setupReconcilers(mgr ctrl.Manager, o Options, recorder record.EventRecorder
 		MoverImage:       o.MoverImage,
 		MoverEnv:         o.MoverEnv,
 		StorageEndpoints: o.StorageEndpoints,
+		PodLogs:          podLogs,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the EchoBackup controller: %w", err)
 	}
@@ -300,10 +308,24 @@ func setupReconcilers(mgr ctrl.Manager, o Options, recorder record.EventRecorder
 		JobSigner:        o.Helm.Signer,
 		Clock:            o.Now,
 		StorageEndpoints: o.StorageEndpoints,
+		PodLogs:          podLogs,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the EchoRestore controller: %w", err)
 	}
 	return nil
+}
+
+// podLogReader is o.PodLogs, or else reads pod logs through the API server
+// (pods/log), as the manager's client does, with its rate limits.
+func podLogReader(cfg *rest.Config, o Options) (controllers.PodLogReader, error) {
+	if o.PodLogs != nil {
+		return o.PodLogs, nil
+	}
+	clientset, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating a client for the data mover's logs: %w", err)
+	}
+	return controllers.ClientsetPodLogs(clientset), nil
 }
 
 // addManagerPolicy adds, on the leader, the keeper of the NetworkPolicy of
