@@ -146,7 +146,9 @@ type RestoreTestResult struct {
 	// +kubebuilder:validation:MaxLength=32768
 	// +optional
 	Message string `json:"message,omitempty"`
-	// Duration is how long the test took.
+	// Duration is how long the test took: a Go duration, which CEL
+	// parses as the operator does.
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) >= duration('0s')",message="duration must be a Go duration such as 4m30s"
 	// +optional
 	Duration *metav1.Duration `json:"duration,omitempty"`
 }

@@ -44,6 +44,9 @@ const conditionJSON = `{"type":"Ready","status":"True","reason":"Test","message"
 // status.moverLog.
 const moverLogJSON = `{"moverLog": {"job": "decode-backup"}}`
 
+// restoreTestJSON is the required part of a restore test's result.
+const restoreTestJSON = `{"completionTime": "2024-01-01T00:00:00Z", "outcome": "Succeeded"}`
+
 const s3StorageJSON = `{"s3":{"bucket":"echo-backups","endpoint":"https://s3.example.test",
 	"credentialsSecretRef":{"name":"s3-credentials"}}}`
 
@@ -74,14 +77,16 @@ var (
 				{"weight": 1, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname"}}]}
 		}}`, `{
 		"lastSuccessfulBackup": {"name": "web-1", "completionTime": "2024-01-01T00:00:00Z"},
-		"nextScheduledBackup": {"schedule": "daily", "time": "2024-01-01T00:00:00Z"}}`}
+		"nextScheduledBackup": {"schedule": "daily", "time": "2024-01-01T00:00:00Z"},
+		"lastRestoreTest": ` + restoreTestJSON + `}`}
 	backupDecode = decodeKind{&echov1alpha1.EchoBackup{}, "echobackups",
 		`{"echoName": "missing", "storage": ` + s3StorageJSON + `, "mover": ` + moverJSON + `}`,
 		`{"copies": [{"name": "offsite", "phase": "Completed", "moverLog": {"job": "decode-copy"}}], "moverLog": {"job": "decode-backup"}}`}
 	scheduleDecode = decodeKind{&echov1alpha1.EchoBackupSchedule{}, "echobackupschedules", `{"schedule": "@daily", "suspend": true,
 		"template": {"echoName": "missing", "storage": ` + s3StorageJSON + `, "mover": ` + moverJSON + `,
 			"copyTo": [{"name": "offsite", "storage": ` + s3StorageJSON + `}]},
-		"copyRetention": [{"name": "offsite", "keepLast": 30}]}`, ""}
+		"restoreTest": {"schedule": "@weekly"},
+		"copyRetention": [{"name": "offsite", "keepLast": 30}]}`, `{"lastRestoreTest": ` + restoreTestJSON + `}`}
 	restoreDecode = decodeKind{&echov1alpha1.EchoRestore{}, "echorestores", `{"source": {"backupName": "missing"}, "mover": ` + moverJSON + `}`, moverLogJSON}
 
 	decodeKinds = []decodeKind{echoDecode, backupDecode, scheduleDecode, restoreDecode}
