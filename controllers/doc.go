@@ -26,11 +26,14 @@
 //   - echobackup_status.go: its outcome in the status;
 //   - echobackup_delete.go: the artifact's deletion;
 //   - echobackup_copy.go: its copies to further storages (spec.copyTo);
-//   - echobackup_copy_delete.go: the deletion of the copies.
+//   - echobackup_copy_delete.go: the deletion of the copies;
+//   - echobackup_prune.go: the pruning of some of its locations
+//     (PruneAnnotation).
 //
 // EchoBackupSchedule:
 //   - echobackupschedule_controller.go: starts and prunes backups;
 //   - echobackupschedule_cron.go: schedules and retention;
+//   - echobackupschedule_retention.go: retention per location;
 //   - echobackupschedule_restoretest.go: restore tests of its backups.
 //
 // EchoBackupLocation:

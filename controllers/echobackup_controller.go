@@ -106,7 +106,8 @@ func (r *EchoBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 }
 
 // reconcileFinished copies a complete backup to its copies' storages
-// (echobackup_copy.go) and removes the Jobs whose outcome is recorded. A
+// (echobackup_copy.go), removes the Jobs whose outcome is recorded and
+// prunes the locations PruneAnnotation lists (echobackup_prune.go). A
 // backup that finished before it had a phase gets one.
 func (r *EchoBackupReconciler) reconcileFinished(ctx context.Context, b *echov1alpha1.EchoBackup) (ctrl.Result, error) {
 	orig := b.DeepCopy()
@@ -120,7 +121,11 @@ func (r *EchoBackupReconciler) reconcileFinished(ctx context.Context, b *echov1a
 	if err := r.removeFinishedJob(ctx, b); err != nil {
 		return ctrl.Result{}, err
 	}
-	return result, r.removeFinishedCopyJobs(ctx, b)
+	if err := r.removeFinishedCopyJobs(ctx, b); err != nil {
+		return ctrl.Result{}, err
+	}
+	pruned, err := r.reconcilePrune(ctx, b)
+	return sooner(result, pruned), err
 }
 
 func (r *EchoBackupReconciler) reconcileBackup(ctx context.Context, b *echov1alpha1.EchoBackup) (ctrl.Result, error) {

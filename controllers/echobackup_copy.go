@@ -79,9 +79,10 @@ func copyStatus(b *echov1alpha1.EchoBackup, name string) *echov1alpha1.BackupCop
 	return &b.Status.Copies[len(b.Status.Copies)-1]
 }
 
-// copyFinished says whether the copy's outcome is recorded for good.
+// copyFinished says whether the copy's outcome is recorded for good; a
+// pruned copy completed before.
 func copyFinished(st *echov1alpha1.BackupCopyStatus) bool {
-	return st.Phase == echov1alpha1.PhaseCompleted || st.Phase == echov1alpha1.PhaseFailed
+	return st.Phase == echov1alpha1.PhaseCompleted || st.Phase == echov1alpha1.PhaseFailed || st.Phase == echov1alpha1.PhasePruned
 }
 
 // reconcileCopies moves each copy of a complete backup towards Completed
@@ -223,7 +224,7 @@ func (r *EchoBackupReconciler) failCopy(b *echov1alpha1.EchoBackup, st *echov1al
 }
 
 // summarizeCopies sets the Copied condition from the copies' phases:
-// True once all completed; False naming those that failed, once none is
+// True once all completed (pruned ones did); False naming those that failed, once none is
 // under way any more; else False while they are copied.
 func (r *EchoBackupReconciler) summarizeCopies(b *echov1alpha1.EchoBackup) {
 	var failed, pending []string
@@ -232,7 +233,7 @@ func (r *EchoBackupReconciler) summarizeCopies(b *echov1alpha1.EchoBackup) {
 		switch st.Phase {
 		case echov1alpha1.PhaseFailed:
 			failed = append(failed, fmt.Sprintf("%s (%s: %s)", st.Name, st.Reason, st.Message))
-		case echov1alpha1.PhaseCompleted:
+		case echov1alpha1.PhaseCompleted, echov1alpha1.PhasePruned:
 		default:
 			pending = append(pending, st.Name)
 		}

@@ -47,7 +47,7 @@ func (r *EchoBackupReconciler) deleteCopies(ctx context.Context, b *echov1alpha1
 	holding := copiesHolding(b)
 	var result ctrl.Result
 	for _, name := range holding {
-		res, err := r.deleteCopy(ctx, b, name)
+		res, err := r.deleteCopy(ctx, b, name, r.copyDeleted)
 		if err != nil {
 			return false, ctrl.Result{}, err
 		}
@@ -58,10 +58,14 @@ func (r *EchoBackupReconciler) deleteCopies(ctx context.Context, b *echov1alpha1
 	return len(copiesHolding(b)) == 0, result, nil
 }
 
+// copyGone records that the copy name of b holds nothing any more, its
+// delete Job being done.
+type copyGone func(ctx context.Context, b *echov1alpha1.EchoBackup, name string, job *batchv1.Job) error
+
 // deleteCopy moves the deletion of the copy name on: its copy Job is
 // stopped first, then a delete Job removes the artifact from the copy's
-// storage, and is retried until it succeeds.
-func (r *EchoBackupReconciler) deleteCopy(ctx context.Context, b *echov1alpha1.EchoBackup, name string) (ctrl.Result, error) {
+// storage, and is retried until it succeeds; then done records it.
+func (r *EchoBackupReconciler) deleteCopy(ctx context.Context, b *echov1alpha1.EchoBackup, name string, done copyGone) (ctrl.Result, error) {
 	if stopping, err := r.stopCopyJob(ctx, b, name); stopping || err != nil {
 		return ctrl.Result{RequeueAfter: copyStopWait}, err
 	}
@@ -89,7 +93,7 @@ func (r *EchoBackupReconciler) deleteCopy(ctx context.Context, b *echov1alpha1.E
 	case err != nil:
 		return ctrl.Result{}, err
 	case out.outcome == moverSucceeded:
-		return ctrl.Result{}, r.copyDeleted(ctx, b, name, job)
+		return ctrl.Result{}, done(ctx, b, name, job)
 	case out.outcome == moverFailed:
 		return r.retryDeleteJob(ctx, b, job, out)
 	}

@@ -70,6 +70,29 @@ func (r *EchoBackupReconciler) reconcileDelete(ctx context.Context, b *echov1alp
 		return result, err
 	}
 
+	if backupPruned(b) {
+		// Pruned already (echobackup_prune.go): nothing left there.
+		return ctrl.Result{}, r.releaseBackup(ctx, b)
+	}
+	return r.deleteArtifact(ctx, b, r.artifactDeleted)
+}
+
+// artifactDeleted lets the EchoBackup being deleted go once the delete
+// Job removed its artifact, then removes the Job.
+func (r *EchoBackupReconciler) artifactDeleted(ctx context.Context, b *echov1alpha1.EchoBackup, job *batchv1.Job) error {
+	if err := r.releaseBackup(ctx, b); err != nil {
+		return err
+	}
+	log.FromContext(ctx).Info("Deleted the backup's artifact", "location", b.Status.Location)
+	r.Recorder.Eventf(b, corev1.EventTypeNormal, echov1alpha1.EventReasonArtifactDeleted, "Deleted the artifact at %s", b.Status.Location)
+	return removeJob(ctx, r.Client, job)
+}
+
+// deleteArtifact moves the deletion of the artifact in the backup's own
+// storage on: a delete Job removes it, and is retried until it succeeds;
+// then done records it.
+func (r *EchoBackupReconciler) deleteArtifact(ctx context.Context, b *echov1alpha1.EchoBackup,
+	done func(context.Context, *echov1alpha1.EchoBackup, *batchv1.Job) error) (ctrl.Result, error) {
 	job, err := getOwnJob(ctx, r.Client, deleteWork(r.JobSigner, b), b.Status.Jobs, b.Namespace, deleteJobName(b))
 	if refused, ok := asJobNotOwned(err); ok {
 		return r.deleteJobNotOwned(ctx, b, refused)
@@ -92,12 +115,7 @@ func (r *EchoBackupReconciler) reconcileDelete(ctx context.Context, b *echov1alp
 	case err != nil:
 		return ctrl.Result{}, err
 	case out.outcome == moverSucceeded:
-		if err := r.releaseBackup(ctx, b); err != nil {
-			return ctrl.Result{}, err
-		}
-		log.FromContext(ctx).Info("Deleted the backup's artifact", "location", b.Status.Location)
-		r.Recorder.Eventf(b, corev1.EventTypeNormal, echov1alpha1.EventReasonArtifactDeleted, "Deleted the artifact at %s", b.Status.Location)
-		return ctrl.Result{}, removeJob(ctx, r.Client, job)
+		return ctrl.Result{}, done(ctx, b, job)
 	case out.outcome == moverFailed:
 		return r.retryDeleteJob(ctx, b, job, out)
 	}

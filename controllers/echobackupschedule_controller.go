@@ -38,7 +38,7 @@ type EchoBackupScheduleReconciler struct {
 
 // +kubebuilder:rbac:groups=echo.dev,resources=echobackupschedules,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=echo.dev,resources=echobackupschedules/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=echo.dev,resources=echobackups,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=echo.dev,resources=echobackups,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=echo.dev,resources=echorestores,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=echo.dev,resources=echoes,verbs=get;list;watch;delete
 
@@ -205,15 +205,48 @@ func recordLastSuccess(s *echov1alpha1.EchoBackupSchedule, backups []echov1alpha
 	}
 }
 
-// pruneBackups deletes the backups retention no longer keeps; their
-// artifacts follow their deletion policy.
+// pruneBackups deletes the backups no location's retention keeps any
+// more, their artifacts following their deletion policy, and asks for
+// the artifact of the others to be deleted where retention no longer
+// keeps it (planRetention).
 func (r *EchoBackupScheduleReconciler) pruneBackups(ctx context.Context, s *echov1alpha1.EchoBackupSchedule, backups []echov1alpha1.EchoBackup, now time.Time) error {
-	for _, b := range backupsToPrune(backups, s.Spec.Retention, now) {
+	plan := planRetention(backups, &s.Spec, now)
+	for _, b := range plan.remove {
 		if err := r.Delete(ctx, &b); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("pruning EchoBackup %s: %w", b.Name, err)
 		}
 		r.Recorder.Eventf(s, corev1.EventTypeNormal, echov1alpha1.EventReasonPrunedBackup, "Pruned EchoBackup %s under the retention policy", b.Name)
 	}
+	for i := range backups {
+		if locations, ok := plan.prune[backups[i].Name]; ok {
+			if err := r.ensurePruneRequested(ctx, s, &backups[i], locations); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ensurePruneRequested lists locations in the backup's PruneAnnotation,
+// for the EchoBackup controller to delete its artifact there. The patch
+// is made on the resourceVersion read: a backup changed meanwhile is
+// planned again on its next event.
+func (r *EchoBackupScheduleReconciler) ensurePruneRequested(ctx context.Context, s *echov1alpha1.EchoBackupSchedule, b *echov1alpha1.EchoBackup, locations []string) error {
+	value, changed := withPruned(b, locations)
+	if !changed {
+		return nil
+	}
+	orig := b.DeepCopy()
+	if b.Annotations == nil {
+		b.Annotations = map[string]string{}
+	}
+	b.Annotations[echov1alpha1.PruneAnnotation] = value
+	if err := r.Patch(ctx, b, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("pruning EchoBackup %s at %s: %w", b.Name, value, err)
+	}
+	log.FromContext(ctx).Info("Pruning a backup at some of its locations", "backup", b.Name, "locations", value)
+	r.Recorder.Eventf(s, corev1.EventTypeNormal, echov1alpha1.EventReasonPrunedBackup,
+		"Pruning EchoBackup %s at %s under the retention policy; its other locations keep it", b.Name, value)
 	return nil
 }
 

@@ -65,32 +65,9 @@ func requestedBackupName(schedule, request, resourceVersion string) string {
 }
 
 // backupsToPrune picks, among a schedule's backups, the finished ones the
-// retention policy no longer keeps. The newest successful backup is always
-// kept; running backups are never pruned. Backups already being deleted
-// (waiting for their artifact to be deleted) neither count nor are pruned
-// again.
+// retention policy no longer keeps anywhere (planRetention).
 func backupsToPrune(backups []echov1alpha1.EchoBackup, policy *echov1alpha1.RetentionPolicy, now time.Time) []echov1alpha1.EchoBackup {
-	if policy == nil {
-		return nil
-	}
-	finished := slices.DeleteFunc(slices.Clone(backups), func(b echov1alpha1.EchoBackup) bool {
-		return !backupFinished(&b) || !b.DeletionTimestamp.IsZero()
-	})
-	sortNewestFirst(finished)
-	newestGood := slices.IndexFunc(finished, backupSucceeded)
-
-	var prune []echov1alpha1.EchoBackup
-	for i, b := range finished {
-		if i == newestGood {
-			continue
-		}
-		tooMany := policy.KeepLast != nil && i >= int(*policy.KeepLast)
-		tooOld := policy.MaxAge != nil && now.Sub(scheduledAt(b)) > policy.MaxAge.Duration
-		if tooMany || tooOld {
-			prune = append(prune, b)
-		}
-	}
-	return prune
+	return planRetention(backups, &echov1alpha1.EchoBackupScheduleSpec{Retention: policy}, now).remove
 }
 
 // scheduledAt is the run time a scheduled backup was started for, read from

@@ -199,6 +199,12 @@ func (r *EchoRestoreReconciler) resolveSource(ctx context.Context, rs *echov1alp
 		echoName = b.Spec.EchoName
 	}
 	storage := b.Spec.Storage
+	if rs.Spec.Source.Copy == "" && backupPruned(b) {
+		r.fail(rs, echov1alpha1.RestoreReasonArtifactPruned, fmt.Sprintf(
+			"The artifact of EchoBackup %s in its storage was pruned under its schedule's retention: restore from a copy that holds it (source.copy: one of %v)",
+			b.Name, copiesHoldingNames(b)))
+		return nil, nil
+	}
 	if name := rs.Spec.Source.Copy; name != "" {
 		copied, ok := r.copyStorage(rs, b, name)
 		if !ok {
@@ -227,6 +233,10 @@ func (r *EchoRestoreReconciler) copyStorage(rs *echov1alpha1.EchoRestore, b *ech
 	switch {
 	case st >= 0 && b.Status.Copies[st].Phase == echov1alpha1.PhaseCompleted:
 		return b.Spec.CopyTo[i].Storage, true
+	case st >= 0 && b.Status.Copies[st].Phase == echov1alpha1.PhasePruned:
+		r.fail(rs, echov1alpha1.RestoreReasonArtifactPruned, fmt.Sprintf(
+			"Copy %s of EchoBackup %s was pruned under its schedule's retention, so there is nothing to restore there: restore from another copy, or from the backup's storage", name, b.Name))
+		return echov1alpha1.BackupStorage{}, false
 	case st >= 0 && b.Status.Copies[st].Phase == echov1alpha1.PhaseFailed:
 		r.fail(rs, echov1alpha1.RestoreReasonCopyUnavailable, fmt.Sprintf(
 			"Copy %s of EchoBackup %s failed, so there is nothing to restore there (%s): restore from another copy, or from the backup's storage", name, b.Name, b.Status.Copies[st].Message))

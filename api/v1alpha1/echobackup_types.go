@@ -16,6 +16,39 @@ const (
 	// one is being copied (CopyRunning) or once one failed (CopyFailed,
 	// naming them). It never fails the backup itself.
 	BackupConditionCopied = "Copied"
+	// BackupConditionPruned is True once the artifact in the backup's own
+	// storage (spec.storage) was deleted under its schedule's retention
+	// (PruneAnnotation), while a copy still holds it: the EchoBackup
+	// stays for its copies.
+	BackupConditionPruned = "Pruned"
+)
+
+// Reasons of the Pruned condition and of status.copies[].reason once a
+// location was pruned.
+const (
+	// BackupReasonArtifactPruned: the artifact at that location was
+	// deleted under the schedule's retention.
+	BackupReasonArtifactPruned = "ArtifactPruned"
+	// EventReasonArtifactPruned: the artifact at one location was deleted
+	// under the schedule's retention.
+	EventReasonArtifactPruned = BackupReasonArtifactPruned
+)
+
+// PruneAnnotation on an EchoBackup with deletionPolicy Delete lists the
+// locations whose artifact is to be deleted while the EchoBackup stays
+// for its other locations: PruneStorage for spec.storage and
+// PruneCopyPrefix+<name> for a copy, comma-separated. A schedule sets it
+// when its retention per location (spec.copyRetention) keeps a backup
+// at some locations only. The operator deletes a listed copy once it
+// completed, and the backup's own artifact once no copy is being made
+// from it, and records each in the status (status.copies[].phase Pruned,
+// the Pruned condition). It does nothing with deletionPolicy Retain.
+const PruneAnnotation = "echo.dev/prune"
+
+// The locations of PruneAnnotation.
+const (
+	PruneStorage    = "storage"
+	PruneCopyPrefix = "copy/"
 )
 
 // Reasons of the Copied condition and of status.copies[].reason.

@@ -164,6 +164,7 @@ const BackupNowAnnotation = "echo.dev/backup-now"
 // EchoBackupScheduleSpec says when to back up an Echo and how many backups to keep.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.retention) || has(self.retention.keepLast) || has(self.retention.maxAge)",message="retention needs keepLast, maxAge or both"
+// +kubebuilder:validation:XValidation:rule="!has(self.copyRetention) || self.copyRetention.all(r, has(self.template.copyTo) && self.template.copyTo.exists(c, c.name == r.name))",message="copyRetention[].name must name a copy of template.copyTo"
 type EchoBackupScheduleSpec struct {
 	// Schedule in cron format: five fields (minute hour day-of-month month
 	// day-of-week), or @hourly, @daily, @weekly, @monthly, @yearly, or
@@ -211,6 +212,34 @@ type EchoBackupScheduleSpec struct {
 	// +required
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Backup Template"
 	Template EchoBackupSpec `json:"template"`
+
+	// CopyRetention bounds the history at each copy of template.copyTo
+	// apart from the backup's own storage: e.g. 7 backups in the primary
+	// storage (retention) and 30 at the offsite copy. A copy not listed
+	// follows retention. Where one location keeps a backup and another
+	// does not, with deletionPolicy Delete only the artifact at the
+	// latter is deleted (PruneAnnotation) and the EchoBackup stays until
+	// no location keeps it; with Retain the EchoBackup goes once no
+	// location keeps it, and its artifacts stay.
+	// +kubebuilder:validation:MaxItems=3
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Copy Retention"
+	CopyRetention []CopyRetentionPolicy `json:"copyRetention,omitempty"`
+}
+
+// CopyRetentionPolicy is the retention at one copy of a schedule's backups.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.keepLast) || has(self.maxAge)",message="copyRetention[] needs keepLast, maxAge or both"
+type CopyRetentionPolicy struct {
+	// Name of the copy in template.copyTo.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=40
+	// +required
+	Name string `json:"name"`
+
+	RetentionPolicy `json:",inline"`
 }
 
 // RetentionPolicy bounds a schedule's backup history. Successful backups

@@ -35,7 +35,11 @@ const (
 	RestoreReasonBackupIncomplete = "BackupNotComplete"
 	// RestoreReasonCopyUnavailable: source.copy names no copy of the
 	// EchoBackup's spec.copyTo, or one that failed.
-	RestoreReasonCopyUnavailable  = "CopyUnavailable"
+	RestoreReasonCopyUnavailable = "CopyUnavailable"
+	// RestoreReasonArtifactPruned: the artifact at the location the
+	// restore reads (the EchoBackup's storage, or source.copy) was pruned
+	// under its schedule's retention.
+	RestoreReasonArtifactPruned   = "ArtifactPruned"
 	RestoreReasonArtifactNotFound = "ArtifactNotFound"
 	RestoreReasonVerifyFailed     = "VerificationFailed"
 	RestoreReasonCredentialsError = "CredentialsError"

@@ -63,6 +63,7 @@ var eventActions = map[string]string{
 	EventReasonArtifactDeleted:      EventActionDeletingArtifact,
 	EventReasonArtifactDeleteFailed: EventActionDeletingArtifact,
 	EventReasonArtifactRetained:     EventActionDeletingArtifact,
+	EventReasonArtifactPruned:       EventActionDeletingArtifact,
 	EventReasonCopyStarted:          EventActionCopying,
 	EventReasonCopyCompleted:        EventActionCopying,
 	EventReasonCopyFailed:           EventActionCopying,

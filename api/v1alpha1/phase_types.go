@@ -10,7 +10,7 @@ import (
 // Phase is where an EchoBackup or EchoRestore is in its life, for people
 // reading `kubectl get`: the conditions say the same for programs, and the
 // phase is derived from them (PhaseOf).
-// +kubebuilder:validation:Enum=Pending;Running;Completed;Failed
+// +kubebuilder:validation:Enum=Pending;Running;Completed;Failed;Pruned
 type Phase string
 
 const (
@@ -25,6 +25,10 @@ const (
 	// PhaseFailed: failed for good; the Failed condition is True and its
 	// reason and message say what to fix.
 	PhaseFailed Phase = "Failed"
+	// PhasePruned, of a copy only (status.copies[].phase): it completed,
+	// then its artifact was deleted under its schedule's retention
+	// (PruneAnnotation).
+	PhasePruned Phase = "Pruned"
 )
 
 // PhaseOf derives the phase and its short reason from the Complete and

@@ -83,8 +83,10 @@ var (
 		`{"echoName": "missing", "storage": ` + s3StorageJSON + `, "mover": ` + moverJSON + `}`,
 		`{"copies": [{"name": "offsite", "phase": "Completed", "moverLog": {"job": "decode-copy"}}], "moverLog": {"job": "decode-backup"}}`}
 	scheduleDecode = decodeKind{&echov1alpha1.EchoBackupSchedule{}, "echobackupschedules", `{"schedule": "@daily", "suspend": true,
-		"template": {"echoName": "missing", "storage": ` + s3StorageJSON + `, "mover": ` + moverJSON + `},
-		"restoreTest": {"schedule": "@weekly"}}`, `{"lastRestoreTest": ` + restoreTestJSON + `}`}
+		"template": {"echoName": "missing", "storage": ` + s3StorageJSON + `, "mover": ` + moverJSON + `,
+			"copyTo": [{"name": "offsite", "storage": ` + s3StorageJSON + `}]},
+		"restoreTest": {"schedule": "@weekly"},
+		"copyRetention": [{"name": "offsite", "keepLast": 30}]}`, `{"lastRestoreTest": ` + restoreTestJSON + `}`}
 	restoreDecode = decodeKind{&echov1alpha1.EchoRestore{}, "echorestores", `{"source": {"backupName": "missing"}, "mover": ` + moverJSON + `}`, moverLogJSON}
 
 	decodeKinds = []decodeKind{echoDecode, backupDecode, scheduleDecode, restoreDecode}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -134,7 +135,9 @@ func (c *Collector) collectBackups(ctx context.Context, ch chan<- prometheus.Met
 	copySuccess, copyFailure := latestCopyTimes{}, latestCopyTimes{}
 	for i := range backups.Items {
 		b := &backups.Items[i]
-		copySuccess.keepCopies(b, echov1alpha1.PhaseCompleted)
+		// A pruned copy completed before its schedule's retention
+		// deleted it.
+		copySuccess.keepCopies(b, echov1alpha1.PhaseCompleted, echov1alpha1.PhasePruned)
 		copyFailure.keepCopies(b, echov1alpha1.PhaseFailed)
 		state := outcome(b.Status.Conditions, echov1alpha1.BackupConditionComplete, echov1alpha1.BackupConditionFailed)
 		states[state]++
@@ -162,10 +165,11 @@ type copyKey struct{ namespace, echo, copy string }
 // latestCopyTimes keeps the latest time seen per Echo and copy name.
 type latestCopyTimes map[copyKey]metav1.Time
 
-// keepCopies keeps the completion times of the backup's copies in phase.
-func (l latestCopyTimes) keepCopies(b *echov1alpha1.EchoBackup, phase echov1alpha1.Phase) {
+// keepCopies keeps the completion times of the backup's copies in one
+// of phases.
+func (l latestCopyTimes) keepCopies(b *echov1alpha1.EchoBackup, phases ...echov1alpha1.Phase) {
 	for _, c := range b.Status.Copies {
-		if c.Phase != phase || c.CompletionTime == nil {
+		if !slices.Contains(phases, c.Phase) || c.CompletionTime == nil {
 			continue
 		}
 		key := copyKey{b.Namespace, b.Spec.EchoName, c.Name}

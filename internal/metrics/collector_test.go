@@ -54,7 +54,9 @@ func TestCollector(t *testing.T) {
 		withCopies(backup("a", "web-4", "web", at(6000), complete),
 			echov1alpha1.BackupCopyStatus{Name: "offsite", Phase: echov1alpha1.PhaseCompleted, CompletionTime: at(6100)},
 			echov1alpha1.BackupCopyStatus{Name: "second", Phase: echov1alpha1.PhaseFailed, CompletionTime: at(6200)},
-			echov1alpha1.BackupCopyStatus{Name: "third", Phase: echov1alpha1.PhaseRunning}),
+			echov1alpha1.BackupCopyStatus{Name: "third", Phase: echov1alpha1.PhaseRunning},
+			// A pruned copy completed before.
+			echov1alpha1.BackupCopyStatus{Name: "pruned", Phase: echov1alpha1.PhasePruned, CompletionTime: at(6300)}),
 		withCopies(backup("a", "web-5", "web", at(7000), complete),
 			echov1alpha1.BackupCopyStatus{Name: "offsite", Phase: echov1alpha1.PhaseFailed, CompletionTime: at(7100)},
 			echov1alpha1.BackupCopyStatus{Name: "second", Phase: echov1alpha1.PhaseCompleted, CompletionTime: at(7200)}),
@@ -82,6 +84,7 @@ echo_operator_backup_last_failure_timestamp_seconds{echo="web",namespace="a"} 50
 # HELP echo_operator_backup_copy_last_success_timestamp_seconds When the newest completed copy (spec.copyTo) of an Echo's backups completed (Unix time), by copy name; one series per Echo and copy with a completed copy.
 # TYPE echo_operator_backup_copy_last_success_timestamp_seconds gauge
 echo_operator_backup_copy_last_success_timestamp_seconds{copy="offsite",echo="web",namespace="a"} 6100
+echo_operator_backup_copy_last_success_timestamp_seconds{copy="pruned",echo="web",namespace="a"} 6300
 echo_operator_backup_copy_last_success_timestamp_seconds{copy="second",echo="web",namespace="a"} 7200
 # HELP echo_operator_backup_copy_last_failure_timestamp_seconds When the newest failed copy (spec.copyTo) of an Echo's backups failed (Unix time), by copy name; one series per Echo and copy with a failed copy.
 # TYPE echo_operator_backup_copy_last_failure_timestamp_seconds gauge
