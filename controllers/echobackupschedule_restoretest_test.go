@@ -58,11 +58,21 @@ func restoreTests(g Gomega, key types.NamespacedName) []echov1alpha1.EchoRestore
 	return list.Items
 }
 
+// advanceToNextRestoreTest moves the clock past the schedule's next
+// restore test, once the schedule has recorded when that is: the first
+// test is due a period after the schedule begins testing, by its clock.
+func advanceToNextRestoreTest(t *testing.T, key types.NamespacedName) {
+	t.Helper()
+	Eventually(func(g Gomega) *metav1.Time { return getSchedule(g, key).Status.NextRestoreTestTime }, timeout, interval).
+		ShouldNot(BeNil(), "the schedule records when its next restore test is due")
+	advanceAndPoke(t, &echov1alpha1.EchoBackupSchedule{}, key, restoreTestEvery+time.Second)
+}
+
 // startRestoreTest moves the clock to the next restore test and returns
 // its EchoRestore.
 func startRestoreTest(t *testing.T, key types.NamespacedName) echov1alpha1.EchoRestore {
 	t.Helper()
-	advanceAndPoke(t, &echov1alpha1.EchoBackupSchedule{}, key, restoreTestEvery+time.Second)
+	advanceToNextRestoreTest(t, key)
 	var tests []echov1alpha1.EchoRestore
 	Eventually(func(g Gomega) {
 		tests = restoreTests(g, key)
@@ -258,7 +268,7 @@ func TestEchoBackupScheduleRestoreTestRefuses(t *testing.T) {
 
 	t.Run("no completed backup: skipped", func(t *testing.T) {
 		RegisterTestingT(t)
-		advanceAndPoke(t, &echov1alpha1.EchoBackupSchedule{}, key, restoreTestEvery+time.Second)
+		advanceToNextRestoreTest(t, key)
 		Eventually(func(g Gomega) {
 			last := getSchedule(g, key).Status.LastRestoreTest
 			g.Expect(last).NotTo(BeNil())
@@ -275,7 +285,7 @@ func TestEchoBackupScheduleRestoreTestRefuses(t *testing.T) {
 		scheduleBackup(t, ns, key.Name, "web-1")
 		squatter := createEcho(t, newEcho(ns, "web-restoretest", func(e *echov1alpha1.Echo) { e.Spec.Message = "mine" }))
 		Eventually(func(g Gomega) { getEcho(g, client.ObjectKeyFromObject(squatter)) }, timeout, interval).Should(Succeed())
-		advanceAndPoke(t, &echov1alpha1.EchoBackupSchedule{}, key, restoreTestEvery+time.Second)
+		advanceToNextRestoreTest(t, key)
 		Eventually(func(g Gomega) {
 			s := getSchedule(g, key)
 			g.Expect(s.Status.LastRestoreTest).NotTo(BeNil())

@@ -100,7 +100,7 @@ func TestBackupKeepsTheMoverLog(t *testing.T) {
 
 // TestRestoreKeepsTheMoverLogOfItsLastJob: a restore keeps the log of its
 // inspect Job once it finished, then that of its restore Job in its place;
-// each is read once.
+// neither is read again once kept.
 func TestRestoreKeepsTheMoverLogOfItsLastJob(t *testing.T) {
 	RegisterTestingT(t)
 	ctx := context.Background()
@@ -132,6 +132,9 @@ func TestRestoreKeepsTheMoverLogOfItsLastJob(t *testing.T) {
 	Expect(got.JobUID).To(Equal(restore.UID))
 	Expect(got.Log).To(Equal("restore failed: target data directory is not empty\n"))
 	expectGone(t, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: restore.Name}})
-	Expect(podLogs.readsOf(ns, inspect.Name+"-pod")).To(Equal(1), "the inspect Job's log is read once, however often its outcome is looked at")
-	Expect(podLogs.readsOf(ns, restore.Name+"-pod")).To(Equal(1))
+	// Once its log is in the status, a Job's log is not read again,
+	// however often its outcome is looked at; a reconcile from a cache
+	// that has not seen that status write yet may read it a second time.
+	Expect(podLogs.readsOf(ns, inspect.Name+"-pod")).To(BeNumerically("<=", 2), "the inspect Job's log is not read on every reconcile")
+	Expect(podLogs.readsOf(ns, restore.Name+"-pod")).To(BeNumerically("<=", 2))
 }

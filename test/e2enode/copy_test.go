@@ -2,11 +2,13 @@ package e2enode
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/echo-operator/echo-operator/test/harness/clusteruser"
 	"github.com/minio/minio-go/v7"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
@@ -61,13 +63,16 @@ func checkCopies(t *testing.T, ns string, primary *minio.Client, journal, journa
 	})
 
 	t.Run("the copy's store unreachable", func(t *testing.T) {
+		// The second store stopped and its Service gone: a Service with
+		// no endpoints drops connections here, and each of the Job's
+		// attempts would wait for its dials to time out.
 		kubectl(t, "scale", "-n", offsiteMinIO.namespace, "deployment/minio", "--replicas=0")
 		kubectl(t, "wait", "-n", offsiteMinIO.namespace, "--for=delete", "pod", "-l", "app=minio", "--timeout=120s")
+		kubectl(t, "delete", "-n", offsiteMinIO.namespace, "service/minio", "--wait=true")
 		kubectlApply(t, ns, copiedBackupYAML("copy-unreachable"))
 		kubectl(t, "wait", "-n", ns, "--for=condition=Complete", "echobackup/copy-unreachable", "--timeout=300s")
-		// The Job retries an unreachable store twice, each attempt until
-		// its connections time out: longer than one kubectl wait may run.
-		awaitCopyPhase(t, ns, "copy-unreachable", "Failed", 12*time.Minute)
+		// The Job retries an unreachable store twice.
+		awaitCopyPhase(t, ns, "copy-unreachable", "Failed", 5*time.Minute)
 		if complete := backupField(t, ns, "copy-unreachable", `{.status.conditions[?(@.type=="Complete")].status}`); complete != "True" {
 			t.Errorf("the backup's Complete condition is %q after its copy failed", complete)
 		}
@@ -89,6 +94,21 @@ func checkCopies(t *testing.T, ns string, primary *minio.Client, journal, journa
 		}
 		unreachableKey := strings.TrimPrefix(backupField(t, ns, "copy-unreachable", "{.status.location}"), "s3://"+backupBucket+"/")
 		expectArtifact(t, primary, backupBucket, unreachableKey)
+
+		// The copy's Job and pods are gone: its mover's account is kept.
+		kubectl(t, "wait", "-n", ns, "--for=delete", "job/copy-unreachable-copy-offsite", "--timeout=120s")
+		plugin := clusteruser.Kubectl{Bin: kubectlBin, Kubeconfig: cluster.KubeconfigPath(),
+			Env: []string{"PATH=" + buildPlugin(t) + string(os.PathListSeparator) + os.Getenv("PATH")}}
+		out, err := plugin.RunIn("", "echo", "logs", "copy-unreachable", "--copy", "offsite", "-n", ns)
+		if err != nil {
+			t.Fatalf("kubectl echo logs --copy: %v\n%s", err, out)
+		}
+		t.Logf("kubectl echo logs copy-unreachable --copy offsite:\n%s", out)
+		for _, want := range []string{"kept in the status of copy offsite of EchoBackup copy-unreachable", "copy failed", "s3://" + offsiteMinIO.bucket + "/"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("kubectl echo logs --copy does not say %q", want)
+			}
+		}
 	})
 }
 
