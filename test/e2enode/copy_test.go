@@ -8,9 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/echo-operator/echo-operator/test/harness/clusteruser"
 	"github.com/minio/minio-go/v7"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/echo-operator/echo-operator/test/harness/clusteruser"
 )
 
 // offsiteMinIO is the second store copies go to: another MinIO, with its
