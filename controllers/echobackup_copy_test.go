@@ -22,6 +22,14 @@ func copyTo(name, location string) echov1alpha1.BackupCopy {
 	return echov1alpha1.BackupCopy{Name: name, Storage: echov1alpha1.BackupStorage{LocationRef: &echov1alpha1.LocationReference{Name: location}}}
 }
 
+// createOffsiteLocation creates the EchoBackupLocation offsite of ns and
+// its opted-in credentials Secret.
+func createOffsiteLocation(t *testing.T, ns string) {
+	t.Helper()
+	createSecret(t, ns, "offsite-credentials", storageSecretOptedIn, "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
+	Expect(k8sClient.Create(context.Background(), newLocation(ns, "offsite"))).To(Succeed())
+}
+
 // copyOf is the status of the copy name of the backup, nil when absent.
 func copyOf(b *echov1alpha1.EchoBackup, name string) *echov1alpha1.BackupCopyStatus {
 	for i := range b.Status.Copies {
@@ -174,8 +182,7 @@ func TestEchoRestoreFromACopy(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
 	createEcho(t, newEcho(ns, "journal"))
-	createSecret(t, ns, "offsite-credentials", storageSecretOptedIn, "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
-	Expect(k8sClient.Create(ctx, newLocation(ns, "offsite"))).To(Succeed())
+	createOffsiteLocation(t, ns)
 	b := newBackup(ns, "nightly-4", "journal")
 	b.Spec.CopyTo = []echov1alpha1.BackupCopy{copyTo("offsite", "offsite")}
 	completeBackup(t, b)
@@ -215,11 +222,9 @@ func TestEchoRestoreFromACopy(t *testing.T) {
 // the EchoBackup stays until all are gone.
 func TestEchoBackupDeleteDeletesEveryCopy(t *testing.T) {
 	RegisterTestingT(t)
-	ctx := context.Background()
 	ns := newNamespace(t)
 	createEcho(t, newEcho(ns, "journal"))
-	createSecret(t, ns, "offsite-credentials", storageSecretOptedIn, "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
-	Expect(k8sClient.Create(ctx, newLocation(ns, "offsite"))).To(Succeed())
+	createOffsiteLocation(t, ns)
 	b := newDeleteBackup(ns, "nightly-5", "journal")
 	b.Spec.CopyTo = []echov1alpha1.BackupCopy{copyTo("offsite", "offsite")}
 	completeBackup(t, b)

@@ -47,8 +47,7 @@ func TestEchoBackupScheduleRetentionPerLocation(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
 	createEcho(t, newEcho(ns, "journal"))
-	createSecret(t, ns, "offsite-credentials", storageSecretOptedIn, "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
-	Expect(k8sClient.Create(ctx, newLocation(ns, "offsite"))).To(Succeed())
+	createOffsiteLocation(t, ns)
 
 	tmpl := newDeleteBackup(ns, "template", "journal").Spec
 	tmpl.CopyTo = []echov1alpha1.BackupCopy{copyTo("offsite", "offsite")}
@@ -155,8 +154,7 @@ func TestEchoBackupPruneOfACopy(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
 	createEcho(t, newEcho(ns, "journal"))
-	createSecret(t, ns, "offsite-credentials", storageSecretOptedIn, "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
-	Expect(k8sClient.Create(ctx, newLocation(ns, "offsite"))).To(Succeed())
+	createOffsiteLocation(t, ns)
 	tmpl := newDeleteBackup(ns, "template", "journal").Spec
 	tmpl.CopyTo = []echov1alpha1.BackupCopy{copyTo("offsite", "offsite")}
 	b := startScheduledBackup(t, types.NamespacedName{Namespace: ns, Name: "none"}, tmpl, "weekly-1", clock.Now())
@@ -204,8 +202,7 @@ func TestEchoBackupPruneWaitsForTheCopy(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
 	createEcho(t, newEcho(ns, "journal"))
-	createSecret(t, ns, "offsite-credentials", storageSecretOptedIn, "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
-	Expect(k8sClient.Create(ctx, newLocation(ns, "offsite"))).To(Succeed())
+	createOffsiteLocation(t, ns)
 	b := newDeleteBackup(ns, "busy-1", "journal")
 	b.Spec.CopyTo = []echov1alpha1.BackupCopy{copyTo("offsite", "offsite")}
 	completeBackup(t, b)
