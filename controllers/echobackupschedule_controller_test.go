@@ -182,12 +182,19 @@ func TestEchoBackupScheduleRunsOnItsClock(t *testing.T) {
 // kubectl annotate echobackupschedule NAME echo.dev/backup-now=<time> --overwrite.
 func requestBackupNow(t *testing.T, key types.NamespacedName) {
 	t.Helper()
+	annotateSchedule(t, key, echov1alpha1.BackupNowAnnotation, "now")
+}
+
+// annotateSchedule sets an annotation of the schedule, as kubectl annotate
+// --overwrite does.
+func annotateSchedule(t *testing.T, key types.NamespacedName, annotation, value string) {
+	t.Helper()
 	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		s := getSchedule(Default, key)
 		if s.Annotations == nil {
 			s.Annotations = map[string]string{}
 		}
-		s.Annotations[echov1alpha1.BackupNowAnnotation] = "now"
+		s.Annotations[annotation] = value
 		return k8sClient.Update(context.Background(), s)
 	})).To(Succeed())
 }

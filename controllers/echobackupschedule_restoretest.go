@@ -89,6 +89,11 @@ func (r *EchoBackupScheduleReconciler) reconcileRestoreTest(ctx context.Context,
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	busy, wait, err := r.ensureRequestedRestoreTest(ctx, s, active, running, now)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	running, result = running || busy, earliest(result, wait)
 	rt := s.Spec.RestoreTest
 	if rt == nil {
 		s.Status.NextRestoreTestTime = nil
@@ -316,25 +321,85 @@ func (r *EchoBackupScheduleReconciler) ensureDueRestoreTest(ctx context.Context,
 	if !ok {
 		return ctrl.Result{}, nil
 	}
+	wait, err := r.beginRestoreTest(ctx, s, due, now, "")
+	switch {
+	case err != nil:
+		return ctrl.Result{}, err
+	case wait:
+		return ctrl.Result{RequeueAfter: restoreTestRetry}, nil
+	}
+	s.Status.LastRestoreTestScheduleTime = ptrTime(due)
+	return ctrl.Result{}, nil
+}
+
+// ensureRequestedRestoreTest honours a request for a restore test now
+// (RestoreTestNowAnnotation): once no test of the schedule is under way it
+// begins one, then removes the annotation. The request's value, recorded
+// on the test's EchoRestore, makes a reconcile that runs again after a
+// crash between the two find the test it started rather than start
+// another. It reports busy while the request holds the schedule's tests
+// (the cron's test waits), and when to look again.
+func (r *EchoBackupScheduleReconciler) ensureRequestedRestoreTest(ctx context.Context, s *echov1alpha1.EchoBackupSchedule,
+	tests []echov1alpha1.EchoRestore, running bool, now time.Time) (busy bool, _ ctrl.Result, _ error) {
+	request, ok := s.Annotations[echov1alpha1.RestoreTestNowAnnotation]
+	if !ok {
+		return false, ctrl.Result{}, nil
+	}
+	for _, rs := range tests {
+		if rs.Annotations[echov1alpha1.RestoreTestRequestAnnotation] == request {
+			return true, ctrl.Result{}, r.removeRestoreTestRequest(ctx, s)
+		}
+	}
+	if running {
+		return false, ctrl.Result{}, nil // the end of the test under way brings the schedule back
+	}
+	wait, err := r.beginRestoreTest(ctx, s, now, now, request)
+	switch {
+	case err != nil:
+		return true, ctrl.Result{}, err
+	case wait:
+		return true, ctrl.Result{RequeueAfter: restoreTestRetry}, nil
+	}
+	return true, ctrl.Result{}, r.removeRestoreTestRequest(ctx, s)
+}
+
+// removeRestoreTestRequest removes the RestoreTestNowAnnotation, through a
+// copy of the schedule's metadata so that the status being computed stays
+// as it is.
+func (r *EchoBackupScheduleReconciler) removeRestoreTestRequest(ctx context.Context, s *echov1alpha1.EchoBackupSchedule) error {
+	m := &echov1alpha1.EchoBackupSchedule{ObjectMeta: *s.ObjectMeta.DeepCopy()}
+	orig := m.DeepCopy()
+	delete(m.Annotations, echov1alpha1.RestoreTestNowAnnotation)
+	if err := r.Patch(ctx, m, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("removing annotation %s: %w", echov1alpha1.RestoreTestNowAnnotation, err)
+	}
+	return nil
+}
+
+// beginRestoreTest begins the restore test of a run time (for a request,
+// the time of the request): it starts the test of the schedule's newest
+// completed backup, records it Skipped when there is none, and Failed when
+// an Echo that no restore test created has the scratch name. It reports
+// wait, the run time not used up, while an earlier test's scratch Echo
+// still holds the name.
+func (r *EchoBackupScheduleReconciler) beginRestoreTest(ctx context.Context, s *echov1alpha1.EchoBackupSchedule,
+	at, now time.Time, request string) (wait bool, _ error) {
 	backup, err := r.newestCompletedBackup(ctx, s)
 	if err != nil {
-		return ctrl.Result{}, err
+		return false, err
 	}
 	if backup == "" {
-		s.Status.LastRestoreTestScheduleTime = ptrTime(due)
 		r.recordRestoreTest(ctx, s, &echov1alpha1.RestoreTestResult{CompletionTime: metav1.NewTime(now),
 			Outcome: echov1alpha1.RestoreTestSkipped, Reason: echov1alpha1.RestoreTestReasonNoCompletedBackup,
-			Message: fmt.Sprintf("No restore test at %s: schedule %s has no completed EchoBackup yet", due.UTC().Format(time.RFC3339), s.Name)})
-		return ctrl.Result{}, nil
+			Message: fmt.Sprintf("No restore test at %s: schedule %s has no completed EchoBackup yet", at.UTC().Format(time.RFC3339), s.Name)})
+		return false, nil
 	}
 	scratch := scratchEchoName(s.Spec.Template.EchoName)
-	if wait, err := r.scratchNameFree(ctx, s, scratch, due, now); err != nil || wait {
-		return ctrl.Result{RequeueAfter: restoreTestRetry}, err
+	free, wait, err := r.scratchNameFree(ctx, s, scratch, now)
+	if err != nil || !free {
+		return wait, err
 	}
-	if s.Status.LastRestoreTestScheduleTime != nil && s.Status.LastRestoreTestScheduleTime.Equal(ptrTime(due)) {
-		return ctrl.Result{}, nil // failed for its scratch name
-	}
-	return ctrl.Result{}, r.startRestoreTest(ctx, s, backup, scratch, due, now)
+	return false, r.startRestoreTest(ctx, s, restoreTestRun{backup: backup, scratch: scratch, at: at, now: now, request: request})
 }
 
 // scratchState is what holds the name of a schedule's scratch Echo.
@@ -372,29 +437,28 @@ func scratchTakenMessage(scratch string) string {
 }
 
 // scratchNameFree looks at the Echo of the scratch name: none lets the test
-// start; this schedule's (an earlier test's, being deleted) or another
-// schedule's (its test under way) makes it wait; any other Echo fails the
-// test of this run time, with what to fix.
+// start (free); this schedule's (an earlier test's, being deleted) or
+// another schedule's (its test under way) makes it wait; any other Echo
+// fails the test of this run time, with what to fix.
 func (r *EchoBackupScheduleReconciler) scratchNameFree(ctx context.Context, s *echov1alpha1.EchoBackupSchedule,
-	scratch string, due, now time.Time) (wait bool, _ error) {
+	scratch string, now time.Time) (free, wait bool, _ error) {
 	state, err := r.scratchEchoState(ctx, s, scratch)
 	switch {
 	case err != nil:
-		return false, err
+		return false, false, err
 	case state == scratchFree:
-		return false, nil
+		return true, false, nil
 	case state == scratchOurs:
-		return true, r.deleteScratchEcho(ctx, s, scratch)
+		return false, true, r.deleteScratchEcho(ctx, s, scratch)
 	case state == scratchOtherTest:
 		log.FromContext(ctx).Info("Restore test waits for another schedule's", "echo", scratch)
-		return true, nil
+		return false, true, nil
 	}
 	message := scratchTakenMessage(scratch)
-	s.Status.LastRestoreTestScheduleTime = ptrTime(due)
 	r.Recorder.Event(s, corev1.EventTypeWarning, echov1alpha1.EventReasonScratchEchoTaken, message)
 	s.Status.LastRestoreTest = &echov1alpha1.RestoreTestResult{CompletionTime: metav1.NewTime(now),
 		Outcome: echov1alpha1.RestoreTestFailed, Reason: echov1alpha1.RestoreTestReasonScratchEchoTaken, Message: message}
-	return false, nil
+	return false, false, nil
 }
 
 // ensureRestoreTestCondition sets RestoreTestReady: False while an Echo no
@@ -430,25 +494,35 @@ func (r *EchoBackupScheduleReconciler) newestCompletedBackup(ctx context.Context
 	return "", nil
 }
 
-// startRestoreTest creates the EchoRestore of the test due at a run time,
-// owned by the schedule; the restore creates the scratch Echo.
-func (r *EchoBackupScheduleReconciler) startRestoreTest(ctx context.Context, s *echov1alpha1.EchoBackupSchedule,
-	backup, scratch string, due, now time.Time) error {
+// restoreTestRun is a restore test about to start: the backup it tests,
+// the scratch Echo it restores into, its run time, now, and the request it
+// honours ("" for the cron's).
+type restoreTestRun struct {
+	backup, scratch, request string
+	at, now                  time.Time
+}
+
+// startRestoreTest creates the EchoRestore of a restore test, owned by the
+// schedule; the restore creates the scratch Echo.
+func (r *EchoBackupScheduleReconciler) startRestoreTest(ctx context.Context, s *echov1alpha1.EchoBackupSchedule, run restoreTestRun) error {
 	rs := &echov1alpha1.EchoRestore{
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace: s.Namespace, Name: restoreTestName(s.Name, due),
+			Namespace: s.Namespace, Name: restoreTestName(s.Name, run.at),
 			Labels: map[string]string{echov1alpha1.RestoreTestOfLabel: s.Name},
 			Annotations: map[string]string{
-				echov1alpha1.ScheduledAtAnnotation:        due.UTC().Format(time.RFC3339),
-				echov1alpha1.RestoreTestStartedAnnotation: now.UTC().Format(time.RFC3339),
+				echov1alpha1.ScheduledAtAnnotation:        run.at.UTC().Format(time.RFC3339),
+				echov1alpha1.RestoreTestStartedAnnotation: run.now.UTC().Format(time.RFC3339),
 			},
 		},
 		Spec: echov1alpha1.EchoRestoreSpec{
-			Source:       echov1alpha1.RestoreSource{BackupName: backup},
-			EchoName:     scratch,
+			Source:       echov1alpha1.RestoreSource{BackupName: run.backup},
+			EchoName:     run.scratch,
 			ExistingData: echov1alpha1.ExistingDataFail,
 			Timeout:      &metav1.Duration{Duration: restoreTestTimeout(s.Spec.RestoreTest)},
 		},
+	}
+	if run.request != "" {
+		rs.Annotations[echov1alpha1.RestoreTestRequestAnnotation] = run.request
 	}
 	if err := controllerutil.SetControllerReference(s, rs, r.Scheme()); err != nil {
 		return fmt.Errorf("owning EchoRestore %s: %w", rs.Name, err)
@@ -460,8 +534,7 @@ func (r *EchoBackupScheduleReconciler) startRestoreTest(ctx context.Context, s *
 			return fmt.Errorf("reading EchoRestore %s: %w", rs.Name, err)
 		}
 		if !metav1.IsControlledBy(existing, s) {
-			s.Status.LastRestoreTestScheduleTime = ptrTime(due)
-			r.recordRestoreTest(ctx, s, &echov1alpha1.RestoreTestResult{Restore: rs.Name, Backup: backup, CompletionTime: metav1.NewTime(now),
+			r.recordRestoreTest(ctx, s, &echov1alpha1.RestoreTestResult{Restore: rs.Name, Backup: run.backup, CompletionTime: metav1.NewTime(run.now),
 				Outcome: echov1alpha1.RestoreTestFailed, Reason: echov1alpha1.ReasonJobNotOwned,
 				Message: fmt.Sprintf("EchoRestore %s exists and is not this schedule's restore test: delete it, and the next run time tests again", rs.Name)})
 			return nil
@@ -471,10 +544,13 @@ func (r *EchoBackupScheduleReconciler) startRestoreTest(ctx context.Context, s *
 	if err != nil {
 		return fmt.Errorf("creating EchoRestore %s: %w", rs.Name, err)
 	}
-	s.Status.LastRestoreTestScheduleTime = ptrTime(due)
-	log.FromContext(ctx).Info("Started restore test", "restore", rs.Name, "backup", backup, "echo", scratch)
-	r.Recorder.Eventf(s, corev1.EventTypeNormal, echov1alpha1.EventReasonRestoreTestStarted,
-		"Restoring EchoBackup %s into scratch Echo %s (EchoRestore %s) to test it", backup, scratch, rs.Name)
+	log.FromContext(ctx).Info("Started restore test", "restore", rs.Name, "backup", run.backup, "echo", run.scratch, "requested", run.request != "")
+	reason, why := echov1alpha1.EventReasonRestoreTestStarted, "to test it"
+	if run.request != "" {
+		reason, why = echov1alpha1.EventReasonRestoreTestRequested, "as annotation "+echov1alpha1.RestoreTestNowAnnotation+" asked"
+	}
+	r.Recorder.Eventf(s, corev1.EventTypeNormal, reason,
+		"Restoring EchoBackup %s into scratch Echo %s (EchoRestore %s) %s", run.backup, run.scratch, rs.Name, why)
 	return nil
 }
 

@@ -328,3 +328,65 @@ func TestEchoBackupScheduleRestoreTestRefuses(t *testing.T) {
 		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error { return k8sClient.Delete(ctx, rs) })).To(Succeed())
 	})
 }
+
+// A restore test asked for with echo.dev/restore-test-now runs once per
+// request, even while the schedule's restore tests are suspended, and
+// leaves the cron's run times alone.
+func TestEchoBackupScheduleRestoreTestOnRequest(t *testing.T) {
+	RegisterTestingT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	createEcho(t, newEcho(ns, "web", persistentEcho))
+	key := types.NamespacedName{Namespace: ns, Name: "nightly"}
+	s := restoreTestSchedule(ns, key.Name)
+	s.Spec.RestoreTest.Suspend = true
+	Expect(k8sClient.Create(ctx, s)).To(Succeed())
+
+	t.Run("without a completed backup the request is skipped", func(t *testing.T) {
+		RegisterTestingT(t)
+		requestRestoreTestNow(t, key, "1")
+		Eventually(func(g Gomega) {
+			s := getSchedule(g, key)
+			g.Expect(s.Annotations).NotTo(HaveKey(echov1alpha1.RestoreTestNowAnnotation), "a request is honoured once")
+			g.Expect(s.Status.LastRestoreTest).NotTo(BeNil())
+			g.Expect(s.Status.LastRestoreTest.Outcome).To(Equal(echov1alpha1.RestoreTestSkipped))
+			g.Expect(s.Status.LastRestoreTest.Reason).To(Equal(echov1alpha1.RestoreTestReasonNoCompletedBackup))
+		}, timeout, interval).Should(Succeed())
+		Expect(restoreTests(Default, key)).To(BeEmpty())
+	})
+
+	t.Run("a request tests the newest backup once", func(t *testing.T) {
+		RegisterTestingT(t)
+		scheduleBackup(t, ns, key.Name, "web-1")
+		requestRestoreTestNow(t, key, "2")
+		var rs echov1alpha1.EchoRestore
+		Eventually(func(g Gomega) {
+			tests := restoreTests(g, key)
+			g.Expect(tests).To(HaveLen(1))
+			rs = tests[0]
+			g.Expect(getSchedule(g, key).Annotations).NotTo(HaveKey(echov1alpha1.RestoreTestNowAnnotation))
+		}, timeout, interval).Should(Succeed())
+		Expect(rs.Annotations).To(HaveKeyWithValue(echov1alpha1.RestoreTestRequestAnnotation, "2"))
+		Expect(rs.Spec.Source.BackupName).To(Equal("web-1"))
+		Expect(rs.Spec.Timeout.Duration).To(Equal(30*time.Minute), "the schedule's restoreTest.timeout")
+		Eventually(func(g Gomega) []string { return eventReasons(g, ns, key.Name) }, timeout, interval).
+			Should(ContainElement(echov1alpha1.EventReasonRestoreTestRequested))
+
+		finishMoverJob(t, waitJob(t, ns, rs.Name+"-inspect"), "", false)
+		res := waitRestoreTestResult(t, key, rs.Name)
+		Expect(res.Outcome).To(Equal(echov1alpha1.RestoreTestFailed))
+		Consistently(func(g Gomega) []echov1alpha1.EchoRestore { return restoreTests(g, key) }, "500ms", interval).
+			Should(BeEmpty(), "one test per request")
+		s := getSchedule(Default, key)
+		Expect(s.Status.LastRestoreTestScheduleTime).To(BeNil(), "the cron's run times are left alone")
+		Expect(s.Status.NextRestoreTestTime).To(BeNil(), "the schedule's tests stay suspended")
+	})
+}
+
+// requestRestoreTestNow asks a schedule for a restore test now, as the
+// docs show: kubectl annotate echobackupschedule NAME
+// echo.dev/restore-test-now=<time> --overwrite.
+func requestRestoreTestNow(t *testing.T, key types.NamespacedName, value string) {
+	t.Helper()
+	annotateSchedule(t, key, echov1alpha1.RestoreTestNowAnnotation, value)
+}

@@ -49,7 +49,10 @@ const (
 	RestoreTestReasonDeadlineExceeded  = "DeadlineExceeded"
 	RestoreTestReasonRestoreDeleted    = "RestoreDeleted"
 
-	EventReasonRestoreTestStarted   = "RestoreTestStarted"
+	EventReasonRestoreTestStarted = "RestoreTestStarted"
+	// EventReasonRestoreTestRequested: a restore test was started on
+	// request (RestoreTestNowAnnotation).
+	EventReasonRestoreTestRequested = "RestoreTestRequested"
 	EventReasonRestoreTestSucceeded = "RestoreTestSucceeded"
 	EventReasonRestoreTestFailed    = "RestoreTestFailed"
 	EventReasonRestoreTestSkipped   = "RestoreTestSkipped"
@@ -64,6 +67,20 @@ const RestoreTestOfLabel = "echo.dev/restore-test-of"
 // RestoreTestStartedAnnotation records, on the EchoRestore of a restore
 // test, when the test started (RFC 3339): its deadline counts from there.
 const RestoreTestStartedAnnotation = "echo.dev/restore-test-started-at"
+
+// RestoreTestNowAnnotation on an EchoBackupSchedule asks for a restore
+// test now, whatever its value (the time of the request is a good one),
+// and even while spec.restoreTest is suspended or absent (the test then
+// has the default timeout). The operator starts one test per request, as
+// soon as no other test of the schedule is under way, records the value
+// on the test's EchoRestore (RestoreTestRequestAnnotation), then removes
+// the annotation. The cron's run times are left alone.
+const RestoreTestNowAnnotation = "echo.dev/restore-test-now"
+
+// RestoreTestRequestAnnotation records, on the EchoRestore of a restore
+// test started on request, the value of the RestoreTestNowAnnotation it
+// honours, so that the request is honoured once.
+const RestoreTestRequestAnnotation = "echo.dev/restore-test-request"
 
 // DefaultRestoreTestTimeout is the spec.restoreTest.timeout of a schedule
 // that sets none.

@@ -75,6 +75,7 @@ var eventActions = map[string]string{
 	EventReasonPrunedBackup:     EventActionPruning,
 
 	EventReasonRestoreTestStarted:   EventActionTestingRestore,
+	EventReasonRestoreTestRequested: EventActionTestingRestore,
 	EventReasonRestoreTestSucceeded: EventActionTestingRestore,
 	EventReasonRestoreTestFailed:    EventActionTestingRestore,
 	EventReasonRestoreTestSkipped:   EventActionTestingRestore,
