@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/echo-operator/echo-operator/test/harness/toolbin"
 )
 
@@ -205,4 +207,27 @@ func freePort() (int, error) {
 	}
 	defer func() { _ = l.Close() }()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// RuleFile turns a PrometheusRule manifest (the Prometheus Operator's
+// kind) into a Prometheus rule file holding its rule groups, as the
+// Prometheus Operator hands them to the Prometheus it runs.
+func RuleFile(prometheusRule []byte) (string, error) {
+	var pr struct {
+		Kind string `json:"kind"`
+		Spec struct {
+			Groups []any `json:"groups"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(prometheusRule, &pr); err != nil {
+		return "", fmt.Errorf("reading the PrometheusRule: %w", err)
+	}
+	if pr.Kind != "PrometheusRule" || len(pr.Spec.Groups) == 0 {
+		return "", fmt.Errorf("not a PrometheusRule with rule groups (kind %q, %d groups)", pr.Kind, len(pr.Spec.Groups))
+	}
+	out, err := yaml.Marshal(map[string]any{"groups": pr.Spec.Groups})
+	if err != nil {
+		return "", err
+	}
+	return string(out), nil
 }
