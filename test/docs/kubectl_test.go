@@ -24,11 +24,13 @@ import (
 const (
 	readmeDoc = "README.md"
 	docsDir   = "docs"
-	// e2eDir and olmDir hold the tests that run kubectl, on the simulated
-	// cluster and with OLM on the real node; each command they run as the
-	// documentation shows it is the argument list of a call of
-	// documentedFunc, in string literals.
+	// e2eDir, nodeDir and olmDir hold the tests that run kubectl, on the
+	// simulated cluster, with real containers on the real node, and with
+	// OLM on the real node; each command they run as the documentation
+	// shows it is the argument list of a call of documentedFunc, in string
+	// literals.
 	e2eDir         = "test/e2e"
+	nodeDir        = "test/e2enode"
 	olmDir         = "test/olmnode"
 	documentedFunc = "documented"
 	kubectlCheck   = "test/docs/kubectl_test.go"
@@ -816,7 +818,7 @@ type testedCmd struct {
 }
 
 // testedKubectl returns the commands of every call of documentedFunc in the
-// test files of e2eDir and olmDir. Each argument must be a string literal, so that
+// test files of e2eDir, nodeDir and olmDir. Each argument must be a string literal, so that
 // what runs is what is read here.
 func testedKubectl(fsys fs.FS) ([]testedCmd, []string) {
 	var (
@@ -825,7 +827,7 @@ func testedKubectl(fsys fs.FS) ([]testedCmd, []string) {
 		fset     = token.NewFileSet()
 		names    []string
 	)
-	for _, dir := range []string{e2eDir, olmDir} {
+	for _, dir := range []string{e2eDir, nodeDir, olmDir} {
 		entries, err := fs.ReadDir(fsys, dir)
 		if err != nil {
 			return nil, []string{err.Error()}
@@ -946,7 +948,7 @@ func checkKubectl(documented []docKubectl, tested []testedCmd, exclusions []kube
 			used[excluded] = true
 		default:
 			problems = append(problems, fmt.Sprintf("%s: no test runs this command (canonical form `%s`); run it in a test of %s, declared as %s(%s), or add it with the reason to kubectlExclusions in %s",
-				d, d.cmd, e2eDir+" (OLM's: "+olmDir+")", documentedFunc, goArgs(d.cmd.words()), kubectlCheck))
+				d, d.cmd, e2eDir+" (real containers': "+nodeDir+", OLM's: "+olmDir+")", documentedFunc, goArgs(d.cmd.words()), kubectlCheck))
 		}
 	}
 	for i, x := range exclusions {
@@ -1207,7 +1209,7 @@ func TestCheckKubectl(t *testing.T) {
 			name: "a command no test runs",
 			docs: []docKubectl{doc("kubectl get echo -o wide", 7)},
 			want: []string{`docs/x.md:7: kubectl get echo -o wide: no test runs this command (canonical form ` + "`get echo --output=wide`" +
-				`); run it in a test of test/e2e (OLM's: test/olmnode), declared as documented("get", "echo", "--output=wide")`},
+				`); run it in a test of test/e2e (real containers': test/e2enode, OLM's: test/olmnode), declared as documented("get", "echo", "--output=wide")`},
 		},
 		{
 			name: "a fragment whose flags no test has",
@@ -1247,11 +1249,13 @@ func TestA(t *testing.T) {
 }
 `)},
 		"test/e2e/helper.go":     {Data: []byte("package e2e\n\nvar _ = documented(\"not\", \"read\")\n")},
+		"test/e2enode/c_test.go": {Data: []byte("package e2enode\n\nvar _ = documented(\"get\", \"pods\")\n")},
 		"test/olmnode/b_test.go": {Data: []byte("package olmnode\n\nvar _ = documented(\"get\", \"csv\", \"-n\", \"olm\")\n")},
 	}
 	tested, problems := testedKubectl(fsys)
-	if len(tested) != 2 || tested[0].cmd.String() != "get echo NAME --output=yaml" || tested[0].pos != "test/e2e/a_test.go:4" ||
-		tested[1].cmd.String() != "get csv" || tested[1].pos != "test/olmnode/b_test.go:3" {
+	if len(tested) != 3 || tested[0].cmd.String() != "get echo NAME --output=yaml" || tested[0].pos != "test/e2e/a_test.go:4" ||
+		tested[1].cmd.String() != "get pods" || tested[1].pos != "test/e2enode/c_test.go:3" ||
+		tested[2].cmd.String() != "get csv" || tested[2].pos != "test/olmnode/b_test.go:3" {
 		t.Errorf("testedKubectl = %+v", tested)
 	}
 	expectProblems(t, problems, []string{

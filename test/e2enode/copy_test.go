@@ -2,7 +2,6 @@ package e2enode
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,8 +9,6 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"k8s.io/apimachinery/pkg/util/wait"
-
-	"github.com/echo-operator/echo-operator/test/harness/clusteruser"
 )
 
 // offsiteMinIO is the second store copies go to: another MinIO, with its
@@ -23,9 +20,8 @@ var offsiteMinIO = minioServer{namespace: "minio-offsite", user: "offsite-writer
 // MinIO's (docs/backup-restore.md, Copies): the copy's Job writes the
 // artifact to the second store with the backup's checksum; once the
 // primary store has lost the artifact, a restore from the copy brings the
-// journal back. With the second store gone, the next backup still
-// completes and its copy fails, saying which store it could not reach,
-// with a Warning Event, while the primary's artifact stays whole.
+// journal back. Then the walk-through of the docs runs with the same two
+// stores (checkWalkthrough).
 // The Secret s3-credentials of the samples' MinIO must exist in ns.
 func checkCopies(t *testing.T, ns string, primary *minio.Client, journal, journalPath string) {
 	offsite := runMinIOServer(t, offsiteMinIO)
@@ -63,54 +59,7 @@ func checkCopies(t *testing.T, ns string, primary *minio.Client, journal, journa
 		}
 	})
 
-	t.Run("the copy's store unreachable", func(t *testing.T) {
-		// The second store stopped and its Service gone: a Service with
-		// no endpoints drops connections here, and each of the Job's
-		// attempts would wait for its dials to time out.
-		kubectl(t, "scale", "-n", offsiteMinIO.namespace, "deployment/minio", "--replicas=0")
-		kubectl(t, "wait", "-n", offsiteMinIO.namespace, "--for=delete", "pod", "-l", "app=minio", "--timeout=120s")
-		kubectl(t, "delete", "-n", offsiteMinIO.namespace, "service/minio", "--wait=true")
-		kubectlApply(t, ns, copiedBackupYAML("copy-unreachable"))
-		kubectl(t, "wait", "-n", ns, "--for=condition=Complete", "echobackup/copy-unreachable", "--timeout=300s")
-		// The Job retries an unreachable store twice.
-		awaitCopyPhase(t, ns, "copy-unreachable", "Failed", 5*time.Minute)
-		if complete := backupField(t, ns, "copy-unreachable", `{.status.conditions[?(@.type=="Complete")].status}`); complete != "True" {
-			t.Errorf("the backup's Complete condition is %q after its copy failed", complete)
-		}
-		reason := backupField(t, ns, "copy-unreachable", "{.status.copies[0].reason}")
-		message := backupField(t, ns, "copy-unreachable", "{.status.copies[0].message}")
-		t.Logf("the copy failed: %s: %s", reason, message)
-		endpoint := "http://minio." + offsiteMinIO.namespace + ".svc:9000"
-		if reason != "StorageError" || !strings.Contains(message, "s3://"+offsiteMinIO.bucket+"/") || !strings.Contains(message, endpoint) {
-			t.Errorf("the failed copy says %s: %q; want StorageError naming s3://%s at %s", reason, message, offsiteMinIO.bucket, endpoint)
-		}
-		copied := backupField(t, ns, "copy-unreachable", `{.status.conditions[?(@.type=="Copied")].status} {.status.conditions[?(@.type=="Copied")].reason}`)
-		if copied != "False CopyFailed" {
-			t.Errorf("the Copied condition is %q, want False CopyFailed", copied)
-		}
-		events := kubectl(t, "get", "events", "-n", ns, "--field-selector", "involvedObject.name=copy-unreachable,reason=CopyFailed",
-			"-o", `jsonpath={range .items[*]}{.type}: {.message}{"\n"}{end}`)
-		if !strings.Contains(events, "Warning: Copy offsite failed (StorageError)") {
-			t.Errorf("the CopyFailed Events of the backup:\n%s", events)
-		}
-		unreachableKey := strings.TrimPrefix(backupField(t, ns, "copy-unreachable", "{.status.location}"), "s3://"+backupBucket+"/")
-		expectArtifact(t, primary, backupBucket, unreachableKey)
-
-		// The copy's Job and pods are gone: its mover's account is kept.
-		kubectl(t, "wait", "-n", ns, "--for=delete", "job/copy-unreachable-copy-offsite", "--timeout=120s")
-		plugin := clusteruser.Kubectl{Bin: kubectlBin, Kubeconfig: cluster.KubeconfigPath(),
-			Env: []string{"PATH=" + buildPlugin(t) + string(os.PathListSeparator) + os.Getenv("PATH")}}
-		out, err := plugin.RunIn("", "echo", "logs", "copy-unreachable", "--copy", "offsite", "-n", ns)
-		if err != nil {
-			t.Fatalf("kubectl echo logs --copy: %v\n%s", err, out)
-		}
-		t.Logf("kubectl echo logs copy-unreachable --copy offsite:\n%s", out)
-		for _, want := range []string{"kept in the status of copy offsite of EchoBackup copy-unreachable", "copy failed", "s3://" + offsiteMinIO.bucket + "/"} {
-			if !strings.Contains(out, want) {
-				t.Errorf("kubectl echo logs --copy does not say %q", want)
-			}
-		}
-	})
+	t.Run("the docs' walk-through: nightly, copied, tested", func(t *testing.T) { checkWalkthrough(t, ns, journalPath, journal) })
 }
 
 // backupField is the EchoBackup's field at the JSONPath path, as
