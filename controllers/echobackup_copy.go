@@ -34,7 +34,7 @@ const copySecretPoll = 10 * time.Second
 
 // copyJobName is the name of the Job copying b to its copy name.
 func copyJobName(b *echov1alpha1.EchoBackup, name string) string {
-	return names.Child(b.Name, "copy-"+name)
+	return names.CopyJob(b.Name, name)
 }
 
 // copyJob is the Job copying the artifact of b from storage from to the

@@ -182,10 +182,9 @@ func backupCopy(b *echov1alpha1.EchoBackup, name string) (echov1alpha1.BackupCop
 	return echov1alpha1.BackupCopyStatus{}, fmt.Errorf("EchoBackup %s has no copy %q; its copies: %s", b.Name, name, orNone(strings.Join(names, ", ")))
 }
 
-// copyJobs are the recorded Jobs of b that copy it to the copy name, named
-// as the operator names them (controllers' copyJobName).
+// copyJobs are the recorded Jobs of b that copy it to the copy name.
 func copyJobs(b *echov1alpha1.EchoBackup, name string) []echov1alpha1.JobReference {
-	job := names.Child(b.Name, "copy-"+name)
+	job := names.CopyJob(b.Name, name)
 	var jobs []echov1alpha1.JobReference
 	for _, ref := range b.Status.Jobs {
 		if ref.Name == job {

@@ -22,3 +22,7 @@ func Child(parent, suffix string) string {
 	keep := MaxLen - len(suffix) - len(hash) - 2
 	return strings.TrimRight(parent[:keep], "-.") + "-" + hash + "-" + suffix
 }
+
+// CopyJob is the name of the Job that copies the backup to its copy of
+// that name (spec.copyTo[].name).
+func CopyJob(backup, copyName string) string { return Child(backup, "copy-"+copyName) }

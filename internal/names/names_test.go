@@ -28,3 +28,13 @@ func TestChild(t *testing.T) {
 		t.Error("different parents shortened to the same name")
 	}
 }
+
+func TestCopyJob(t *testing.T) {
+	if got := CopyJob("web-nightly-1", "offsite"); got != "web-nightly-1-copy-offsite" {
+		t.Errorf("CopyJob = %q", got)
+	}
+	long := strings.Repeat("b", 60)
+	if got := CopyJob(long, "offsite"); len(got) > MaxLen || !strings.HasSuffix(got, "-copy-offsite") {
+		t.Errorf("CopyJob of a long backup = %q", got)
+	}
+}
