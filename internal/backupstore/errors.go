@@ -98,6 +98,10 @@ func Reason(err error) moverprotocol.Reason {
 	switch {
 	case errors.Is(err, context.Canceled):
 		return moverprotocol.ReasonCanceled
+	case isDialFailure(err):
+		// A connection that could not be made in time: the store is
+		// unreachable, whichever deadline ran out.
+		return moverprotocol.ReasonUnavailable
 	case errors.Is(err, context.DeadlineExceeded):
 		return moverprotocol.ReasonDeadlineExceeded
 	case isNetworkError(err):
@@ -156,6 +160,13 @@ func isNetworkError(err error) bool {
 		}
 	}
 	return false
+}
+
+// isDialFailure recognises a connection to a store that could not be
+// made.
+func isDialFailure(err error) bool {
+	var opErr *net.OpError
+	return errors.As(err, &opErr) && opErr.Op == "dial"
 }
 
 func isNoSpace(err error) bool {

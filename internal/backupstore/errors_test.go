@@ -43,6 +43,8 @@ func TestReasonAndRetryable(t *testing.T) {
 		{"reset", fmt.Errorf("read: %w", syscall.ECONNRESET), "Unavailable", true},
 		{"canceled", context.Canceled, "Canceled", false},
 		{"deadline", context.DeadlineExceeded, "DeadlineExceeded", true},
+		{"dial timeout", fmt.Errorf("put: %w", &net.OpError{Op: "dial", Net: "tcp", Err: context.DeadlineExceeded}), "Unavailable", true},
+		{"dial canceled", &net.OpError{Op: "dial", Net: "tcp", Err: context.Canceled}, "Canceled", false},
 		{"other", io.ErrShortWrite, "Internal", false},
 		// A checksum failure found while a download also broke is not
 		// worth retrying.
