@@ -427,7 +427,8 @@ INSTALLER_APIS = v1|apps/v1|rbac\.authorization\.k8s\.io/v1|policy/v1|networking
 .PHONY: build-installer
 build-installer: manifests kustomize ## Write the install manifest $(INSTALLER): the CRDs, RBAC, Deployment, Services and APIService of config/default, with IMG and ECHO_IMG.
 	@mkdir -p $(dir $(INSTALLER))
-	$(call generate-installer,$(INSTALLER))
+	@$(call generate-installer,$(INSTALLER))
+	@echo "Wrote $(INSTALLER) for $(IMG) and $(ECHO_IMG)."
 
 .PHONY: verify-installer
 verify-installer: kustomize ## Fail when dist/install.yaml is stale against config/ or holds objects of APIs a plain cluster lacks.
@@ -617,7 +618,7 @@ test-olm: control-plane minio olm test-manager ## Install, run and upgrade the o
 	$(TEST_MANAGER_ENV) $(CONTROL_PLANE_ENV) $(OLM_ENV) go test ./test/olm/... -timeout $(GO_TEST_TIMEOUT) -count=1 -v $(TEST_FLAGS)
 
 .PHONY: test-olm-node
-test-olm-node: control-plane node image-tools olm olmv1 operator-sdk helm ## Install, upgrade and remove the operator through OLM (as pods), every install mode, operator-sdk run bundle, and OLM v1's ClusterExtension, on a real node (root on Linux; part of test).
+test-olm-node: control-plane node image-tools olm olmv1 operator-sdk helm controller-gen kustomize ## Install, upgrade and remove the operator through OLM (as pods), every install mode, operator-sdk run bundle, OLM v1's ClusterExtension, and the install manifest, on a real node (root on Linux; part of test).
 	$(CONTROL_PLANE_ENV) $(OLM_ENV) $(NODE_ENV) $(IMAGE_TOOLS_ENV) go test ./test/olmnode/... -timeout $(GO_TEST_TIMEOUT) -count=1 -v $(TEST_FLAGS)
 
 ##@ Tools
