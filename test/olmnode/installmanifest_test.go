@@ -33,9 +33,11 @@ const (
 // follows docs/install.md: `kubectl apply --server-side` of it, the
 // operator's rollout, the sample Echo answering over HTTP from pods of the
 // echo server's image by digest and the live API serving; then, once the
-// Echo is gone, `kubectl delete -f` of it leaves none of its objects (the
-// CRDs, the ClusterRoles and bindings, the APIService, the namespace,
-// whose deletion completes) and a namespace deleted afterwards goes too.
+// Echo is gone, `kubectl delete --ignore-not-found -f` of it (the garbage
+// collector may delete the APIService first, with its owner ClusterRole)
+// leaves none of its objects (the CRDs, the ClusterRoles and bindings,
+// the APIService, the namespace, whose deletion completes) and a
+// namespace deleted afterwards goes too.
 func TestInstallManifest(t *testing.T) {
 	const ns, team = manifestNamespace, "manifest-team"
 	explainOnFailure(t, ns, team)
@@ -63,7 +65,7 @@ func TestInstallManifest(t *testing.T) {
 
 	t.Run("uninstall", func(t *testing.T) {
 		run(t, "delete", "-n", team, "echo/"+sample, "--timeout=180s")
-		runDocumented(t, documented("delete", "-f", "dist/install.yaml").with("dist/install.yaml", manifest))
+		runDocumented(t, documented("delete", "--ignore-not-found", "-f", "dist/install.yaml").with("dist/install.yaml", manifest))
 		checkNoneLeft(t, objects)
 		checkNoLiveAPIService(t)
 		run(t, "delete", "namespace", team, "--timeout=180s")
