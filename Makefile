@@ -274,7 +274,7 @@ test-env: ## Print the environment make test gives go test, as export lines to e
 	@for v in $(TEST_MANAGER_ENV) $(CONTROL_PLANE_ENV) $(OLM_ENV) $(NODE_ENV) $(IMAGE_TOOLS_ENV); do echo "export $$v"; done
 
 .PHONY: test
-test: test-tools verify-generated verify-bundle verify-catalog scorecard-static docker-lint imagecheck-test lint test-manager test-summary ## Run every test: unit, integration (envtest), end to end and OLM (simulated cluster), the real node's and the images'; end with what ran and what skipped.
+test: test-tools verify-generated verify-bundle verify-installer verify-catalog scorecard-static docker-lint imagecheck-test lint test-manager test-summary ## Run every test: unit, integration (envtest), end to end and OLM (simulated cluster), the real node's and the images'; end with what ran and what skipped.
 	$(TEST_MANAGER_ENV) $(CONTROL_PLANE_ENV) $(OLM_ENV) $(NODE_ENV) $(IMAGE_TOOLS_ENV) go test ./... -json -timeout $(GO_TEST_TIMEOUT) -count=1 $(TEST_FLAGS) | $(TEST_SUMMARY) $(TEST_SUMMARY_FLAGS)
 
 .PHONY: test-unit
@@ -409,6 +409,49 @@ undeploy: kustomize kubectl ## Remove the operator from the cluster of $KUBECONF
 		$(KUSTOMIZE) build config/prometheus | $(KUBECTL) delete --ignore-not-found -n echo-operator-system -f -; \
 	fi
 	$(KUSTOMIZE) build config/default | $(KUBECTL) delete --ignore-not-found -f -
+
+##@ Install manifest
+
+# The install manifest: config/default, what `make deploy` applies but
+# config/prometheus, in one file for `kubectl apply --server-side -f`
+# (docs/install.md#with-the-install-manifest), naming IMG and ECHO_IMG, by
+# tag or by digest (IMG=registry.example.com/echo/echo-operator@sha256:...).
+# The committed one names the images the committed bundle names.
+INSTALLER ?= dist/install.yaml
+
+# The APIs of the install manifest's objects: those every cluster serves.
+# Objects of other APIs (the Prometheus Operator's, for one) fail the
+# apply where their CRDs are missing; verify-installer refuses them.
+INSTALLER_APIS = v1|apps/v1|rbac\.authorization\.k8s\.io/v1|policy/v1|networking\.k8s\.io/v1|apiextensions\.k8s\.io/v1|apiregistration\.k8s\.io/v1
+
+.PHONY: build-installer
+build-installer: manifests kustomize ## Write the install manifest $(INSTALLER): the CRDs, RBAC, Deployment, Services and APIService of config/default, with IMG and ECHO_IMG.
+	@mkdir -p $(dir $(INSTALLER))
+	@$(call generate-installer,$(INSTALLER))
+	@echo "Wrote $(INSTALLER) for $(IMG) and $(ECHO_IMG)."
+
+.PHONY: verify-installer
+verify-installer: kustomize ## Fail when dist/install.yaml is stale against config/ or holds objects of APIs a plain cluster lacks.
+	@foreign=$$(grep -n '^apiVersion:' dist/install.yaml | grep -vE ':apiVersion: ($(INSTALLER_APIS))$$' || true); \
+	[[ -z "$$foreign" ]] || { echo "dist/install.yaml holds objects of APIs a plain cluster lacks, which fail its apply there (put them beside config/prometheus, outside config/default):"; echo "$$foreign"; exit 1; }
+	@out=$$(mktemp -d); trap 'rm -rf $$out' EXIT; \
+	$(call generate-installer,$$out/install.yaml); \
+	diff -q dist/install.yaml $$out/install.yaml >/dev/null || \
+	{ diff -u dist/install.yaml $$out/install.yaml | head -40 || true; echo "dist/install.yaml is stale: run 'make build-installer' and commit the result."; exit 1; }
+
+# generate-installer writes the install manifest to $(1): config/default
+# built from a scratch copy of config/, edited as `make deploy` edits it
+# (manager image IMG, RELATED_IMAGE_ECHO and RELATED_IMAGE_OPERATOR), so
+# that config/ stays as it is.
+define generate-installer
+(tree=$$(mktemp -d); trap 'rm -rf $$tree' EXIT; \
+cp -r config $$tree/ && \
+(cd $$tree/config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)) && \
+sed -i 's|value: .*echo-server:.*|value: $(ECHO_IMG)|; s|value: .*/echo-operator:v.*|value: $(IMG)|' $$tree/config/manager/manager.yaml && \
+{ printf '# echo-operator %s: the operator as `make deploy` installs it, without config/prometheus.\n# Written by `make build-installer`; install it with `kubectl apply --server-side -f install.yaml`.\n' '$(VERSION)' && \
+$(KUSTOMIZE) build $$tree/config/default; } > $$tree/install.yaml && \
+mv $$tree/install.yaml $(1))
+endef
 
 ##@ Images (no container engine needed; see docs/development.md#images)
 
@@ -575,7 +618,7 @@ test-olm: control-plane minio olm test-manager ## Install, run and upgrade the o
 	$(TEST_MANAGER_ENV) $(CONTROL_PLANE_ENV) $(OLM_ENV) go test ./test/olm/... -timeout $(GO_TEST_TIMEOUT) -count=1 -v $(TEST_FLAGS)
 
 .PHONY: test-olm-node
-test-olm-node: control-plane node image-tools olm olmv1 operator-sdk helm ## Install, upgrade and remove the operator through OLM (as pods), every install mode, operator-sdk run bundle, and OLM v1's ClusterExtension, on a real node (root on Linux; part of test).
+test-olm-node: control-plane node image-tools olm olmv1 operator-sdk helm controller-gen kustomize ## Install, upgrade and remove the operator through OLM (as pods), every install mode, operator-sdk run bundle, OLM v1's ClusterExtension, and the install manifest, on a real node (root on Linux; part of test).
 	$(CONTROL_PLANE_ENV) $(OLM_ENV) $(NODE_ENV) $(IMAGE_TOOLS_ENV) go test ./test/olmnode/... -timeout $(GO_TEST_TIMEOUT) -count=1 -v $(TEST_FLAGS)
 
 ##@ Tools

@@ -7,7 +7,9 @@
 // through `replaces` and uninstall, and every install mode of the CSV.
 // It also installs OLM v1 (operator-controller and catalogd, as pods from
 // images built here) and the operator through it, with a ClusterCatalog
-// and a ClusterExtension.
+// and a ClusterExtension. Beside OLM, it installs the operator with the
+// install manifest (`make build-installer`, naming the images built here
+// by digest) and checks that deleting it leaves nothing.
 //
 // The images are built with BuildKit (test/harness/imagebuild) into a
 // registry on loopback, which the node's containerd uses as the mirror of

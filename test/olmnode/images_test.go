@@ -31,6 +31,9 @@ const (
 type suiteImages struct {
 	// Operator is the image the committed bundle's CSV names.
 	Operator string
+	// Project are the operator's and echo server's images as built, with
+	// their digests.
+	Project []imagebuild.ProjectImage
 	// OLM and OPM are OLM's image (olm, catalog, package-server, cpb) and
 	// opm's, which serves catalogs and unpacks bundles.
 	OLM, OPM string
@@ -74,6 +77,7 @@ func buildImages(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	images.Project = project
 	for _, img := range project {
 		if img.Target == "operator" {
 			images.Operator = "quay.io/" + img.Repo + ":" + img.Tag
