@@ -119,12 +119,12 @@ func (f *serviceForwarder) handle(ctx context.Context, local net.Conn) {
 	defer stop()
 	remote, pod, err := f.open(ctx)
 	if err != nil {
-		fmt.Fprintf(f.log, "forward: connection from %s: %v\n", local.RemoteAddr(), err)
+		_, _ = fmt.Fprintf(f.log, "forward: connection from %s: %v\n", local.RemoteAddr(), err)
 		return
 	}
-	fmt.Fprintf(f.log, "Handling connection from %s with pod %s\n", local.RemoteAddr(), pod)
+	_, _ = fmt.Fprintf(f.log, "Handling connection from %s with pod %s\n", local.RemoteAddr(), pod)
 	if err := pipe(local, remote); err != nil {
-		fmt.Fprintf(f.log, "forward: connection from %s with pod %s: %v\n", local.RemoteAddr(), pod, err)
+		_, _ = fmt.Fprintf(f.log, "forward: connection from %s with pod %s: %v\n", local.RemoteAddr(), pod, err)
 	}
 }
 

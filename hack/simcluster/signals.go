@@ -46,10 +46,10 @@ func onStopSignals(grace time.Duration, log io.Writer, exit func(int)) (_ contex
 					first = time.Now()
 					cancel()
 				case time.Since(first) < grace:
-					fmt.Fprintf(log, "simcluster: %s ignored: still stopping (a signal after %s ends simcluster at once)\n",
+					_, _ = fmt.Fprintf(log, "simcluster: %s ignored: still stopping (a signal after %s ends simcluster at once)\n",
 						sig, (grace - time.Since(first)).Round(time.Second))
 				default:
-					fmt.Fprintf(log, "simcluster: %s after %s of stopping: ending at once; the next start cleans what is left\n", sig, grace)
+					_, _ = fmt.Fprintf(log, "simcluster: %s after %s of stopping: ending at once; the next start cleans what is left\n", sig, grace)
 					exit(130)
 				}
 			}
