@@ -73,10 +73,14 @@ start_local_cluster() {
 # the caBundle of its APIService, which this script registers with a
 # Service that leads kube-apiserver to this process: at the real node's
 # address (kube-apiserver dials a Service's endpoints there), or at
-# 127.0.0.1 through an ExternalName Service.
+# 127.0.0.1 through an ExternalName Service. The operator keeps the
+# APIService owned by the viewer ClusterRole, as `make deploy` names it
+# (config/base's namePrefix): the script creates that role first.
 LIVE_API_PORT="${LIVE_API_PORT:-9443}"
 register_live_api() {
   local service
+  sed 's/^  name: echo-viewer-role$/  name: echo-operator-echo-viewer-role/' config/rbac/echo_viewer_role.yaml |
+    "${KUBECTL}" apply -f - >/dev/null
   if [[ "${real_node}" == true ]]; then
     LIVE_API_ADDRESS=10.255.0.1
     service="apiVersion: v1
