@@ -159,7 +159,9 @@ func (f *serviceForwarder) open(ctx context.Context) (stream, string, error) {
 
 // pipe copies between the local connection and the pod's stream until the
 // pod's side ends or the local side fails; the end of the local side's
-// data is passed on. It returns what the pod's side reported.
+// data is passed on. It closes the local connection first, so that a
+// client reading to the end is not kept waiting, and returns what the
+// pod's side reported.
 func pipe(local net.Conn, remote stream) error {
 	remoteDone, localFailed := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -177,6 +179,7 @@ func pipe(local net.Conn, remote stream) error {
 	case <-remoteDone:
 	case <-localFailed:
 	}
+	_ = local.Close()
 	return remote.Close()
 }
 

@@ -233,3 +233,45 @@ func TestForwardFollowsTheServiceAcrossARollout(t *testing.T) {
 		t.Error("the forward still listens once stopped")
 	}
 }
+
+// slowClose is a pod stream whose Close waits for the test, as the error
+// stream of a port-forward may.
+type slowClose struct {
+	*net.TCPConn
+	release chan struct{}
+}
+
+func (s slowClose) Close() error {
+	<-s.release
+	return s.TCPConn.Close()
+}
+
+// TestPipeEndsTheLocalConnectionFirst: a client that reads to the end of
+// the answer gets it once the pod's side ends, not once the pod's stream
+// is done closing.
+func TestPipeEndsTheLocalConnectionFirst(t *testing.T) {
+	pod := startFakePod(t, "echo-a")
+	remote, err := net.Dial("tcp", pod.l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, local := net.Pipe()
+	release := make(chan struct{})
+	piped := make(chan error, 1)
+	go func() { piped <- pipe(local, slowClose{TCPConn: remote.(*net.TCPConn), release: release}) }()
+	if _, err := io.WriteString(client, "hello\n"); err != nil {
+		t.Fatal(err)
+	}
+	_ = client.SetReadDeadline(time.Now().Add(10 * time.Second))
+	answer, err := io.ReadAll(client)
+	if err != nil {
+		t.Fatalf("reading to the end: %v (got %q)", err, answer)
+	}
+	if string(answer) != "echo-a: hello\n" {
+		t.Errorf("answer %q", answer)
+	}
+	close(release)
+	if err := <-piped; err != nil {
+		t.Errorf("pipe: %v", err)
+	}
+}
