@@ -12,17 +12,34 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "${root}"
 KUBECTL="${KUBECTL:?run through make run}"
-work="${root}/bin/run"
+# Where the run keeps its kubeconfig, logs and cluster state.
+work="${RUN_DIR:-${root}/bin/run}"
 mkdir -p "${work}"
+work="$(cd "${work}" && pwd)"
 # The local port `make run` forwards to the sample Echo on a real node.
 ECHO_PORT="${ECHO_PORT:-8080}"
 
+# Stopping. A terminal's Ctrl-C reaches every process of its group at
+# once: this script, the cluster (hack/simcluster), the operator and the
+# forward. The script then signals each of its processes, which is no harm
+# to one that got the signal already (simcluster ignores signals during its
+# teardown), and waits for all of them: for the cluster, until its node's
+# containers, mounts, bridge and routes are gone. Signals during that wait
+# are ignored: a second Ctrl-C does not cut it short.
 pids=()
+stopping=false
 cleanup() {
-  for pid in "${pids[@]}"; do kill "${pid}" 2>/dev/null || true; done
-  wait 2>/dev/null || true
+  [[ "${stopping}" == false ]] || return 0
+  stopping=true
+  trap '' INT TERM HUP
+  if ((${#pids[@]})); then
+    printf '\nStopping what make run started (the cluster takes a few seconds)...\n'
+    kill "${pids[@]}" 2>/dev/null || true
+    wait || true
+  fi
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
 
 say() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 
@@ -56,10 +73,14 @@ start_local_cluster() {
 # the caBundle of its APIService, which this script registers with a
 # Service that leads kube-apiserver to this process: at the real node's
 # address (kube-apiserver dials a Service's endpoints there), or at
-# 127.0.0.1 through an ExternalName Service.
+# 127.0.0.1 through an ExternalName Service. The operator keeps the
+# APIService owned by the viewer ClusterRole, as `make deploy` names it
+# (config/base's namePrefix): the script creates that role first.
 LIVE_API_PORT="${LIVE_API_PORT:-9443}"
 register_live_api() {
   local service
+  sed 's/^  name: echo-viewer-role$/  name: echo-operator-echo-viewer-role/' config/rbac/echo_viewer_role.yaml |
+    "${KUBECTL}" apply -f - >/dev/null
   if [[ "${real_node}" == true ]]; then
     LIVE_API_ADDRESS=10.255.0.1
     service="apiVersion: v1
@@ -151,10 +172,15 @@ fi
 
 if [[ "${real_node}" == true ]]; then
   say "Forwarding 127.0.0.1:${ECHO_PORT} to the sample Echo's Service"
-  "${KUBECTL}" port-forward svc/echo-sample "${ECHO_PORT}:80" --address 127.0.0.1 >"${work}/port-forward.log" 2>&1 &
-  pids+=("$!")
+  # Like kubectl port-forward svc/echo-sample, but to a ready pod of the
+  # Service for each connection, so the forward outlives rollouts.
+  "${work}/simcluster" forward --kubeconfig "${KUBECONFIG}" --namespace default --service echo-sample --port 80 \
+    --address "127.0.0.1:${ECHO_PORT}" >"${work}/port-forward.log" 2>&1 &
+  forward="$!"
+  pids+=("${forward}")
   for _ in $(seq 1 30); do
     grep -q "Forwarding from" "${work}/port-forward.log" && break
+    kill -0 "${forward}" 2>/dev/null || { cat "${work}/port-forward.log"; exit 1; }
     sleep 1
   done
   echo "\$ curl http://127.0.0.1:${ECHO_PORT}/hello"
@@ -168,7 +194,7 @@ if [[ "${real_node}" == true ]]; then
     exec 3<&-
   fi
   echo
-  say "echo-operator is running, and echo-sample answers: curl http://127.0.0.1:${ECHO_PORT}/hello. In another terminal: export KUBECONFIG=${KUBECONFIG}; kubectl get echoes, kubectl get echorevisions. Ctrl-C stops it all."
+  say "echo-operator is running, and echo-sample answers: curl http://127.0.0.1:${ECHO_PORT}/hello (the forward follows the Echo's rollouts). In another terminal: export KUBECONFIG=${KUBECONFIG}; kubectl get echoes, kubectl get echorevisions. Ctrl-C stops it all."
 else
   say "echo-operator is running. Try: KUBECONFIG=${KUBECONFIG:-~/.kube/config} kubectl get echoes, kubectl get echorevisions. Ctrl-C stops it."
 fi

@@ -1,16 +1,13 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
@@ -33,6 +30,10 @@ func (s *stringList) Set(v string) error {
 }
 
 func main() {
+	run := run
+	if len(os.Args) > 1 && os.Args[1] == "forward" {
+		run = func() error { return runForward(os.Args[2:]) }
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "simcluster:", err)
 		os.Exit(1)
@@ -86,8 +87,10 @@ func run() error {
 		opts.Stdout = os.Stderr
 	}
 
-	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stopSignals()
+	// The first signal stops the cluster; those during its teardown do not
+	// cut it short (onStopSignals).
+	ctx, releaseSignals := onStopSignals(stopGrace, os.Stderr, os.Exit)
+	defer releaseSignals()
 
 	begin := time.Now()
 	var cluster interface {
@@ -110,8 +113,6 @@ func run() error {
 		fmt.Printf("simcluster ready in %s: %d %s node(s); export KUBECONFIG=%s (logs in %s)\n",
 			time.Since(begin).Round(100*time.Millisecond), *nodes, nodeKind, kubeconfigPath, cluster.WorkDir())
 		<-ctx.Done()
-		// A second signal now ends the process at once.
-		stopSignals()
 		fmt.Fprintln(os.Stderr, "simcluster: stopping")
 	}
 	stopErr := cluster.Stop()

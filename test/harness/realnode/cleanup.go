@@ -145,7 +145,7 @@ func waitGone(pids []int) error {
 // unmountUnder detaches every mount at or below root, deepest first: the
 // kubelet's volumes and the pods' network namespaces.
 func unmountUnder(root string) error {
-	mounts, err := mountsUnder(root)
+	mounts, err := MountsUnder(root)
 	if err != nil {
 		return err
 	}
@@ -159,7 +159,7 @@ func unmountUnder(root string) error {
 }
 
 // MountsUnder lists the mount points at or below root, deepest first.
-func mountsUnder(root string) ([]string, error) {
+func MountsUnder(root string) ([]string, error) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return nil, err

@@ -287,6 +287,18 @@ func lockMachine() (*os.File, error) {
 	}
 }
 
+// HoldMachine takes the machine-wide lock of real nodes, waiting while a
+// node runs, and keeps it until release: no node starts meanwhile. A test
+// that checks that a stopped node left nothing on the host (its bridge,
+// routes, processes, mounts) reads the host while it holds it.
+func HoldMachine() (release func() error, err error) {
+	lock, err := lockMachine()
+	if err != nil {
+		return nil, err
+	}
+	return lock.Close, nil
+}
+
 // recordedRoot is the root the lock file names, or "".
 func recordedRoot(lock *os.File) string {
 	data, err := os.ReadFile(lock.Name())
