@@ -428,6 +428,13 @@ IMAGES_FLAGS ?=
 images: image-tools node ## Build the operator and echo server images from the Dockerfile with BuildKit and push them to a registry on 127.0.0.1 (root on Linux).
 	$(NODE_ENV) $(IMAGE_TOOLS_ENV) go run ./hack/images -root $(CURDIR) -version $(VERSION) -tag $(IMAGES_TAG) $(IMAGES_FLAGS)
 
+# The platforms of docker-buildx: an OCI index of them per image.
+PLATFORMS ?= linux/amd64,linux/arm64
+
+.PHONY: docker-buildx
+docker-buildx: image-tools node ## Build the operator and echo server images for $(PLATFORMS) with BuildKit (cross-compiled, no emulation), push each as an OCI index to a registry on 127.0.0.1 and print the indexes' digests.
+	$(NODE_ENV) $(IMAGE_TOOLS_ENV) go run ./hack/images -root $(CURDIR) -version $(VERSION) -tag $(IMAGES_TAG) -platforms $(PLATFORMS) $(IMAGES_FLAGS)
+
 .PHONY: imagecheck-test
 imagecheck-test: golangci-lint ## Vet, lint and test hack/imagecheck (a Go module of its own).
 	cd hack/imagecheck && go vet ./... && $(GOLANGCI_LINT) run ./... && go test ./... -count=1
