@@ -442,7 +442,7 @@ imagecheck-test: golangci-lint ## Vet, lint and test hack/imagecheck (a Go modul
 ##@ Bundle
 
 .PHONY: bundle
-bundle: manifests kustomize operator-sdk verify-version ## Generate the OLM bundle (bundle/, bundle.Dockerfile) from config/ and validate it.
+bundle: verify-replaces manifests kustomize operator-sdk verify-version ## Generate the OLM bundle (bundle/, bundle.Dockerfile) from config/ and validate it.
 	$(call generate-bundle,$(CURDIR))
 	$(call validate-bundle,bundle)
 
@@ -456,7 +456,7 @@ bundle-validate: operator-sdk ## Validate bundle/ with the operatorframework sui
 PLAIN_CLUSTER_APIS = v1|apps/v1|rbac\.authorization\.k8s\.io/v1|policy/v1|networking\.k8s\.io/v1|apiextensions\.k8s\.io/v1|operators\.coreos\.com/v1alpha1
 
 .PHONY: verify-bundle
-verify-bundle: kustomize operator-sdk verify-version ## Fail when bundle/ is stale against config/, PROJECT and the API types, or does not validate.
+verify-bundle: verify-replaces kustomize operator-sdk verify-version ## Fail when bundle/ is stale against config/, PROJECT and the API types, or does not validate.
 	@crds=$$(sed -n 's/^    kind: //p' config/crd/bases/*.yaml | sort); project=$$(sed -n 's/^  kind: //p' PROJECT | sort); \
 	[[ "$$crds" == "$$project" ]] || { echo "PROJECT's kinds ($$(echo $$project)) are not those of config/crd/bases ($$(echo $$crds)): add the missing resources to PROJECT."; exit 1; }
 	@foreign=$$(grep -H '^apiVersion:' bundle/manifests/*.yaml | grep -vE ':apiVersion: ($(PLAIN_CLUSTER_APIS))$$' || true); \
@@ -494,6 +494,20 @@ scorecard-static: operator-sdk ## Run the scorecard's static tests (basic and ol
 verify-version: ## Fail when the chart's appVersion is not $(VERSION).
 	@v=$$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\} *$$/\1/p' helm-charts/echo/Chart.yaml); \
 	[[ "$$v" == "$(VERSION)" ]] || { echo "helm-charts/echo/Chart.yaml has appVersion $$v, the Makefile VERSION $(VERSION): make them equal."; exit 1; }
+
+# The releases are the CSVs of $(CATALOG_TEMPLATE)'s channel entries, the
+# first release the first of them: any later VERSION replaces one of them.
+CATALOG_RELEASES = grep -oE 'name: $(PACKAGE)\.v[^ ,}]+' $(CATALOG_TEMPLATE) | sed 's/^name: $(PACKAGE)\.v//'
+
+.PHONY: verify-replaces
+verify-replaces: ## Fail when VERSION is not the first release of $(CATALOG_TEMPLATE) and REPLACES is empty, or REPLACES is not a release there.
+	@releases=$$($(CATALOG_RELEASES)); first=$$(head -n1 <<<"$$releases"); \
+	previous=$$(grep -vxF '$(VERSION)' <<<"$$releases" | tail -n1 || true); \
+	if [[ -z "$(REPLACES)" ]]; then \
+		[[ -z "$$first" || "$$first" == "$(VERSION)" ]] || { echo "VERSION $(VERSION) is not the first release ($$first in $(CATALOG_TEMPLATE)): set REPLACES to the release it upgrades from, e.g. make bundle VERSION=$(VERSION) REPLACES=$$previous."; exit 1; }; \
+	elif [[ "$(REPLACES)" == "$(VERSION)" ]] || ! grep -qxF '$(REPLACES)' <<<"$$releases"; then \
+		echo "REPLACES=$(REPLACES) is not an earlier release in $(CATALOG_TEMPLATE) (it lists $$(echo $$releases)): set it to the release VERSION $(VERSION) upgrades from."; exit 1; \
+	fi
 
 .PHONY: bundle-build
 bundle-build: ## Build the bundle image $(BUNDLE_IMG) with $(CONTAINER_TOOL).
