@@ -28,7 +28,8 @@ BUNDLE_IMGS ?= $(BUNDLE_IMG)
 CATALOG_IMG ?= $(IMAGE_TAG_BASE)-catalog:v$(VERSION)
 # true: the bundle names the operator's and echo server's images by digest
 # (operator-sdk generate bundle --use-image-digests, which reads the digests
-# from their registry).
+# from their registry: IMG and ECHO_IMG must be pushed and reachable, e.g.
+# in the registry `make docker-buildx IMAGES_FLAGS=-serve` serves).
 USE_IMAGE_DIGESTS ?= false
 # Channels of the bundle and the channel a Subscription follows by default:
 # alpha while the API is v1alpha1 (a stable channel comes with a stable API).
@@ -537,17 +538,22 @@ catalog-push: ## Push the catalog image.
 # served by the operator, not CRDs), and then only warns that it found no
 # Go type for each kind, which fails here. operator-sdk stamps
 # createdAt with the wall clock and has no option for spec.replaces: both
-# are set afterwards, with containerImage and olm.skipRange.
+# are set afterwards, with containerImage and olm.skipRange. With
+# USE_IMAGE_DIGESTS=true operator-sdk resolves every image the CSV names
+# (the Deployment's, RELATED_IMAGE_*, containerImage, which the base CSV
+# takes from IMG) to its digest in its registry, and fails where that is
+# unreachable.
 define generate-bundle
 (cd $(1)/config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)); \
 sed -i 's|value: .*echo-server:.*|value: $(ECHO_IMG)|; s|value: .*/echo-operator:v.*|value: $(IMG)|' $(1)/config/manager/manager.yaml; \
+sed -i 's|^    containerImage: .*|    containerImage: $(IMG)|' $(1)/config/manifests/bases/$(PACKAGE).clusterserviceversion.yaml; \
 out=$$($(OPERATOR_SDK) generate kustomize manifests -q --interactive=false --package $(PACKAGE) --apis-dir api/v1alpha1 \
 	--input-dir $(1)/config/manifests --output-dir $(1)/config/manifests 2>&1) || { echo "$$out"; exit 1; }; \
 ! grep -q 'Skipping definitions parsing' <<<"$$out" || { echo "$$out"; echo "operator-sdk read no markers of a kind of PROJECT."; exit 1; }; \
 rm -rf $(1)/bundle; \
-$(KUSTOMIZE) build $(1)/config/manifests | (cd $(1) && $(OPERATOR_SDK) generate bundle $(BUNDLE_GEN_FLAGS)); \
+$(KUSTOMIZE) build $(1)/config/manifests | (cd $(1) && $(OPERATOR_SDK) generate bundle $(BUNDLE_GEN_FLAGS)) || exit 1; \
 sed -i -e 's|^    createdAt: .*|    createdAt: "$(CREATED_AT)"|' \
-	-e 's|^    containerImage: .*|    containerImage: $(IMG)|' \
+	$(if $(filter true,$(USE_IMAGE_DIGESTS)),,-e 's|^    containerImage: .*|    containerImage: $(IMG)|') \
 	-e "s|^    olm.skipRange: .*|    olm.skipRange: '<$(VERSION)'|" \
 	$(if $(REPLACES),-e 's|^  version: |  replaces: $(PACKAGE).v$(REPLACES)\n&|') \
 	$(1)/bundle/manifests/$(PACKAGE).clusterserviceversion.yaml
