@@ -28,7 +28,8 @@ BUNDLE_IMGS ?= $(BUNDLE_IMG)
 CATALOG_IMG ?= $(IMAGE_TAG_BASE)-catalog:v$(VERSION)
 # true: the bundle names the operator's and echo server's images by digest
 # (operator-sdk generate bundle --use-image-digests, which reads the digests
-# from their registry).
+# from their registry: IMG and ECHO_IMG must be pushed and reachable, e.g.
+# in the registry `make docker-buildx IMAGES_FLAGS=-serve` serves).
 USE_IMAGE_DIGESTS ?= false
 # Channels of the bundle and the channel a Subscription follows by default:
 # alpha while the API is v1alpha1 (a stable channel comes with a stable API).
@@ -471,6 +472,13 @@ IMAGES_FLAGS ?=
 images: image-tools node ## Build the operator and echo server images from the Dockerfile with BuildKit and push them to a registry on 127.0.0.1 (root on Linux).
 	$(NODE_ENV) $(IMAGE_TOOLS_ENV) go run ./hack/images -root $(CURDIR) -version $(VERSION) -tag $(IMAGES_TAG) $(IMAGES_FLAGS)
 
+# The platforms of docker-buildx: an OCI index of them per image.
+PLATFORMS ?= linux/amd64,linux/arm64
+
+.PHONY: docker-buildx
+docker-buildx: image-tools node ## Build the operator and echo server images for $(PLATFORMS) with BuildKit (cross-compiled, no emulation), push each as an OCI index to a registry on 127.0.0.1 and print the indexes' digests.
+	$(NODE_ENV) $(IMAGE_TOOLS_ENV) go run ./hack/images -root $(CURDIR) -version $(VERSION) -tag $(IMAGES_TAG) -platforms $(PLATFORMS) $(IMAGES_FLAGS)
+
 .PHONY: imagecheck-test
 imagecheck-test: golangci-lint ## Vet, lint and test hack/imagecheck (a Go module of its own).
 	cd hack/imagecheck && go vet ./... && $(GOLANGCI_LINT) run ./... && go test ./... -count=1
@@ -478,7 +486,7 @@ imagecheck-test: golangci-lint ## Vet, lint and test hack/imagecheck (a Go modul
 ##@ Bundle
 
 .PHONY: bundle
-bundle: manifests kustomize operator-sdk verify-version ## Generate the OLM bundle (bundle/, bundle.Dockerfile) from config/ and validate it.
+bundle: verify-replaces manifests kustomize operator-sdk verify-version ## Generate the OLM bundle (bundle/, bundle.Dockerfile) from config/ and validate it.
 	$(call generate-bundle,$(CURDIR))
 	$(call validate-bundle,bundle)
 
@@ -492,7 +500,7 @@ bundle-validate: operator-sdk ## Validate bundle/ with the operatorframework sui
 PLAIN_CLUSTER_APIS = v1|apps/v1|rbac\.authorization\.k8s\.io/v1|policy/v1|networking\.k8s\.io/v1|apiextensions\.k8s\.io/v1|operators\.coreos\.com/v1alpha1
 
 .PHONY: verify-bundle
-verify-bundle: kustomize operator-sdk verify-version ## Fail when bundle/ is stale against config/, PROJECT and the API types, or does not validate.
+verify-bundle: verify-replaces kustomize operator-sdk verify-version ## Fail when bundle/ is stale against config/, PROJECT and the API types, or does not validate.
 	@crds=$$(sed -n 's/^    kind: //p' config/crd/bases/*.yaml | sort); project=$$(sed -n 's/^  kind: //p' PROJECT | sort); \
 	[[ "$$crds" == "$$project" ]] || { echo "PROJECT's kinds ($$(echo $$project)) are not those of config/crd/bases ($$(echo $$crds)): add the missing resources to PROJECT."; exit 1; }
 	@foreign=$$(grep -H '^apiVersion:' bundle/manifests/*.yaml | grep -vE ':apiVersion: ($(PLAIN_CLUSTER_APIS))$$' || true); \
@@ -531,6 +539,20 @@ verify-version: ## Fail when the chart's appVersion is not $(VERSION).
 	@v=$$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\} *$$/\1/p' helm-charts/echo/Chart.yaml); \
 	[[ "$$v" == "$(VERSION)" ]] || { echo "helm-charts/echo/Chart.yaml has appVersion $$v, the Makefile VERSION $(VERSION): make them equal."; exit 1; }
 
+# The releases are the CSVs of $(CATALOG_TEMPLATE)'s channel entries, the
+# first release the first of them: any later VERSION replaces one of them.
+CATALOG_RELEASES = grep -oE 'name: $(PACKAGE)\.v[^ ,}]+' $(CATALOG_TEMPLATE) | sed 's/^name: $(PACKAGE)\.v//'
+
+.PHONY: verify-replaces
+verify-replaces: ## Fail when VERSION is not the first release of $(CATALOG_TEMPLATE) and REPLACES is empty, or REPLACES is not a release there.
+	@releases=$$($(CATALOG_RELEASES)); first=$$(head -n1 <<<"$$releases"); \
+	previous=$$(grep -vxF '$(VERSION)' <<<"$$releases" | tail -n1 || true); \
+	if [[ -z "$(REPLACES)" ]]; then \
+		[[ -z "$$first" || "$$first" == "$(VERSION)" ]] || { echo "VERSION $(VERSION) is not the first release ($$first in $(CATALOG_TEMPLATE)): set REPLACES to the release it upgrades from, e.g. make bundle VERSION=$(VERSION) REPLACES=$$previous."; exit 1; }; \
+	elif [[ "$(REPLACES)" == "$(VERSION)" ]] || ! grep -qxF '$(REPLACES)' <<<"$$releases"; then \
+		echo "REPLACES=$(REPLACES) is not an earlier release in $(CATALOG_TEMPLATE) (it lists $$(echo $$releases)): set it to the release VERSION $(VERSION) upgrades from."; exit 1; \
+	fi
+
 .PHONY: bundle-build
 bundle-build: ## Build the bundle image $(BUNDLE_IMG) with $(CONTAINER_TOOL).
 	$(CONTAINER_TOOL) build -f bundle.Dockerfile -t $(BUNDLE_IMG) .
@@ -559,17 +581,22 @@ catalog-push: ## Push the catalog image.
 # served by the operator, not CRDs), and then only warns that it found no
 # Go type for each kind, which fails here. operator-sdk stamps
 # createdAt with the wall clock and has no option for spec.replaces: both
-# are set afterwards, with containerImage and olm.skipRange.
+# are set afterwards, with containerImage and olm.skipRange. With
+# USE_IMAGE_DIGESTS=true operator-sdk resolves every image the CSV names
+# (the Deployment's, RELATED_IMAGE_*, containerImage, which the base CSV
+# takes from IMG) to its digest in its registry, and fails where that is
+# unreachable.
 define generate-bundle
 (cd $(1)/config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)); \
 sed -i 's|value: .*echo-server:.*|value: $(ECHO_IMG)|; s|value: .*/echo-operator:v.*|value: $(IMG)|' $(1)/config/manager/manager.yaml; \
+sed -i 's|^    containerImage: .*|    containerImage: $(IMG)|' $(1)/config/manifests/bases/$(PACKAGE).clusterserviceversion.yaml; \
 out=$$($(OPERATOR_SDK) generate kustomize manifests -q --interactive=false --package $(PACKAGE) --apis-dir api/v1alpha1 \
 	--input-dir $(1)/config/manifests --output-dir $(1)/config/manifests 2>&1) || { echo "$$out"; exit 1; }; \
 ! grep -q 'Skipping definitions parsing' <<<"$$out" || { echo "$$out"; echo "operator-sdk read no markers of a kind of PROJECT."; exit 1; }; \
 rm -rf $(1)/bundle; \
-$(KUSTOMIZE) build $(1)/config/manifests | (cd $(1) && $(OPERATOR_SDK) generate bundle $(BUNDLE_GEN_FLAGS)); \
+$(KUSTOMIZE) build $(1)/config/manifests | (cd $(1) && $(OPERATOR_SDK) generate bundle $(BUNDLE_GEN_FLAGS)) || exit 1; \
 sed -i -e 's|^    createdAt: .*|    createdAt: "$(CREATED_AT)"|' \
-	-e 's|^    containerImage: .*|    containerImage: $(IMG)|' \
+	$(if $(filter true,$(USE_IMAGE_DIGESTS)),,-e 's|^    containerImage: .*|    containerImage: $(IMG)|') \
 	-e "s|^    olm.skipRange: .*|    olm.skipRange: '<$(VERSION)'|" \
 	$(if $(REPLACES),-e 's|^  version: |  replaces: $(PACKAGE).v$(REPLACES)\n&|') \
 	$(1)/bundle/manifests/$(PACKAGE).clusterserviceversion.yaml

@@ -3,9 +3,12 @@
 // 127.0.0.1 (`make images`). A development command: it runs
 // test/harness/imagebuild, and nothing imports it. Usage:
 //
-//	go run ./hack/images -version 0.1.0 [-tag v0.1.0] [-serve]
+//	go run ./hack/images -version 0.1.0 [-tag v0.1.0] [-platforms linux/amd64,linux/arm64] [-serve]
 //
-// It prints each image's reference and digest. The registry's storage
+// It prints each image's reference and digest. With -platforms (`make
+// docker-buildx`), each image is an OCI index of a manifest per platform,
+// cross-compiled by the Dockerfile's builder stage on this machine, and
+// the digest printed is the index's. The registry's storage
 // (-registry-dir, default $XDG_CACHE_HOME/echo-operator/registry) and
 // buildkitd's state (imagebuild.DefaultStateDir) are kept, so a second run
 // reuses the layers of the first; the registry listens on a port chosen at

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -20,6 +21,7 @@ func main() {
 	flag.StringVar(&o.version, "version", "0.1.0", "the VERSION build argument")
 	flag.StringVar(&o.tag, "tag", "", "the images' tag (default v<version>)")
 	flag.StringVar(&o.registryDir, "registry-dir", "", "the registry's storage, kept between runs (default $XDG_CACHE_HOME/echo-operator/registry)")
+	flag.StringVar(&o.platforms, "platforms", "", "the platforms to build for, comma-separated (e.g. linux/amd64,linux/arm64): each image an OCI index of them (default this machine's, one image)")
 	flag.BoolVar(&o.serve, "serve", false, "keep the registry serving the images until interrupted")
 	flag.Parse()
 	if err := run(o); err != nil {
@@ -29,8 +31,8 @@ func main() {
 }
 
 type options struct {
-	root, version, tag, registryDir string
-	serve                           bool
+	root, version, tag, registryDir, platforms string
+	serve                                      bool
 }
 
 func run(o options) error {
@@ -67,7 +69,11 @@ func run(o options) error {
 		return fmt.Errorf("%w (logs in %s)", err, filepath.Join(work, "logs"))
 	}
 	defer func() { _ = env.Stop() }()
-	images, err := env.BuildProject(ctx, o.root, o.version, o.tag)
+	var platforms []string
+	if o.platforms != "" {
+		platforms = strings.Split(o.platforms, ",")
+	}
+	images, err := env.BuildProjectFor(ctx, o.root, o.version, "", o.tag, platforms)
 	if err != nil {
 		return err
 	}

@@ -21,6 +21,13 @@ const (
 	StaticRepo, StaticTag = "distroless/static", "nonroot"
 )
 
+// BasePlatforms are the platforms of the distroless stand-in: the
+// platforms the project's images can be built for (Build.Platforms). Its
+// files are the same on each (no binaries), so no emulation is needed.
+// The Go builder's stand-in is this machine's platform alone: the
+// Dockerfile runs it on the build platform, which cross-compiles.
+var BasePlatforms = []string{"linux/amd64", "linux/arm64"}
+
 // caBundle is the host's CA certificates, Debian's path, which is also
 // where distroless keeps them.
 const caBundle = "/etc/ssl/certs/ca-certificates.crt"
@@ -66,7 +73,8 @@ const (
 // the home directories of users other than root, which COPY --chown gives
 // them.
 
-// pushBases builds the two stand-ins and pushes them. Their files are
+// pushBases builds the two stand-ins and pushes them, the distroless one
+// as an index of BasePlatforms. Their files are
 // dated the epoch and the images SOURCE_DATE_EPOCH=0, so the same inputs
 // give the same digests.
 func (e *Env) pushBases(ctx context.Context) error {
@@ -92,7 +100,7 @@ func (e *Env) pushBases(ctx context.Context) error {
 		Contexts: map[string]string{"goroot": goroot}}); err != nil {
 		return err
 	}
-	_, err = e.Build(ctx, Build{Context: static, Ref: e.Ref(StaticRepo, StaticTag), BuildArgs: epoch})
+	_, err = e.Build(ctx, Build{Context: static, Ref: e.Ref(StaticRepo, StaticTag), BuildArgs: epoch, Platforms: BasePlatforms})
 	return err
 }
 

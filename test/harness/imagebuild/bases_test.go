@@ -4,8 +4,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/echo-operator/echo-operator/test/harness/reporoot"
 )
 
 // TestStaticContextIsDatedTheEpoch lays out the distroless stand-in's
@@ -52,5 +56,22 @@ func TestStaticContextIsDatedTheEpoch(t *testing.T) {
 	dockerfile, err := os.ReadFile(filepath.Join(dir, "Dockerfile"))
 	if err != nil || !strings.Contains(string(dockerfile), "COPY --chown=65532:65532 homes/ /home/") {
 		t.Errorf("Dockerfile: %q, %v", dockerfile, err)
+	}
+}
+
+// TestBasePlatformsAreTheMakefiles: the distroless stand-in exists for
+// every platform `make docker-buildx` builds (the Makefile's PLATFORMS),
+// which the CSV's labels name too; a build for another would find no base.
+func TestBasePlatformsAreTheMakefiles(t *testing.T) {
+	makefile, err := os.ReadFile(filepath.Join(reporoot.Must(t), "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^PLATFORMS \?= (\S+)$`).FindSubmatch(makefile)
+	if m == nil {
+		t.Fatal("the Makefile sets no PLATFORMS")
+	}
+	if platforms := strings.Split(string(m[1]), ","); !slices.Equal(platforms, BasePlatforms) {
+		t.Errorf("the Makefile's PLATFORMS are %v, BasePlatforms %v: make them equal", platforms, BasePlatforms)
 	}
 }

@@ -111,6 +111,12 @@ type Build struct {
 	DockerfileText string
 	// Target is the stage to build; empty means the last.
 	Target string
+	// Platforms are the platforms to build for, e.g. linux/amd64 and
+	// linux/arm64: with more than one, the pushed image is an OCI index of
+	// a manifest per platform. Empty means this machine's. Stages FROM
+	// --platform=$BUILDPLATFORM run here and cross-compile; any other
+	// stage of a foreign platform must not RUN (no emulation here).
+	Platforms []string
 	// BuildArgs are the --build-arg values.
 	BuildArgs map[string]string
 	// Contexts are named contexts, directories that the Dockerfile names
@@ -128,7 +134,7 @@ type Build struct {
 }
 
 // build runs buildctl for b, its progress in a log of its own, and returns
-// the digest of the pushed image.
+// the digest of the pushed image (of its index, for several platforms).
 func (bk *buildkitd) build(ctx context.Context, b Build) (string, error) {
 	if b.Context == "" || b.Ref == "" {
 		return "", errors.New("a build needs a context and a reference")
@@ -164,6 +170,9 @@ func (bk *buildkitd) build(ctx context.Context, b Build) (string, error) {
 		"--output", output, "--metadata-file", metadata}
 	if b.Target != "" {
 		args = append(args, "--opt", "target="+b.Target)
+	}
+	if len(b.Platforms) > 0 {
+		args = append(args, "--opt", "platform="+strings.Join(b.Platforms, ","))
 	}
 	for _, k := range slices.Sorted(maps.Keys(b.BuildArgs)) {
 		args = append(args, "--opt", "build-arg:"+k+"="+b.BuildArgs[k])

@@ -12,7 +12,11 @@
 // fetches Go modules from a module proxy that serves the host's module
 // cache on a fixed loopback address (ModuleProxyAddr), filling it with the
 // host's go command when a version is missing; distroless/static
-// holds the nonroot user, /tmp and CA certificates.
+// holds the nonroot user, /tmp and CA certificates, for every platform of
+// BasePlatforms: BuildProjectFor builds the project's images for several
+// platforms, an OCI index each, cross-compiled by the Dockerfile's builder
+// stage on this machine, and ReadIndex reads every image of an index back,
+// with the ELF machine of its binaries.
 //
 // buildkitd keeps its state (the layer cache) in a persistent directory, so
 // a later build reuses what an earlier one built; the base stand-ins are

@@ -5,6 +5,8 @@ import (
 	"compress/gzip"
 	"context"
 	"crypto/sha256"
+	"debug/elf"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -40,6 +42,24 @@ type File struct {
 	Linkname string
 	// SHA256 is a regular file's content digest, in hex.
 	SHA256 string
+	// Machine is an ELF file's machine (elf.EM_X86_64, elf.EM_AARCH64),
+	// from its header; elf.EM_NONE for any other file.
+	Machine elf.Machine
+}
+
+// Index is a multi-platform image: an OCI index (or Docker manifest list)
+// and the image of each of its manifests.
+type Index struct {
+	// Digest is the digest of the index.
+	Digest    string
+	Manifests []PlatformImage
+}
+
+// PlatformImage is an image of an index, with the platform the index
+// gives it.
+type PlatformImage struct {
+	Platform ocispec.Platform
+	*Image
 }
 
 const (
@@ -50,13 +70,12 @@ const (
 // ReadImage reads the image repo:tag from the registry at host (plain
 // HTTP): for an index, its manifest for this machine's platform.
 func ReadImage(ctx context.Context, host, repo, tag string) (*Image, error) {
-	c := registryClient{host: host, repo: repo, http: &http.Client{Timeout: 5 * time.Minute, Transport: &http.Transport{Proxy: nil}}}
-	var manifest ocispec.Manifest
+	c := newRegistryClient(host, repo)
 	digest, mediaType, body, err := c.manifest(ctx, tag)
 	if err != nil {
 		return nil, err
 	}
-	if mediaType == ocispec.MediaTypeImageIndex || mediaType == mediaTypeDockerIndex {
+	if isIndex(mediaType) {
 		if digest, err = platformManifest(body); err != nil {
 			return nil, fmt.Errorf("%s/%s:%s: %w", host, repo, tag, err)
 		}
@@ -64,8 +83,54 @@ func ReadImage(ctx context.Context, host, repo, tag string) (*Image, error) {
 			return nil, err
 		}
 	}
+	return c.image(ctx, digest, body)
+}
+
+// ReadIndex reads the index repo:ref (a tag or a digest) from the registry
+// at host (plain HTTP), and every image it holds, each with the platform
+// the index gives it. It fails when ref is a single image, or a manifest
+// of the index has no platform.
+func ReadIndex(ctx context.Context, host, repo, ref string) (*Index, error) {
+	c := newRegistryClient(host, repo)
+	digest, mediaType, body, err := c.manifest(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	if !isIndex(mediaType) {
+		return nil, fmt.Errorf("%s/%s:%s is a %s, not an index", host, repo, ref, mediaType)
+	}
+	var idx ocispec.Index
+	if err := json.Unmarshal(body, &idx); err != nil {
+		return nil, fmt.Errorf("decoding the index %s/%s:%s: %w", host, repo, ref, err)
+	}
+	index := &Index{Digest: digest}
+	for _, m := range idx.Manifests {
+		if m.Platform == nil {
+			return nil, fmt.Errorf("%s/%s:%s: manifest %s has no platform", host, repo, ref, m.Digest)
+		}
+		_, _, body, err := c.manifest(ctx, m.Digest.String())
+		if err != nil {
+			return nil, err
+		}
+		img, err := c.image(ctx, m.Digest.String(), body)
+		if err != nil {
+			return nil, err
+		}
+		index.Manifests = append(index.Manifests, PlatformImage{Platform: *m.Platform, Image: img})
+	}
+	return index, nil
+}
+
+func isIndex(mediaType string) bool {
+	return mediaType == ocispec.MediaTypeImageIndex || mediaType == mediaTypeDockerIndex
+}
+
+// image reads the configuration and the files of the image whose manifest
+// is body.
+func (c registryClient) image(ctx context.Context, digest string, body []byte) (*Image, error) {
+	var manifest ocispec.Manifest
 	if err := json.Unmarshal(body, &manifest); err != nil {
-		return nil, fmt.Errorf("decoding the manifest of %s/%s:%s: %w", host, repo, tag, err)
+		return nil, fmt.Errorf("decoding the manifest %s of %s/%s: %w", digest, c.host, c.repo, err)
 	}
 	img := &Image{Digest: digest, Files: map[string]File{}}
 	config, err := c.blob(ctx, manifest.Config.Digest.String())
@@ -75,7 +140,7 @@ func ReadImage(ctx context.Context, host, repo, tag string) (*Image, error) {
 	err = json.NewDecoder(config).Decode(&img.Config)
 	_ = config.Close()
 	if err != nil {
-		return nil, fmt.Errorf("decoding the configuration of %s/%s:%s: %w", host, repo, tag, err)
+		return nil, fmt.Errorf("decoding the configuration of %s/%s@%s: %w", c.host, c.repo, digest, err)
 	}
 	for _, layer := range manifest.Layers {
 		if err := c.readLayer(ctx, layer, img.Files); err != nil {
@@ -101,6 +166,10 @@ func platformManifest(index []byte) (string, error) {
 type registryClient struct {
 	host, repo string
 	http       *http.Client
+}
+
+func newRegistryClient(host, repo string) registryClient {
+	return registryClient{host: host, repo: repo, http: &http.Client{Timeout: 5 * time.Minute, Transport: &http.Transport{Proxy: nil}}}
 }
 
 func (c registryClient) get(ctx context.Context, kind, ref string, accept ...string) (*http.Response, error) {
@@ -198,13 +267,46 @@ func applyLayer(r io.Reader, files map[string]File) error {
 		default:
 			f := File{Mode: h.FileInfo().Mode(), UID: h.Uid, GID: h.Gid, Size: h.Size, Linkname: h.Linkname}
 			if h.Typeflag == tar.TypeReg {
-				sum := sha256.New()
-				if _, err := io.Copy(sum, tr); err != nil {
+				sum, head := sha256.New(), &headWriter{max: elfHeaderSize}
+				if _, err := io.Copy(io.MultiWriter(sum, head), tr); err != nil {
 					return fmt.Errorf("%s: %w", name, err)
 				}
 				f.SHA256 = hex.EncodeToString(sum.Sum(nil))
+				f.Machine = elfMachine(head.b)
 			}
 			files[name] = f
 		}
 	}
+}
+
+// elfHeaderSize is how much of an ELF file's header elfMachine reads: up
+// to e_machine.
+const elfHeaderSize = 20
+
+// elfMachine is the e_machine of an ELF file that starts with head, in the
+// byte order its header names; elf.EM_NONE for any other file.
+func elfMachine(head []byte) elf.Machine {
+	if len(head) < elfHeaderSize || string(head[:4]) != elf.ELFMAG {
+		return elf.EM_NONE
+	}
+	switch elf.Data(head[elf.EI_DATA]) {
+	case elf.ELFDATA2LSB:
+		return elf.Machine(binary.LittleEndian.Uint16(head[18:20]))
+	case elf.ELFDATA2MSB:
+		return elf.Machine(binary.BigEndian.Uint16(head[18:20]))
+	}
+	return elf.EM_NONE
+}
+
+// headWriter keeps the first max bytes written to it.
+type headWriter struct {
+	b   []byte
+	max int
+}
+
+func (w *headWriter) Write(p []byte) (int, error) {
+	if n := w.max - len(w.b); n > 0 {
+		w.b = append(w.b, p[:min(n, len(p))]...)
+	}
+	return len(p), nil
 }

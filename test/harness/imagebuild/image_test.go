@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"debug/elf"
+	"encoding/binary"
 	"encoding/json"
 	"io/fs"
 	"net/http"
@@ -57,10 +59,11 @@ func (f *fakeRegistry) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 type entry struct {
-	name, link string
-	mode       int64
-	uid        int
-	typ        byte
+	// data is a regular file's content; empty means its name.
+	name, link, data string
+	mode             int64
+	uid              int
+	typ              byte
 }
 
 func layer(t *testing.T, entries ...entry) []byte {
@@ -70,14 +73,18 @@ func layer(t *testing.T, entries ...entry) []byte {
 	tw := tar.NewWriter(gz)
 	for _, e := range entries {
 		h := &tar.Header{Name: e.name, Mode: e.mode, Uid: e.uid, Gid: e.uid, Typeflag: e.typ, Linkname: e.link}
+		data := e.data
+		if data == "" {
+			data = e.name
+		}
 		if e.typ == tar.TypeReg {
-			h.Size = int64(len(e.name))
+			h.Size = int64(len(data))
 		}
 		if err := tw.WriteHeader(h); err != nil {
 			t.Fatal(err)
 		}
 		if e.typ == tar.TypeReg {
-			_, _ = tw.Write([]byte(e.name))
+			_, _ = tw.Write([]byte(data))
 		}
 	}
 	if err := tw.Close(); err != nil {
@@ -161,5 +168,75 @@ func TestReadImageMergesLayers(t *testing.T) {
 	}
 	if _, err := ReadImage(context.Background(), strings.TrimPrefix(srv.URL, "http://"), "app", "missing"); err == nil {
 		t.Error("reading a missing tag succeeded")
+	}
+}
+
+// elfHeader is the start of a 64-bit ELF executable for machine, in the
+// byte order order, up to e_machine and a little beyond.
+func elfHeader(order binary.ByteOrder, machine elf.Machine) string {
+	h := make([]byte, 24)
+	copy(h, elf.ELFMAG)
+	h[elf.EI_CLASS], h[elf.EI_DATA], h[elf.EI_VERSION] = byte(elf.ELFCLASS64), byte(elf.ELFDATA2LSB), byte(elf.EV_CURRENT)
+	if order == binary.BigEndian {
+		h[elf.EI_DATA] = byte(elf.ELFDATA2MSB)
+	}
+	order.PutUint16(h[16:], uint16(elf.ET_EXEC))
+	order.PutUint16(h[18:], uint16(machine))
+	return string(h)
+}
+
+// TestReadIndexReadsEveryPlatform reads an index of two platforms: each
+// image with the platform the index gives it, its configuration's, and
+// the ELF machine of its binaries; a single image is not an index.
+func TestReadIndexReadsEveryPlatform(t *testing.T) {
+	reg := &fakeRegistry{blobs: map[string][]byte{}, types: map[string]string{}, tags: map[string]string{}}
+	var manifests []ocispec.Descriptor
+	for _, p := range []struct {
+		arch    string
+		order   binary.ByteOrder
+		machine elf.Machine
+	}{{"amd64", binary.LittleEndian, elf.EM_X86_64}, {"arm64", binary.LittleEndian, elf.EM_AARCH64}, {"s390x", binary.BigEndian, elf.EM_S390}} {
+		files := reg.add(ocispec.MediaTypeImageLayerGzip, layer(t,
+			entry{name: "manager", data: elfHeader(p.order, p.machine) + "code", mode: 0o755, typ: tar.TypeReg},
+			entry{name: "short", data: elf.ELFMAG, mode: 0o644, typ: tar.TypeReg},
+			entry{name: "watches.yaml", mode: 0o644, typ: tar.TypeReg}))
+		var cfg ocispec.Image
+		cfg.OS, cfg.Architecture = "linux", p.arch
+		config := reg.add(ocispec.MediaTypeImageConfig, mustJSON(t, cfg))
+		m := reg.add(ocispec.MediaTypeImageManifest, mustJSON(t, ocispec.Manifest{
+			MediaType: ocispec.MediaTypeImageManifest, Config: config, Layers: []ocispec.Descriptor{files}}))
+		m.Platform = &ocispec.Platform{OS: "linux", Architecture: p.arch}
+		manifests = append(manifests, m)
+	}
+	index := reg.add(ocispec.MediaTypeImageIndex, mustJSON(t, ocispec.Index{MediaType: ocispec.MediaTypeImageIndex, Manifests: manifests}))
+	reg.tags["v1"] = index.Digest.String()
+	reg.tags["single"] = manifests[0].Digest.String()
+	srv := httptest.NewServer(reg)
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+
+	idx, err := ReadIndex(context.Background(), host, "app", "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if idx.Digest != index.Digest.String() || len(idx.Manifests) != 3 {
+		t.Fatalf("index %s of %d images, want %s of 3", idx.Digest, len(idx.Manifests), index.Digest)
+	}
+	for i, want := range []elf.Machine{elf.EM_X86_64, elf.EM_AARCH64, elf.EM_S390} {
+		m := idx.Manifests[i]
+		if m.Digest != manifests[i].Digest.String() || m.Platform.Architecture != m.Config.Architecture {
+			t.Errorf("image %d: %s of platform %s, configuration's architecture %s", i, m.Digest, m.Platform.Architecture, m.Config.Architecture)
+		}
+		if got := m.Files["/manager"].Machine; got != want {
+			t.Errorf("%s: /manager's machine %s, want %s", m.Platform.Architecture, got, want)
+		}
+		for _, f := range []string{"/short", "/watches.yaml"} {
+			if got := m.Files[f].Machine; got != elf.EM_NONE {
+				t.Errorf("%s: %s has machine %s, want none", m.Platform.Architecture, f, got)
+			}
+		}
+	}
+	if _, err := ReadIndex(context.Background(), host, "app", "single"); err == nil || !strings.Contains(err.Error(), "not an index") {
+		t.Errorf("reading a single image as an index: %v", err)
 	}
 }

@@ -32,6 +32,15 @@ func (e *Env) BuildProject(ctx context.Context, root, version, tag string) ([]Pr
 // org/echo-server:<tag> and org/echo-operator:<tag>, which the registry
 // also serves as the mirror of quay.io/org/... .
 func (e *Env) BuildProjectIn(ctx context.Context, root, version, org, tag string) ([]ProjectImage, error) {
+	return e.BuildProjectFor(ctx, root, version, org, tag, nil)
+}
+
+// BuildProjectFor is BuildProjectIn for platforms (e.g. linux/amd64 and
+// linux/arm64; nil means this machine's): with more than one, each image
+// is an OCI index of a manifest per platform, and its Digest the index's.
+// The Dockerfile's builder stage runs on this machine and cross-compiles
+// for each platform; the other stages only copy, so nothing is emulated.
+func (e *Env) BuildProjectFor(ctx context.Context, root, version, org, tag string, platforms []string) ([]ProjectImage, error) {
 	images := []ProjectImage{
 		{Target: "echo-server", Repo: path.Join(org, EchoServerRepo), Tag: tag},
 		{Target: "operator", Repo: path.Join(org, OperatorRepo), Tag: tag},
@@ -40,7 +49,7 @@ func (e *Env) BuildProjectIn(ctx context.Context, root, version, org, tag string
 		img := &images[i]
 		img.Ref = e.Ref(img.Repo, img.Tag)
 		digest, err := e.Build(ctx, Build{Context: root, Dockerfile: filepath.Join(root, "Dockerfile"), Target: img.Target,
-			BuildArgs: map[string]string{"VERSION": version}, Ref: img.Ref})
+			BuildArgs: map[string]string{"VERSION": version}, Ref: img.Ref, Platforms: platforms})
 		if err != nil {
 			return nil, err
 		}
