@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/echo-operator/echo-operator/test/harness/reporoot"
 )
@@ -102,5 +103,29 @@ func TestEachMonitoringSwitchRendersItsObject(t *testing.T) {
 				t.Errorf("monitoring.%s.enabled renders %v, want one %s", c.value, got, c.kind)
 			}
 		})
+	}
+}
+
+// TestServiceMonitorSelectsTheMetricsServiceAlone checks that the
+// ServiceMonitor, config/prometheus's among config/default's objects and
+// the chart's among its own, selects the metrics Service and no other: the
+// Prometheus Operator scrapes the port https of every Service it selects,
+// and the live API's Service has one too.
+func TestServiceMonitorSelectsTheMetricsServiceAlone(t *testing.T) {
+	for name, objs := range map[string][]unstructured.Unstructured{
+		"config":    append(kustomize(t, "config/default"), kustomize(t, "config/prometheus")...),
+		"the chart": render(t, allMonitoring),
+	} {
+		monitor := mustFind(t, objs, "ServiceMonitor", "echo-operator-controller-manager-metrics-monitor")
+		selector, _, _ := unstructured.NestedStringMap(monitor.Object, "spec", "selector", "matchLabels")
+		var selected []string
+		for _, o := range objs {
+			if o.GetKind() == "Service" && labels.SelectorFromSet(selector).Matches(labels.Set(o.GetLabels())) {
+				selected = append(selected, o.GetName())
+			}
+		}
+		if len(selected) != 1 || selected[0] != "echo-operator-controller-manager-metrics-service" {
+			t.Errorf("in %s, the ServiceMonitor selects the Services %v, want the metrics Service alone", name, selected)
+		}
 	}
 }
