@@ -396,8 +396,9 @@ func serviceMonitorJob(t *testing.T, monitor *unstructured.Unstructured, tokenFi
 	selector, _, _ := unstructured.NestedStringMap(monitor.Object, "spec", "selector", "matchLabels")
 	services, err := clientset.CoreV1().Services(monitor.GetNamespace()).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(selector).String()})
 	must(t, err)
-	if len(services.Items) != 1 {
-		t.Fatalf("the ServiceMonitor selects %d Services", len(services.Items))
+	// The Prometheus Operator would scrape the named port of each.
+	if len(services.Items) != 1 || services.Items[0].Name != "echo-operator-controller-manager-metrics-service" {
+		t.Fatalf("the ServiceMonitor selects %d Services, want the metrics Service alone: %v", len(services.Items), services.Items)
 	}
 	svc := services.Items[0]
 	slicesList, err := clientset.DiscoveryV1().EndpointSlices(svc.Namespace).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + svc.Name})
