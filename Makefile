@@ -197,6 +197,21 @@ LIVE_API_RBAC_PATHS = paths="./internal/servingcert/..."
 manifests: controller-gen ## Generate the CRDs and RBAC from the Go types and markers.
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd:allowDangerousTypes=false webhook paths="./api/..." $(MANAGER_RBAC_PATHS) output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=live-api-role $(LIVE_API_RBAC_PATHS) output:rbac:artifacts:config=config/rbac/liveapi
+	$(call operator-chart-copies,$(OPERATOR_CHART))
+
+# The operator's chart holds copies of config/: its CRDs in crds/ (Helm's
+# convention), and in files/ the generated ClusterRoles' rules, the
+# ServiceMonitor, PodMonitor and PrometheusRule whose specs it renders and
+# the Grafana dashboard. `make manifests` writes them; verify-generated
+# fails when they differ.
+OPERATOR_CHART = helm-charts/echo-operator
+OPERATOR_CHART_FILES = config/rbac/role.yaml:manager-role.yaml config/rbac/liveapi/role.yaml:live-api-role.yaml \
+	config/prometheus/monitor.yaml:servicemonitor.yaml config/prometheus/echo_server_podmonitor.yaml:podmonitor.yaml \
+	config/prometheus/prometheusrule.yaml:prometheusrule.yaml config/grafana/echo-operator.json:dashboard.json
+define operator-chart-copies
+	rm -f $(1)/crds/*.yaml && cp config/crd/bases/*.yaml $(1)/crds/ && \
+	for f in $(OPERATOR_CHART_FILES); do cp "$${f%%:*}" "$(1)/files/$${f##*:}"; done
+endef
 
 .PHONY: generate
 generate: controller-gen openapi-gen ## Generate the DeepCopy methods of the API types and the live API's OpenAPI.
@@ -217,6 +232,10 @@ verify-generated: controller-gen openapi-gen ## Fail when generated files are st
 	diff config/rbac/liveapi/role.yaml $$tmp/config/rbac/liveapi/role.yaml && \
 	diff -r api $$tmp/api || \
 	{ echo "Generated files are stale: run 'make manifests generate' and commit the result."; exit 1; }
+	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; mkdir -p $$tmp/crds $$tmp/files; \
+	$(call operator-chart-copies,$$tmp); \
+	diff -r $$tmp/crds $(OPERATOR_CHART)/crds && diff -r $$tmp/files $(OPERATOR_CHART)/files || \
+	{ echo "$(OPERATOR_CHART)'s copies of config/ are stale: run 'make manifests' and commit the result."; exit 1; }
 
 .PHONY: fmt
 fmt: ## Run go fmt.
@@ -233,6 +252,8 @@ lint: golangci-lint helm ## Run golangci-lint (go vet's analyzers among its lint
 	$(GOLANGCI_LINT) run ./...
 	$(HELM) lint --strict helm-charts/echo
 	$(HELM) lint --strict helm-charts/echo -f helm-charts/echo/ci/all-enabled-values.yaml
+	$(HELM) lint --strict $(OPERATOR_CHART)
+	$(HELM) lint --strict $(OPERATOR_CHART) -f $(OPERATOR_CHART)/ci/all-enabled-values.yaml
 
 # The tools of make test. test-tools builds them TOOLS_JOBS at a time: most
 # of a fresh machine's first run is spent building them, and a single Go
@@ -535,9 +556,13 @@ scorecard-static: operator-sdk ## Run the scorecard's static tests (basic and ol
 	[[ -z "$$failed" ]] || { echo "Scorecard tests failed:$$failed"; exit 1; }
 
 .PHONY: verify-version
-verify-version: ## Fail when the chart's appVersion is not $(VERSION).
+verify-version: ## Fail when the charts' appVersion, or the operator chart's version, is not $(VERSION).
 	@v=$$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\} *$$/\1/p' helm-charts/echo/Chart.yaml); \
 	[[ "$$v" == "$(VERSION)" ]] || { echo "helm-charts/echo/Chart.yaml has appVersion $$v, the Makefile VERSION $(VERSION): make them equal."; exit 1; }
+	@for field in appVersion version; do \
+		v=$$(sed -n "s/^$$field: *\"\{0,1\}\([^\"]*\)\"\{0,1\} *$$/\1/p" $(OPERATOR_CHART)/Chart.yaml); \
+		[[ "$$v" == "$(VERSION)" ]] || { echo "$(OPERATOR_CHART)/Chart.yaml has $$field $$v, the Makefile VERSION $(VERSION): make them equal."; exit 1; }; \
+	done
 
 # The releases are the CSVs of $(CATALOG_TEMPLATE)'s channel entries, the
 # first release the first of them: any later VERSION replaces one of them.
