@@ -32,12 +32,12 @@ func checkWalkthrough(t *testing.T, ns, journalPath, journal string) {
 	kubectlApply(t, ns, docManifest(t, walkthroughDoc, []string{"name: journal-nightly", "copyTo:", "restoreTest:"},
 		"echoName: journal", "echoName: echo-sample-persistent", "name: primary", "name: echo-backups"))
 	t.Run("a backup, its copy and a restore test succeed", func(t *testing.T) {
-		user.run(t, documented("echo", "backup", "journal", "--schedule", "journal-nightly", "--wait").with(names...))
+		user.run(t, documented("echo", "backup", "journal", "--schedule", "journal-nightly", "--wait").With(names...))
 		user.run(t, documented("wait", "echobackup", "-l", "echo.dev/schedule=journal-nightly", "--for=condition=Copied", "--timeout=15m"))
 		user.run(t, documented("annotate", "echobackupschedule", "journal-nightly", "echo.dev/restore-test-now=$(date +%s)", "--overwrite").
-			with("echo.dev/restore-test-now=$(date +%s)", "echo.dev/restore-test-now="+time.Now().Format("20060102150405")))
+			With("echo.dev/restore-test-now=$(date +%s)", "echo.dev/restore-test-now="+time.Now().Format("20060102150405")))
 		user.run(t, documented("wait", "echobackupschedule", "journal-nightly", "--for=jsonpath={.status.lastRestoreTest.outcome}=Succeeded", "--timeout=15m"))
-		status := user.run(t, documented("echo", "status", "journal").with(names...))
+		status := user.run(t, documented("echo", "status", "journal").With(names...))
 		t.Logf("kubectl echo status journal:\n%s", status)
 		for _, want := range []string{"Last restore test:     Succeeded (Verified)", "Last backup's copies:  offsite Completed"} {
 			if !strings.Contains(status, want) {
@@ -59,12 +59,12 @@ func checkWalkthrough(t *testing.T, ns, journalPath, journal string) {
 
 	t.Run("the second location breaks", func(t *testing.T) {
 		stopOffsiteMinIO(t)
-		user.run(t, documented("echo", "backup", "journal", "--schedule", "journal-nightly", "--wait").with(names...))
+		user.run(t, documented("echo", "backup", "journal", "--schedule", "journal-nightly", "--wait").With(names...))
 		backup := strings.TrimSpace(kubectl(t, "get", "-n", ns, "echo/echo-sample-persistent", "-o", "jsonpath={.status.lastSuccessfulBackup.name}"))
 		// The Job retries an unreachable store twice.
 		awaitCopyPhase(t, ns, backup, "Failed", 5*time.Minute)
 		checkFailedCopy(t, ns, backup)
-		status := user.run(t, documented("echo", "status", "journal").with(names...))
+		status := user.run(t, documented("echo", "status", "journal").With(names...))
 		t.Logf("kubectl echo status journal:\n%s", status)
 		if !strings.Contains(status, "Last backup's copies:  offsite Failed (StorageError)") {
 			t.Errorf("kubectl echo status does not show the failed copy")
@@ -72,7 +72,7 @@ func checkWalkthrough(t *testing.T, ns, journalPath, journal string) {
 
 		// The copy's Job and pods are gone: its mover's account is kept.
 		kubectl(t, "wait", "-n", ns, "--for=delete", "job/"+backup+"-copy-offsite", "--timeout=120s")
-		logs := user.run(t, documented("echo", "logs", "BACKUP", "--copy", "offsite").with("BACKUP", backup))
+		logs := user.run(t, documented("echo", "logs", "BACKUP", "--copy", "offsite").With("BACKUP", backup))
 		t.Logf("kubectl echo logs %s --copy offsite:\n%s", backup, logs)
 		for _, want := range []string{"kept in the status of copy offsite of EchoBackup " + backup, "copy failed", "s3://" + offsiteMinIO.bucket + "/"} {
 			if !strings.Contains(logs, want) {

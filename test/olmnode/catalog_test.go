@@ -148,7 +148,7 @@ func approveInstallPlan(t *testing.T, namespace, csv string) {
 		return false, fmt.Sprintf("%d plans", len(list.Items)), nil
 	}))
 	runDocumented(t, documented("patch", "installplan", "install-abcde", "-n", "echo-operator", "--type", "merge",
-		"-p", `{"spec":{"approved":true}}`).with("install-abcde", plan, "echo-operator", namespace))
+		"-p", `{"spec":{"approved":true}}`).With("install-abcde", plan, "echo-operator", namespace))
 }
 
 // checkManagerPods checks that the CSV's Deployment runs the operator image

@@ -6,35 +6,21 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/echo-operator/echo-operator/test/harness/clusteruser"
 )
 
 // installDoc is the page whose commands and manifests the tests follow.
 const installDoc = "docs/install.md"
 
-// docCommand is a kubectl command as docs/install.md shows it, without the
-// word kubectl.
-type docCommand []string
+// docCommand is a kubectl command as README.md or docs/ shows it.
+type docCommand = clusteruser.DocCommand
 
 // documented declares a command of the documentation that a test runs, as
 // written. test/docs reads every call of it in this package, whose
 // arguments must be string literals, and fails when the documentation
 // shows a kubectl command that no test runs.
 func documented(args ...string) docCommand { return args }
-
-// with replaces, at run time, the words old (the documentation's names) by
-// new: with(old, new, ...).
-func (c docCommand) with(r ...string) docCommand {
-	out := make(docCommand, len(c))
-	for i, w := range c {
-		out[i] = w
-		for j := 0; j < len(r); j += 2 {
-			if w == r[j] {
-				out[i] = r[j+1]
-			}
-		}
-	}
-	return out
-}
 
 // runDocumented runs c with the suite's kubectl and fails the test on
 // error.

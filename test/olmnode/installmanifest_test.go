@@ -45,7 +45,7 @@ func TestInstallManifest(t *testing.T) {
 	manifest := buildInstaller(t, operatorImage, echoImage)
 	objects := manifestObjects(t, manifest)
 
-	runDocumented(t, documented("apply", "--server-side", "-f", "dist/install.yaml").with("dist/install.yaml", manifest))
+	runDocumented(t, documented("apply", "--server-side", "-f", "dist/install.yaml").With("dist/install.yaml", manifest))
 	runDocumented(t, documented("rollout", "status", "-n", "echo-operator-system",
 		"deployment/echo-operator-controller-manager", "--timeout=5m"))
 	if got := run(t, "get", "deployment", managerDeployment, "-n", ns, "-o", "jsonpath={.spec.template.spec.containers[0].image}"); got != operatorImage {
@@ -65,7 +65,7 @@ func TestInstallManifest(t *testing.T) {
 
 	t.Run("uninstall", func(t *testing.T) {
 		run(t, "delete", "-n", team, "echo/"+sample, "--timeout=180s")
-		runDocumented(t, documented("delete", "--ignore-not-found", "-f", "dist/install.yaml").with("dist/install.yaml", manifest))
+		runDocumented(t, documented("delete", "--ignore-not-found", "-f", "dist/install.yaml").With("dist/install.yaml", manifest))
 		checkNoneLeft(t, objects)
 		checkNoLiveAPIService(t)
 		run(t, "delete", "namespace", team, "--timeout=180s")
