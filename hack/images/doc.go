@@ -8,7 +8,9 @@
 // It prints each image's reference and digest. With -platforms (`make
 // docker-buildx`), each image is an OCI index of a manifest per platform,
 // cross-compiled by the Dockerfile's builder stage on this machine, and
-// the digest printed is the index's. The registry's storage
+// the digest printed is the index's, once every manifest of it has been
+// read back and checked (imagebuild.CheckIndex): its platform, its
+// configuration's and its binary's ELF machine agree. The registry's storage
 // (-registry-dir, default $XDG_CACHE_HOME/echo-operator/registry) and
 // buildkitd's state (imagebuild.DefaultStateDir) are kept, so a second run
 // reuses the layers of the first; the registry listens on a port chosen at

@@ -78,6 +78,11 @@ func run(o options) error {
 		return err
 	}
 	for _, img := range images {
+		if len(platforms) > 1 {
+			if _, err := imagebuild.CheckIndex(ctx, env.Registry.Host, img.Repo, img.Digest, imagebuild.ProjectBinaries[img.Target], platforms); err != nil {
+				return fmt.Errorf("the %s image is not what its platforms need: %w", img.Target, err)
+			}
+		}
 		fmt.Printf("%s@%s\n", img.Ref, img.Digest)
 	}
 	log.Info("images built", "took", time.Since(start).Round(time.Second), "registry", env.Registry.Host, "storage", o.registryDir)
