@@ -130,6 +130,7 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 		run(t, "delete", "-f", promCRDs)
 		run(t, "delete", "namespace", "monitoring", team, "--timeout=180s")
 		runDocumented(t, documented("delete", "namespace", "echo-operator-system"))
+		checkNothingLeft(t, helmNamespace, team, "monitoring")
 	})
 }
 

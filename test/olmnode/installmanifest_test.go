@@ -69,6 +69,7 @@ func TestInstallManifest(t *testing.T) {
 		checkNoneLeft(t, objects)
 		checkNoLiveAPIService(t)
 		run(t, "delete", "namespace", team, "--timeout=180s")
+		checkNothingLeft(t, team)
 	})
 }
 

@@ -79,5 +79,6 @@ func TestOLMv1ClusterExtension(t *testing.T) {
 		runDocumented(t, documented("delete", "clusterrolebinding", "echo-operator-installer"))
 		runDocumented(t, documented("delete", "clusterrole", "echo-operator-installer"))
 		run(t, "delete", "namespace", ns, team, "--timeout=180s")
+		checkNothingLeft(t, ns, team)
 	})
 }

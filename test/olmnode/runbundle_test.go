@@ -68,6 +68,7 @@ func TestOperatorSDKRunBundle(t *testing.T) {
 		runDocumented(t, documented("delete", "clusterrole", "-l", "olm.owner=echo-operator.v0.1.0"))
 		checkNoLiveAPIService(t)
 		run(t, "delete", "namespace", ns, team, "--timeout=180s")
+		checkNothingLeft(t, ns, team)
 	})
 }
 
