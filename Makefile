@@ -348,7 +348,7 @@ bench-scale: control-plane helm-operator ## Compare echo-operator, the stock hel
 
 .PHONY: build
 build: ## Build the manager, the echo server and the kubectl plugin (kubectl-echo) into bin/.
-	go build -trimpath -o $(LOCALBIN)/ ./cmd/manager ./cmd/echo-server ./cmd/kubectl-echo
+	go build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(LOCALBIN)/ ./cmd/manager ./cmd/echo-server ./cmd/kubectl-echo
 
 # The kubectl plugin's release archive, as the krew manifest
 # (plugins/krew/echo.yaml) expects it: kubectl-echo and LICENSE at its root.
