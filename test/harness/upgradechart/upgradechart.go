@@ -70,7 +70,7 @@ func versioned(s string, o Options) (string, error) {
 	for key, v := range set {
 		re := regexp.MustCompile(`(?m)^` + key + `: .*$`)
 		if len(re.FindAllString(s, -1)) != 1 {
-			return "", fmt.Errorf("Chart.yaml has no single %s", key)
+			return "", fmt.Errorf("no single %s in Chart.yaml", key)
 		}
 		s = re.ReplaceAllLiteralString(s, key+": "+v)
 	}
