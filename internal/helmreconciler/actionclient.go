@@ -354,8 +354,8 @@ func (c *actionClient) render(name, namespace string, chrt *chart.Chart, vals ma
 
 // valuesChanged reports whether the deployed revision was rendered with
 // other values than fp's. A revision an older operator wrote without the
-// values label counts as unchanged: rendering it costs one render, an
-// upgrade without need a revision and maybe a rollout.
+// values label counts as unchanged: a render is cheaper than an upgrade
+// that was not needed, which writes a revision.
 func valuesChanged(deployed *release.Release, fp prints) bool {
 	v := deployed.Labels[releaserecords.ValuesLabel]
 	return v != "" && v != fp.values
@@ -365,8 +365,9 @@ func valuesChanged(deployed *release.Release, fp prints) bool {
 // deployed revision, without rendering: the reconciler only compares a dry
 // run's manifest with the deployed one's to choose between an upgrade and
 // nothing (helm-operator-plugins' getReleaseState), and changed values
-// are an upgrade (values no template reads are rare enough to cost one). The upgrade that follows renders
-// for real; nothing else reads a dry run's result.
+// are an upgrade (values no template reads are rare enough to cost one).
+// The upgrade that follows renders for real; nothing else reads a dry
+// run's result.
 func upgradeWanted(deployed *release.Release) *release.Release {
 	out := *deployed
 	info := *deployed.Info
