@@ -6,6 +6,8 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -44,7 +46,7 @@ func (r *run) upgradeSame(ctx context.Context) error {
 
 // upgradeChanged replaces echo-operator with a version whose chart has a
 // new version and a pod template change: every release gets one new
-// revision and every Deployment rolls, at the rate the operator's workers
+// revision (the next after its latest) and every Deployment rolls, at the rate the operator's workers
 // allow.
 func (r *run) upgradeChanged(ctx context.Context) error {
 	return r.upgradeOperator(ctx, upgradeChangedChart,
@@ -89,7 +91,11 @@ func (r *run) upgradeOperator(ctx context.Context, name string, o upgradechart.O
 		return rel.fingerprint != "" && rel.fingerprint != before[rel.secret].Fingerprint
 	}
 	if o.ChangeTemplate {
-		want = func(rel releaseMeta) bool { return rel.version == "2" && rel.status == "deployed" }
+		latest := latestRevisions(before)
+		want = func(rel releaseMeta) bool {
+			v, err := strconv.Atoi(rel.version)
+			return err == nil && v == latest[rel.release]+1 && rel.status == "deployed"
+		}
 	}
 	waitErr := r.waitReleases(ctx, want, rollouts, res)
 	if waitErr == nil {
@@ -147,6 +153,20 @@ func (r *run) waitReleases(ctx context.Context, done func(releaseMeta) bool, rol
 		return fmt.Errorf("waiting for %d releases to converge (%d so far): %w", len(r.names), res.Converged, err)
 	}
 	return nil
+}
+
+// latestRevisions are the latest revision of each release of records.
+func latestRevisions(records map[string]releaseSecret) map[string]int {
+	out := map[string]int{}
+	for name, r := range records {
+		v, err := strconv.Atoi(r.Version)
+		if err != nil {
+			continue
+		}
+		release := strings.TrimSuffix(strings.TrimPrefix(name, "sh.helm.release.v1."), ".v"+r.Version)
+		out[release] = max(out[release], v)
+	}
+	return out
 }
 
 // releaseMeta is what the labels of a release record say.

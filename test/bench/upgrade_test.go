@@ -3,6 +3,7 @@
 package main
 
 import (
+	"maps"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -22,6 +23,19 @@ func TestCountReleaseChanges(t *testing.T) {
 	}
 	if added, rewritten := countReleaseChanges(before, after); added != 1 || rewritten != 1 {
 		t.Errorf("%d added, %d rewritten; want 1 and 1", added, rewritten)
+	}
+}
+
+func TestLatestRevisions(t *testing.T) {
+	got := latestRevisions(map[string]releaseSecret{
+		"sh.helm.release.v1.a.v1":      {Version: "1"},
+		"sh.helm.release.v1.a.v2":      {Version: "2"},
+		"sh.helm.release.v1.b.v1.v3":   {Version: "3"},
+		"sh.helm.release.v1.echo-1.v1": {Version: "1"},
+	})
+	want := map[string]int{"a": 2, "b.v1": 3, "echo-1": 1}
+	if !maps.Equal(got, want) {
+		t.Errorf("latest revisions %v, want %v", got, want)
 	}
 }
 
