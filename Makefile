@@ -324,7 +324,7 @@ test-chaos: control-plane minio test-manager ## Run the full fault-injection sui
 	CHAOS_FULL=1 $(TEST_MANAGER_ENV) $(CONTROL_PLANE_ENV) go test ./test/chaos/... ./test/failover/... -timeout 150m -count=1 -v $(TEST_FLAGS)
 
 .PHONY: bench
-bench: bench-datamover bench-failover bench-live bench-largest bench-scale ## Run the benchmarks: the data mover's, the leader takeover, the live API's listings, the largest Echoes' memory and the scale comparison (not part of make test; see docs/benchmarks.md).
+bench: bench-datamover bench-failover bench-live bench-largest bench-scale bench-upgrade ## Run the benchmarks: the data mover's, the leader takeover, the live API's listings, the largest Echoes' memory and the scale comparison (not part of make test; see docs/benchmarks.md).
 
 # The data mover's benchmark: 1 GiB through backup and restore, against
 # tar | gzip. It needs about 4 GiB of free space in $TMPDIR.
@@ -366,11 +366,18 @@ BENCH_SCALE_FLAGS ?= -n 300,1000
 bench-scale: control-plane helm-operator ## Compare echo-operator, the stock helm-operator and a plain client at scale (see docs/benchmarks.md).
 	$(CONTROL_PLANE_ENV) HELM_OPERATOR=$(LOCALBIN)/helm-operator/$(HELM_OPERATOR_VERSION)/helm-operator go run ./test/bench $(BENCH_SCALE_FLAGS)
 
+# The operator upgrade benchmark: N Echos rolled out, then echo-operator
+# replaced by a new version, with the same chart, then with a changed one.
+BENCH_UPGRADE_FLAGS ?= -n 1000 -operators echo -update=false -startup=false -upgrade -baseline 30s -idle 1m -out _output/bench/upgrade.json -markdown _output/bench/upgrade.md
+.PHONY: bench-upgrade
+bench-upgrade: control-plane ## Measure operator upgrades with 1,000 Echos in place: revisions, rollouts, requests, time (see docs/benchmarks.md).
+	$(CONTROL_PLANE_ENV) go run ./test/bench $(BENCH_UPGRADE_FLAGS)
+
 ##@ Build
 
 .PHONY: build
 build: ## Build the manager, the echo server and the kubectl plugin (kubectl-echo) into bin/.
-	go build -trimpath -o $(LOCALBIN)/ ./cmd/manager ./cmd/echo-server ./cmd/kubectl-echo
+	go build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(LOCALBIN)/ ./cmd/manager ./cmd/echo-server ./cmd/kubectl-echo
 
 # The kubectl plugin's release archive, as the krew manifest
 # (plugins/krew/echo.yaml) expects it: kubectl-echo and LICENSE at its root.

@@ -6,12 +6,15 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	"github.com/echo-operator/echo-operator/internal/releaserecords"
+	"github.com/echo-operator/echo-operator/internal/releasetrust"
 )
 
 // A release deployed before render fingerprints (by an older operator)
@@ -52,6 +55,51 @@ func TestEchoAdoptsAReleaseWithoutFingerprint(t *testing.T) {
 	Expect(k8sClient.Patch(context.Background(), svc, patch)).To(Succeed())
 	Eventually(reconcileCount).WithArguments("echo-controller").WithTimeout(timeout).Should(BeNumerically(">", helmRuns))
 	Expect(managerRequests.since(requests, ns)).To(BeEmpty())
+}
+
+// A release deployed from another chart or by another operator version
+// (another fingerprint) with the same values is rendered, and as the
+// manifest is unchanged it is labelled with the new fingerprint: no new
+// revision, and the Deployment is left alone, so no pod restarts.
+func TestEchoKeepsItsRevisionWhenOnlyTheChartChanged(t *testing.T) {
+	RegisterTestingT(t)
+	ns := newNamespace(t)
+	key := types.NamespacedName{Namespace: ns, Name: "upgraded-operator"}
+	createEcho(t, newEcho(ns, key.Name))
+	rollOut(t, key)
+
+	st := releaseStorage(ns)
+	deployed, err := st.Last(key.Name)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(deployed.Labels).To(HaveKey(releaserecords.ValuesLabel), "a new release is labelled with its values' fingerprint")
+	fp := deployed.Labels[releaserecords.FingerprintLabel]
+	dep := &appsv1.Deployment{}
+	Expect(k8sClient.Get(context.Background(), key, dep)).To(Succeed())
+
+	// What an older chart or operator left: the same values, another
+	// fingerprint, on the record the operator wrote (signed, owned by the
+	// Echo, so the cache answers for it). Rewriting it starts a reconcile.
+	ctx := context.Background()
+	secrets := clientset.CoreV1().Secrets(ns)
+	record, err := secrets.Get(ctx, fmt.Sprintf("sh.helm.release.v1.%s.v%d", key.Name, deployed.Version), metav1.GetOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	record.Labels[releaserecords.FingerprintLabel] = "rendered-from-an-older-chart"
+	signer, err := releasetrust.LoadOrCreateSigner(ctx, k8sClient, testOperatorNamespace)
+	Expect(err).NotTo(HaveOccurred())
+	signer.Sign(record)
+	_, err = secrets.Update(ctx, record, metav1.UpdateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+
+	Eventually(func(g Gomega) map[string]string {
+		last, err := st.Last(key.Name)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(last.Version).To(Equal(deployed.Version), "the release is not upgraded")
+		return last.Labels
+	}, timeout, interval).Should(HaveKeyWithValue(releaserecords.FingerprintLabel, fp))
+	after := &appsv1.Deployment{}
+	Expect(k8sClient.Get(context.Background(), key, after)).To(Succeed())
+	Expect(after.Generation).To(Equal(dep.Generation), "the Deployment was not written")
+	Expect(after.Spec.Template).To(Equal(dep.Spec.Template))
 }
 
 // TestFifthUpgradeRequests: an upgrade of an Echo whose history is full

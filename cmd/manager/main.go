@@ -26,6 +26,11 @@ import (
 	"github.com/echo-operator/echo-operator/internal/storagesecrets"
 )
 
+// version is the operator's version, stamped by the build
+// (-ldflags "-X main.version=$(VERSION)"); the manager logs it at start.
+// $OPERATOR_VERSION replaces it, for a build that was not stamped.
+var version = "dev"
+
 // defaultEchoImage is the echo server image when RELATED_IMAGE_ECHO is unset.
 const defaultEchoImage = "quay.io/echo-operator/echo-server:v0.1.0"
 
@@ -257,7 +262,7 @@ func run(o app.Options) error {
 	if err != nil {
 		return err
 	}
-	ctrl.Log.WithName("setup").Info("Starting manager",
+	ctrl.Log.WithName("setup").Info("Starting manager", "version", envOr("OPERATOR_VERSION", version),
 		"namespaces", namespacesForLog(o.WatchNamespaces), "watchesFile", o.Helm.WatchesFile, "echoImage", o.Helm.DefaultEchoImage)
 	return mgr.Start(ctrl.SetupSignalHandler())
 }

@@ -29,8 +29,10 @@ import (
 // actionClientGetter hands the Helm reconciler action clients that:
 //   - answer from the cache when the deployed revision was rendered from
 //     the same chart and values (see releaserecords.FingerprintLabel),
-//     so an unchanged release costs no render and no API request, and a
-//     changed one is upgraded without a dry-run render first;
+//     so an unchanged release costs no render and no API request, and one
+//     whose values changed is upgraded without a dry-run render first;
+//     one whose chart or rendering alone changed (a new operator) is
+//     rendered, and upgraded only if its manifest changed;
 //   - repair drift against the cached objects (driftrepair.go);
 //   - recover releases an interrupted operator left pending
 //     (pendingrelease.go);
@@ -192,10 +194,10 @@ func (c *actionClient) Install(name, namespace string, chrt *chart.Chart, vals m
 		return nil, err
 	}
 	fp, hasFP := c.fingerprint(chrt, vals)
-	checked := c.checkValues(chrt, vals, fp, hasFP)
+	checked := c.checkValues(chrt, vals, fp.render, hasFP)
 	opts = append(opts, func(i *action.Install) error {
 		if hasFP {
-			i.Labels = withLabel(i.Labels, releaserecords.FingerprintLabel, fp)
+			i.Labels = fp.labels(i.Labels)
 		}
 		i.DisableOpenAPIValidation = i.DisableOpenAPIValidation || c.g.skipOpenAPIValidation
 		i.SkipSchemaValidation = i.SkipSchemaValidation || checked.handled
@@ -248,17 +250,19 @@ func heldWriteError(h interface{ Config() *action.Configuration }, rel *release.
 // only when the manifest changed. When the deployed revision carries the
 // fingerprint of this chart and these values, the render would give its
 // manifest again: the deployed revision is returned instead, and the
-// reconcile moves on to drift repair. When it carries another fingerprint,
-// the chart or values changed: the dry run is answered, unrendered, with
-// a release that leads to the upgrade (upgradeWanted), which renders.
+// reconcile moves on to drift repair. When it carries another fingerprint
+// and other values, the dry run is answered, unrendered, with a release
+// that leads to the upgrade (upgradeWanted), which renders. When only the
+// chart or the operator's rendering changed, the dry run renders: an
+// operator upgrade that leaves the manifest as it was writes no revision.
 func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals map[string]any, opts ...helmclient.UpgradeOption) (*release.Release, error) {
 	fp, hasFP := c.fingerprint(chrt, vals)
 	opts = append(opts, func(u *action.Upgrade) error {
 		if hasFP {
-			u.Labels = withLabel(u.Labels, releaserecords.FingerprintLabel, fp)
+			u.Labels = fp.labels(u.Labels)
 		}
 		u.DisableOpenAPIValidation = u.DisableOpenAPIValidation || c.g.skipOpenAPIValidation
-		u.SkipSchemaValidation = u.SkipSchemaValidation || c.checkValues(chrt, vals, fp, hasFP).handled
+		u.SkipSchemaValidation = u.SkipSchemaValidation || c.checkValues(chrt, vals, fp.render, hasFP).handled
 		return nil
 	})
 	if dryRun(opts, func(a *action.Upgrade) bool { return a.DryRun }) {
@@ -283,8 +287,8 @@ func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals m
 // upgrade runs Helm's upgrade, or dry run, of values the chart's schema
 // takes.
 func (c *actionClient) upgrade(h helmclient.ActionInterface, name, namespace string, chrt *chart.Chart, vals map[string]any,
-	fp string, hasFP bool, opts []helmclient.UpgradeOption) (*release.Release, error) {
-	if err := c.checkValues(chrt, vals, fp, hasFP).err; err != nil {
+	fp prints, hasFP bool, opts []helmclient.UpgradeOption) (*release.Release, error) {
+	if err := c.checkValues(chrt, vals, fp.render, hasFP).err; err != nil {
 		return nil, err
 	}
 	return h.Upgrade(name, namespace, chrt, vals, opts...)
@@ -308,19 +312,26 @@ func recordRollback(rel *release.Release, err error) {
 const rollbackFailedPrefix = "rollback failed: "
 
 // render is the dry-run upgrade: answered from the cache when the deployed
-// revision has a fingerprint, else rendered by Helm.
-func (c *actionClient) render(name, namespace string, chrt *chart.Chart, vals map[string]any, fp string, hasFP bool, opts []helmclient.UpgradeOption) (*release.Release, error) {
+// revision's fingerprints tell what a render would say, else rendered by
+// Helm.
+func (c *actionClient) render(name, namespace string, chrt *chart.Chart, vals map[string]any, fp prints, hasFP bool, opts []helmclient.UpgradeOption) (*release.Release, error) {
 	deployed, cached := c.cachedDeployed(name)
 	if hasFP && cached {
-		switch deployedFP := deployed.Labels[releaserecords.FingerprintLabel]; deployedFP {
-		case fp:
+		switch deployedFP := deployed.Labels[releaserecords.FingerprintLabel]; {
+		case deployedFP == fp.render:
 			return deployed, nil
-		case "":
+		case deployedFP == "":
 			c.g.log.V(1).Info("Rendering the release", "release", name, "reason", "the deployed revision has no fingerprint")
-		default:
-			c.g.log.V(1).Info("Upgrading without a dry run", "release", name, "reason", "chart or values changed",
-				"deployed", deployedFP, "wanted", fp)
+		case valuesChanged(deployed, fp):
+			c.g.log.V(1).Info("Upgrading without a dry run", "release", name, "reason", "the values changed",
+				"deployed", deployedFP, "wanted", fp.render)
 			return upgradeWanted(deployed), nil
+		default:
+			// A new chart or operator often renders the same manifest:
+			// only a render tells, and an unchanged one is adopted
+			// below, without a new revision.
+			c.g.log.V(1).Info("Rendering the release", "release", name, "reason", "the chart or the operator's rendering changed, not the values",
+				"deployed", deployedFP, "wanted", fp.render)
 		}
 	}
 	h, err := c.live()
@@ -341,12 +352,22 @@ func (c *actionClient) render(name, namespace string, chrt *chart.Chart, vals ma
 	return rel, nil
 }
 
-// upgradeWanted stands for the render of a chart or values other than
-// those of the deployed revision, without rendering: the reconciler only
-// compares a dry run's manifest with the deployed one's to choose between
-// an upgrade and nothing (helm-operator-plugins' getReleaseState), and a
-// changed chart or values is an upgrade. The upgrade that follows renders
-// for real; nothing else reads a dry run's result.
+// valuesChanged reports whether the deployed revision was rendered with
+// other values than fp's. A revision an older operator wrote without the
+// values label counts as unchanged: a render is cheaper than an upgrade
+// that was not needed, which writes a revision.
+func valuesChanged(deployed *release.Release, fp prints) bool {
+	v := deployed.Labels[releaserecords.ValuesLabel]
+	return v != "" && v != fp.values
+}
+
+// upgradeWanted stands for the render of values other than those of the
+// deployed revision, without rendering: the reconciler only compares a dry
+// run's manifest with the deployed one's to choose between an upgrade and
+// nothing (helm-operator-plugins' getReleaseState), and changed values
+// are an upgrade (values no template reads are rare enough to cost one).
+// The upgrade that follows renders for real; nothing else reads a dry
+// run's result.
 func upgradeWanted(deployed *release.Release) *release.Release {
 	out := *deployed
 	info := *deployed.Info
@@ -357,23 +378,24 @@ func upgradeWanted(deployed *release.Release) *release.Release {
 }
 
 const (
-	notRenderedDescription = "Not rendered: the chart or values changed"
+	notRenderedDescription = "Not rendered: the values changed"
 	// notRenderedManifest makes the stand-in's manifest differ from any
 	// deployed one.
-	notRenderedManifest = "\n# not rendered: the chart or values changed\n"
+	notRenderedManifest = "\n# not rendered: the values changed\n"
 )
 
 // adopt labels the deployed revision with fp when the render gives its
-// manifest again: a release deployed before fingerprints, or by an older
-// operator, then takes the cached path from the next reconcile on, without
-// an upgrade. A failure only costs another render later.
-func (c *actionClient) adopt(h helmclient.ActionInterface, name, manifest, fp string) {
+// manifest again: a release deployed before fingerprints, by an older
+// operator or from an older chart, then takes the cached path from the
+// next reconcile on, without an upgrade: one write of its record, no new
+// revision. A failure only costs another render later.
+func (c *actionClient) adopt(h helmclient.ActionInterface, name, manifest string, fp prints) {
 	cur, err := h.Get(name)
 	if err != nil || cur.Info == nil || cur.Info.Status != release.StatusDeployed ||
-		cur.Manifest != manifest || cur.Labels[releaserecords.FingerprintLabel] == fp {
+		cur.Manifest != manifest || cur.Labels[releaserecords.FingerprintLabel] == fp.render {
 		return
 	}
-	cur.Labels = withLabel(cur.Labels, releaserecords.FingerprintLabel, fp)
+	cur.Labels = fp.labels(cur.Labels)
 	if err := h.Config().Releases.Update(cur); err != nil {
 		c.g.log.V(1).Info("Could not label the release with its fingerprint", "release", name, "error", err.Error())
 		return
@@ -381,20 +403,32 @@ func (c *actionClient) adopt(h helmclient.ActionInterface, name, manifest, fp st
 	c.g.expected.expect(c.releaseKey(name), cur.Version)
 }
 
+// prints are the fingerprints of a render: of all it reads
+// (releaserecords.FingerprintLabel) and of its values alone
+// (releaserecords.ValuesLabel).
+type prints struct{ render, values string }
+
+// labels returns labels with the fingerprints added.
+func (p prints) labels(labels map[string]string) map[string]string {
+	return withLabel(withLabel(labels, releaserecords.FingerprintLabel, p.render), releaserecords.ValuesLabel, p.values)
+}
+
 // fingerprint of a render; ok is false if the values cannot be encoded,
 // which only costs the cached path.
-func (c *actionClient) fingerprint(chrt *chart.Chart, vals map[string]any) (string, bool) {
+func (c *actionClient) fingerprint(chrt *chart.Chart, vals map[string]any) (prints, bool) {
+	var p prints
 	digest, err := c.g.charts.Of(chrt)
+	if err == nil {
+		p.render, err = releaserecords.Fingerprint(digest, vals)
+	}
+	if err == nil {
+		p.values, err = releaserecords.ValuesFingerprint(vals)
+	}
 	if err != nil {
 		c.g.log.V(1).Info("Rendering without a fingerprint", "error", err.Error())
-		return "", false
+		return prints{}, false
 	}
-	fp, err := releaserecords.Fingerprint(digest, vals)
-	if err != nil {
-		c.g.log.V(1).Info("Rendering without a fingerprint", "error", err.Error())
-		return "", false
-	}
-	return fp, true
+	return p, true
 }
 
 // dryRun reports whether options configure a dry run, by applying them to a

@@ -36,14 +36,11 @@ func TestDryRunDetection(t *testing.T) {
 }
 
 // deployedRecordCache is a cache holding one deployed revision of the
-// release "web" of echo, labelled with fingerprint fp (none when empty).
-func deployedRecordCache(t *testing.T, echo *echov1alpha1.Echo, fp string) *fakeCache {
+// release "web" of echo, with labels (its fingerprints).
+func deployedRecordCache(t *testing.T, echo *echov1alpha1.Echo, labels map[string]string) *fakeCache {
 	t.Helper()
 	rel := renderedRelease(t)
-	rel.Labels = map[string]string{}
-	if fp != "" {
-		rel.Labels[releaserecords.FingerprintLabel] = fp
-	}
+	rel.Labels = labels
 	s, err := releaseRecord("sh.helm.release.v1.web.v1", rel, createdAtLabel)
 	if err != nil {
 		t.Fatal(err)
@@ -68,15 +65,17 @@ func deployedRecordCache(t *testing.T, echo *echov1alpha1.Echo, fp string) *fake
 
 // The reconciler's dry-run upgrade is answered without Helm when the
 // cached deployed revision tells what a render would say: the same
-// fingerprint, the deployed release; another fingerprint, a release whose
+// fingerprint, the deployed release; other values, a release whose
 // manifest differs, so the reconciler upgrades. A deployed revision with
-// no fingerprint is rendered.
+// no fingerprint, or of the same values but another chart or renderer (a
+// new operator), is rendered: the reconciler upgrades only if the manifest
+// changed.
 func TestRenderIsSkippedWhenTheFingerprintTells(t *testing.T) {
 	ch := loadEchoChart(t)
 	vals := translate(t, echov1alpha1.EchoSpec{Message: "hello"})
 	echo := &echov1alpha1.Echo{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "u"}}
 	dryRun := helmclient.UpgradeOption(func(u *action.Upgrade) error { u.DryRun, u.DryRunOption = true, "server"; return nil })
-	newClient := func(deployedFP func(wanted string) string) (*actionClient, *fakeHelm, *release.Release) {
+	newClient := func(deployedLabels func(wanted prints) map[string]string) (*actionClient, *fakeHelm, *release.Release) {
 		fh := &fakeHelm{}
 		g := &actionClientGetter{inner: fh, expected: newExpectations(), recorder: record.NewFakeRecorder(10), log: logr.Discard()}
 		c := &actionClient{ctx: context.Background(), obj: echo, g: g}
@@ -84,7 +83,7 @@ func TestRenderIsSkippedWhenTheFingerprintTells(t *testing.T) {
 		if !ok {
 			t.Fatal("no fingerprint")
 		}
-		g.cache = deployedRecordCache(t, echo, deployedFP(wanted))
+		g.cache = deployedRecordCache(t, echo, deployedLabels(wanted))
 		current, err := c.Get("web")
 		if err != nil {
 			t.Fatal(err)
@@ -93,14 +92,14 @@ func TestRenderIsSkippedWhenTheFingerprintTells(t *testing.T) {
 	}
 
 	t.Run("same fingerprint: the deployed release, unrendered", func(t *testing.T) {
-		c, fh, current := newClient(func(wanted string) string { return wanted })
+		c, fh, current := newClient(func(wanted prints) map[string]string { return wanted.labels(nil) })
 		rel, err := c.Upgrade("web", "ns", ch, vals, dryRun)
 		if err != nil || rel.Manifest != current.Manifest || len(fh.upgrades) != 0 {
 			t.Fatalf("got %v with %d renders; want the deployed manifest and no render", err, len(fh.upgrades))
 		}
 	})
-	t.Run("another fingerprint: an upgrade, unrendered", func(t *testing.T) {
-		c, fh, current := newClient(func(string) string { return "another" })
+	t.Run("other values: an upgrade, unrendered", func(t *testing.T) {
+		c, fh, current := newClient(func(prints) map[string]string { return prints{render: "another", values: "other"}.labels(nil) })
 		rel, err := c.Upgrade("web", "ns", ch, vals, dryRun)
 		if err != nil {
 			t.Fatal(err)
@@ -115,13 +114,24 @@ func TestRenderIsSkippedWhenTheFingerprintTells(t *testing.T) {
 			t.Errorf("the upgrade: %v, %d Helm upgrades; want it to reach Helm", err, len(fh.upgrades))
 		}
 	})
-	t.Run("no fingerprint: rendered", func(t *testing.T) {
-		c, fh, _ := newClient(func(string) string { return "" })
-		if _, err := c.Upgrade("web", "ns", ch, vals, dryRun); err != nil {
-			t.Fatal(err)
-		}
-		if len(fh.upgrades) != 1 {
-			t.Errorf("rendered %d times, want once", len(fh.upgrades))
-		}
-	})
+	rendered := map[string]func(wanted prints) map[string]string{
+		"no fingerprint": func(prints) map[string]string { return nil },
+		"the same values, another chart or renderer": func(wanted prints) map[string]string {
+			return prints{render: "another", values: wanted.values}.labels(nil)
+		},
+		"another fingerprint, values unknown (an older operator's revision)": func(prints) map[string]string {
+			return map[string]string{releaserecords.FingerprintLabel: "another"}
+		},
+	}
+	for name, labels := range rendered {
+		t.Run(name+": rendered", func(t *testing.T) {
+			c, fh, _ := newClient(labels)
+			if _, err := c.Upgrade("web", "ns", ch, vals, dryRun); err != nil {
+				t.Fatal(err)
+			}
+			if len(fh.upgrades) != 1 {
+				t.Errorf("rendered %d times, want once", len(fh.upgrades))
+			}
+		})
+	}
 }

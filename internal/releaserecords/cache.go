@@ -251,7 +251,7 @@ func cachedRelease(s *corev1.Secret) *release.Release {
 	return &release.Release{
 		Name: s.Labels[chart.ReleaseNameLabel], Namespace: s.Namespace, Version: version, Manifest: string(s.Data[cachedManifestKey]),
 		Info:   &release.Info{Status: release.Status(s.Labels[chart.ReleaseStatusLabel]), Notes: string(s.Data[cachedNotesKey])},
-		Labels: map[string]string{FingerprintLabel: s.Labels[FingerprintLabel]},
+		Labels: map[string]string{FingerprintLabel: s.Labels[FingerprintLabel], ValuesLabel: s.Labels[ValuesLabel]},
 	}
 }
 

@@ -19,6 +19,14 @@ import (
 // drift repair.
 const FingerprintLabel = "echo.dev/render-fingerprint"
 
+// ValuesLabel, on a release Secret, identifies the values alone the
+// revision was rendered with (ValuesFingerprint). When the fingerprint
+// differs but this label does not, only the chart or the operator's
+// rendering changed, which often leaves the manifest as it was (a new
+// operator version, a chart's appVersion bumped): the release is then
+// rendered and compared, and upgraded only if the manifest changed.
+const ValuesLabel = "echo.dev/values-fingerprint"
+
 // renderVersion changes when the operator changes what it does to a
 // rendered manifest (the reconciler's post-rendering), so that releases deployed by an
 // older operator are rendered again, and upgraded only if that changes
@@ -29,15 +37,36 @@ const renderVersion = "1"
 // values it is rendered with: the value of FingerprintLabel. Label values
 // are at most 63 characters: 40 hex digits (160 bits) are kept.
 func Fingerprint(chartDigest string, vals map[string]any) (string, error) {
-	v, err := json.Marshal(vals) // map keys are sorted: the encoding is canonical
+	v, err := encodeValues(vals)
 	if err != nil {
-		return "", fmt.Errorf("encoding the values: %w", err)
+		return "", err
 	}
 	h := sha256.New()
 	writeField(h, "render", []byte(renderVersion))
 	writeField(h, "chart", []byte(chartDigest))
 	writeField(h, "values", v)
 	return hex.EncodeToString(h.Sum(nil))[:40], nil
+}
+
+// ValuesFingerprint hashes the values a chart is rendered with: the value
+// of ValuesLabel, 40 hex digits as Fingerprint's.
+func ValuesFingerprint(vals map[string]any) (string, error) {
+	v, err := encodeValues(vals)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	writeField(h, "values", v)
+	return hex.EncodeToString(h.Sum(nil))[:40], nil
+}
+
+// encodeValues encodes values canonically: json sorts map keys.
+func encodeValues(vals map[string]any) ([]byte, error) {
+	v, err := json.Marshal(vals)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the values: %w", err)
+	}
+	return v, nil
 }
 
 // ChartDigests remembers the digest of each chart: a reconciler renders

@@ -109,3 +109,26 @@ func TestFingerprint(t *testing.T) {
 		})
 	}
 }
+
+// The values fingerprint changes with the values only: a new chart or
+// renderer leaves it as it was.
+func TestValuesFingerprint(t *testing.T) {
+	vals := func() map[string]any {
+		return map[string]any{"message": "hello", "service": map[string]any{"port": 80}}
+	}
+	want, err := ValuesFingerprint(vals())
+	if err != nil || len(want) != 40 {
+		t.Fatalf("values fingerprint %q (%v), want 40 characters", want, err)
+	}
+	if got, _ := ValuesFingerprint(vals()); got != want {
+		t.Errorf("the same values fingerprint %s, want %s", got, want)
+	}
+	changed := vals()
+	changed["service"].(map[string]any)["port"] = 81
+	if got, _ := ValuesFingerprint(changed); got == want {
+		t.Error("a changed value left the values fingerprint as it was")
+	}
+	if render := fingerprintOf(t, loadEchoChart(t), vals()); render == want {
+		t.Error("the values fingerprint equals the render fingerprint: the label could not tell a chart change from a values change")
+	}
+}

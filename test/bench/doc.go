@@ -13,8 +13,11 @@
 //
 // Each (system, N) runs on a fresh cluster: a baseline of the cluster's own
 // API traffic, the rollout of N Echos at once, an idle window, a mass
-// update, and for echo a restart that must not touch any release. It writes
-// a JSON results file and prints Markdown tables.
+// update, and for echo a restart that must not touch any release; with
+// -upgrade (`make bench-upgrade`), echo-operator is then replaced by a new
+// version twice, with the same chart and with a changed one, counting the
+// revisions, rollouts and requests each costs. It writes a JSON results
+// file and prints Markdown tables.
 //
 // Usage, from the repository root (see the Makefile's bench-scale target
 // for the environment it needs):

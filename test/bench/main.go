@@ -44,6 +44,7 @@ type options struct {
 	timeout  time.Duration
 	startup  bool
 	update   bool
+	upgrade  bool
 	pprof    bool
 	keep     bool
 	out      string
@@ -141,6 +142,7 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "Time limit of each phase (on top of its deliberate waits).")
 	fs.BoolVar(&o.startup, "startup", true, "Restart echo-operator after the update and measure its catch-up.")
 	fs.BoolVar(&o.update, "update", true, "Update every Echo after the idle window and measure the convergence.")
+	fs.BoolVar(&o.upgrade, "upgrade", false, "Upgrade echo-operator at the end, to a new version with the same chart, then with a changed chart, and measure both.")
 	fs.BoolVar(&o.pprof, "pprof", false, "Serve echo-operator's pprof endpoints and save heap profiles next to -out.")
 	fs.BoolVar(&o.keep, "keep", false, "Keep the work directories with the clusters' and operators' logs.")
 	fs.StringVar(&o.out, "out", filepath.Join("_output", "bench", "scale.json"), "Path of the JSON results.")

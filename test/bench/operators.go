@@ -3,6 +3,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -85,6 +86,9 @@ type echoSystem struct {
 	env     *environment
 	cluster *benchCluster
 	logPath string
+	// watches and version, when set, are the watches file and the version
+	// of the operator an upgrade starts.
+	watches, version string
 }
 
 func (*echoSystem) prepare(context.Context, []string) error { return nil }
@@ -110,7 +114,8 @@ func (s *echoSystem) launch(ctx context.Context) (*operatorProcess, error) {
 		args:   args,
 		env: []string{
 			"KUBECONFIG=" + s.cluster.KubeconfigPath(),
-			"WATCHES_FILE=" + filepath.Join(s.env.repoRoot, "watches.yaml"),
+			"WATCHES_FILE=" + cmp.Or(s.watches, filepath.Join(s.env.repoRoot, "watches.yaml")),
+			"OPERATOR_VERSION=" + s.version,
 			"RELATED_IMAGE_ECHO=" + echoImage,
 			"WATCH_NAMESPACE=",
 		},

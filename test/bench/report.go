@@ -186,6 +186,7 @@ func markdown(res *results) string {
 		})
 		writeClientKindsTable(&b, runs[systemEcho])
 		writeStartupTable(&b, runs)
+		writeUpgradeTable(&b, runs)
 	}
 	writeRatioTable(&b, res)
 	return b.String()
@@ -422,6 +423,54 @@ func writeStartupTable(b *strings.Builder, runs map[string]*runResult) {
 	}
 	t.row("Peak RSS (MiB)", mebibytes(float64(s.Process.HWMBytes)))
 	t.row("CPU (s)", seconds(s.Process.CPUSeconds))
+}
+
+func writeUpgradeTable(b *strings.Builder, runs map[string]*runResult) {
+	r := runs[systemEcho]
+	if r == nil || len(r.Upgrades) == 0 {
+		return
+	}
+	b.WriteString("\necho-operator upgraded on the converged Echos (a new version started in place of the old):\n\n")
+	t := table{b}
+	head := []string{"Upgrade"}
+	for _, u := range r.Upgrades {
+		head = append(head, u.Name)
+	}
+	t.header(head...)
+	row := func(label string, f func(*upgradeResult) string) {
+		cells := []string{label}
+		for _, u := range r.Upgrades {
+			cells = append(cells, f(u))
+		}
+		t.row(cells...)
+	}
+	row("Release revisions written", func(u *upgradeResult) string { return fmt.Sprint(u.RevisionsWritten) })
+	row("Release records rewritten (same revision)", func(u *upgradeResult) string { return fmt.Sprint(u.RecordsRewritten) })
+	row("Deployments rolled out (pods restarted)", func(u *upgradeResult) string { return fmt.Sprint(u.Rollouts) })
+	row("Most rollouts at once", func(u *upgradeResult) string { return fmt.Sprint(u.PeakRollouts) })
+	row("Start → ready (s)", func(u *upgradeResult) string { return seconds(u.ReadySeconds) })
+	row("Start → every release converged, none rolling (s)", func(u *upgradeResult) string {
+		if u.TimedOut {
+			return fmt.Sprintf("timed out (%d of %d)", u.Converged, r.N)
+		}
+		return seconds(u.DoneSeconds)
+	})
+	row("Requests sent by the operator", func(u *upgradeResult) string {
+		if u.Requests == nil {
+			return "·"
+		}
+		return count(u.Requests.sent())
+	})
+	row("API requests in the window, net of baseline", func(u *upgradeResult) string {
+		if u.Requests == nil {
+			return "·"
+		}
+		return count(u.Requests.Net)
+	})
+	row("Secret writes", func(u *upgradeResult) string { return count(u.SecretWrites) })
+	row("Deployment writes", func(u *upgradeResult) string { return count(u.DeploymentWrites) })
+	row("Peak RSS (MiB)", func(u *upgradeResult) string { return mebibytes(float64(u.Process.HWMBytes)) })
+	row("CPU (s)", func(u *upgradeResult) string { return seconds(u.Process.CPUSeconds) })
 }
 
 func writeRatioTable(b *strings.Builder, res *results) {

@@ -10,17 +10,17 @@ import (
 
 func TestDiffReleases(t *testing.T) {
 	before := map[string]releaseSecret{
-		"sh.helm.release.v1.a.v1": {"1", "deployed", "10"},
-		"sh.helm.release.v1.b.v1": {"1", "deployed", "11"},
-		"sh.helm.release.v1.c.v1": {"1", "deployed", "12"},
+		"sh.helm.release.v1.a.v1": {"1", "deployed", "10", ""},
+		"sh.helm.release.v1.b.v1": {"1", "deployed", "11", ""},
+		"sh.helm.release.v1.c.v1": {"1", "deployed", "12", ""},
 	}
 	if got := diffReleases(before, before); len(got) != 0 {
 		t.Errorf("no change reported as %v", got)
 	}
 	after := map[string]releaseSecret{
-		"sh.helm.release.v1.a.v1": {"1", "superseded", "20"},
-		"sh.helm.release.v1.a.v2": {"2", "deployed", "21"},
-		"sh.helm.release.v1.c.v1": {"1", "deployed", "12"},
+		"sh.helm.release.v1.a.v1": {"1", "superseded", "20", ""},
+		"sh.helm.release.v1.a.v2": {"2", "deployed", "21", ""},
+		"sh.helm.release.v1.c.v1": {"1", "deployed", "12", ""},
 	}
 	want := []string{
 		"added sh.helm.release.v1.a.v2",

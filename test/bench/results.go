@@ -103,6 +103,8 @@ type runResult struct {
 
 	Process *processResult `json:"process,omitempty"`
 	Startup *startupResult `json:"startup,omitempty"`
+	// Upgrades are echo-operator's upgrades on the converged Echos.
+	Upgrades []*upgradeResult `json:"upgrades,omitempty"`
 }
 
 // baselineResult is the cluster's own traffic before any operator runs.
@@ -192,6 +194,36 @@ type startupResult struct {
 	ReleasesUnchanged bool     `json:"releasesUnchanged"`
 	ReleaseChanges    []string `json:"releaseChanges,omitempty"`
 	// Writes to Secrets and Deployments in the window, net of baseline.
+	SecretWrites     float64        `json:"secretWrites"`
+	DeploymentWrites float64        `json:"deploymentWrites"`
+	Requests         *requestWindow `json:"requests"`
+	Process          usage          `json:"process"`
+}
+
+// upgradeResult is echo-operator replaced by a new version on N converged
+// Echos, with the same chart or a changed one.
+type upgradeResult struct {
+	Name string `json:"name"`
+	// Releases is the number of release records before the upgrade.
+	Releases int `json:"releases"`
+	// ReadySeconds and DoneSeconds run from the new process's start to
+	// its first ready answer, and to every release converged on the new
+	// chart (relabelled, or upgraded) with no Deployment rolling.
+	ReadySeconds float64 `json:"readySeconds"`
+	DoneSeconds  float64 `json:"doneSeconds"`
+	Converged    int     `json:"converged"`
+	TimedOut     bool    `json:"timedOut,omitempty"`
+	// RevisionsWritten counts the release records added (new revisions),
+	// RecordsRewritten those of an existing revision written again.
+	RevisionsWritten int `json:"revisionsWritten"`
+	RecordsRewritten int `json:"recordsRewritten"`
+	// Rollouts counts the Deployments that rolled out a new generation,
+	// PeakRollouts the most of them rolling at once.
+	Rollouts     int `json:"rollouts"`
+	PeakRollouts int `json:"peakRollouts"`
+	// WindowSeconds is the window of the counts below: from the start to
+	// DoneSeconds plus a grace period.
+	WindowSeconds    float64        `json:"windowSeconds"`
 	SecretWrites     float64        `json:"secretWrites"`
 	DeploymentWrites float64        `json:"deploymentWrites"`
 	Requests         *requestWindow `json:"requests"`

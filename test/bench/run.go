@@ -39,9 +39,12 @@ type run struct {
 	sys         system
 	stopInform  chan struct{}
 	deployments *tracker
-	echoes      *tracker // echo only
-	proc        *operatorProcess
-	sampler     *sampler
+	// deploymentInformer feeds deployments, and the upgrades' rollout
+	// counts.
+	deploymentInformer cache.SharedIndexInformer
+	echoes             *tracker // echo only
+	proc               *operatorProcess
+	sampler            *sampler
 	// baselineRate is the cluster's own requests per second.
 	baselineRate requestCounts
 }
@@ -97,6 +100,9 @@ func (r *run) steps() []step {
 	if r.res.System == systemEcho && r.env.opts.startup {
 		steps = append(steps, step{"startup", startupGrace, r.startup})
 	}
+	if r.res.System == systemEcho && r.env.opts.upgrade {
+		steps = append(steps, step{"upgrade-same-chart", startupGrace, r.upgradeSame}, step{"upgrade-changed-chart", startupGrace, r.upgradeChanged})
+	}
 	return steps
 }
 
@@ -140,7 +146,8 @@ func (r *run) prepare(ctx context.Context) error {
 	r.stopInform = make(chan struct{})
 	deps := informers.NewSharedInformerFactoryWithOptions(r.cluster.clientset, 0, informers.WithNamespace(benchNamespace))
 	var err error
-	if r.deployments, err = newTracker(deps.Apps().V1().Deployments().Informer()); err != nil {
+	r.deploymentInformer = deps.Apps().V1().Deployments().Informer()
+	if r.deployments, err = newTracker(r.deploymentInformer); err != nil {
 		return fmt.Errorf("watching Deployments: %w", err)
 	}
 	deps.Start(r.stopInform)
@@ -401,7 +408,7 @@ func (r *run) recordUsage(set func(*processResult, usage), from, to time.Time) {
 // teardown stops the operator, the informers and the cluster.
 func (r *run) teardown() {
 	// After a restart the process's usage is the startup's, recorded there.
-	if u, ok := r.stopOperator(); ok && r.res.Startup == nil {
+	if u, ok := r.stopOperator(); ok && r.res.Startup == nil && len(r.res.Upgrades) == 0 {
 		r.res.Process.Total = u
 	}
 	if r.stopInform != nil {

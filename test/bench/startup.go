@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/echo-operator/echo-operator/internal/chart"
+	"github.com/echo-operator/echo-operator/internal/releaserecords"
 )
 
 const (
@@ -108,7 +109,7 @@ func objectWritesTo(resource string) func(requestKey) bool {
 
 // releaseSecret is what identifies a stored revision of a Helm release.
 type releaseSecret struct {
-	Version, Status, ResourceVersion string
+	Version, Status, ResourceVersion, Fingerprint string
 }
 
 // releases lists the release Secrets of the bench namespace, by name.
@@ -119,7 +120,8 @@ func (r *run) releases(ctx context.Context) (map[string]releaseSecret, error) {
 	}
 	out := make(map[string]releaseSecret, len(list.Items))
 	for _, s := range list.Items {
-		out[s.Name] = releaseSecret{Version: s.Labels["version"], Status: s.Labels["status"], ResourceVersion: s.ResourceVersion}
+		out[s.Name] = releaseSecret{Version: s.Labels["version"], Status: s.Labels["status"], ResourceVersion: s.ResourceVersion,
+			Fingerprint: s.Labels[releaserecords.FingerprintLabel]}
 	}
 	return out, nil
 }

@@ -3,11 +3,16 @@
 package e2e
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"sync"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 
 	"github.com/echo-operator/echo-operator/test/harness/simcluster"
 	"github.com/echo-operator/echo-operator/test/harness/simsuite"
@@ -17,6 +22,10 @@ import (
 // that exited on its own again, as the kubelet restarts a Deployment's
 // container after a backoff.
 const restartDelay = time.Second
+
+// leaseName is the manager's leader election Lease (LeaderElectionID in
+// cmd/manager/app).
+const leaseName = "echo-operator.echo.dev"
 
 // operatorProcess is the manager binary, run as a user would run it out of
 // cluster: from the project's directory (watches.yaml, helm-charts/) with a
@@ -36,6 +45,9 @@ type operatorProcess struct {
 	liveAPIAddr, liveAPICertDir, liveAPICA string
 
 	mu sync.Mutex
+	// env is added to the environment of the processes started from now
+	// on (restartWith).
+	env []string
 	// run is the running process; nil once stopped or killed.
 	run *operatorRun
 	// exits are the exits nobody asked for, each as the log says it.
@@ -67,7 +79,7 @@ func (p *operatorProcess) startLocked() error {
 	}
 	proc, err := simsuite.StartManager(simsuite.ManagerOptions{
 		Binary: p.binary, Dir: repoRoot, Kubeconfig: p.kubeconfig, LogPath: p.logPath, Name: "operator",
-		Env: []string{"RELATED_IMAGE_ECHO=" + echoImage, "WATCH_NAMESPACE=", "STORAGE_ENDPOINTS=" + sharedStorageEndpoint},
+		Env: append([]string{"RELATED_IMAGE_ECHO=" + echoImage, "WATCH_NAMESPACE=", "STORAGE_ENDPOINTS=" + sharedStorageEndpoint}, p.env...),
 		Args: []string{
 			"--leader-elect",
 			"--leader-election-namespace=" + operatorNamespace,
@@ -181,6 +193,49 @@ func (p *operatorProcess) kill() {
 	}
 	r.proc.Kill()
 	<-r.done
+}
+
+// restartWith replaces the operator as a new version of it would be
+// rolled out: the running process is asked to shut down, and once it has,
+// another starts with env added to its environment (none: the suite's
+// own), and restartWith returns once it leads. Later restarts keep env.
+func (p *operatorProcess) restartWith(env ...string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	leases := clientset.CoordinationV1().Leases(operatorNamespace)
+	var previous string
+	if l, err := leases.Get(ctx, leaseName, metav1.GetOptions{}); err == nil {
+		previous = ptr.Deref(l.Spec.HolderIdentity, "")
+	}
+	if err := p.replace(env); err != nil {
+		return err
+	}
+	return wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		l, err := leases.Get(ctx, leaseName, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		holder := ptr.Deref(l.Spec.HolderIdentity, "")
+		return holder != "" && holder != previous, nil
+	})
+}
+
+// replace stops the running process, if any, and starts another with env.
+func (p *operatorProcess) replace(env []string) error {
+	if r := p.take(); r != nil {
+		err := r.proc.Stop(45 * time.Second)
+		if errors.Is(err, os.ErrProcessDone) {
+			p.hadExited(r)
+		}
+		<-r.done
+		if err != nil && !errors.Is(err, os.ErrProcessDone) {
+			return fmt.Errorf("stopping the operator: %w", err)
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.env = env
+	return p.startLocked()
 }
 
 // stop asks the operator to shut down gracefully, waits for it, and keeps
