@@ -27,10 +27,13 @@ COPY internal/ internal/
 # layer, so a change of the sources recompiles only what it touches.
 RUN --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \
-    go build -trimpath -ldflags="-s -w" -o manager ./cmd/manager
+    go build -trimpath -ldflags="-s -w" -o echo-server ./cmd/echo-server
+# The version the manager logs at start (main.version): declared here, so
+# that only the manager's link depends on it.
+ARG VERSION=0.1.0
 RUN --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \
-    go build -trimpath -ldflags="-s -w" -o echo-server ./cmd/echo-server
+    go build -trimpath -ldflags="-s -w -X main.version=${VERSION}" -o manager ./cmd/manager
 
 # The echo server, the workload of every Echo (RELATED_IMAGE_ECHO).
 FROM gcr.io/distroless/static:nonroot AS echo-server
