@@ -236,13 +236,17 @@ func latestSignedRelease(g Gomega, key types.NamespacedName) *corev1.Secret {
 	g.Expect(k8sClient.List(context.Background(), secrets, client.InNamespace(key.Namespace),
 		client.MatchingLabels(echochart.ReleaseRecordLabels(echochart.ReleaseName(key.Name))))).To(Succeed())
 	var latest *corev1.Secret
+	latestVersion := 0
 	for i := range secrets.Items {
 		s := &secrets.Items[i]
 		if s.Annotations[releasetrust.SignatureAnnotation] == "" {
 			continue
 		}
-		if latest == nil || s.Labels[echochart.ReleaseVersionLabel] > latest.Labels[echochart.ReleaseVersionLabel] {
-			latest = s
+		// Revisions compare as numbers: revision 10 follows 9.
+		version, err := strconv.Atoi(s.Labels[echochart.ReleaseVersionLabel])
+		g.Expect(err).NotTo(HaveOccurred(), "the version label of %s", s.Name)
+		if latest == nil || version > latestVersion {
+			latest, latestVersion = s, version
 		}
 	}
 	g.Expect(latest).NotTo(BeNil(), "no signed release of %s", key)
