@@ -277,15 +277,15 @@ ENTRYPOINT ["/manager"]
 	}, {
 		name: "cgo left on",
 		edit: func(t *testing.T, df string) string {
-			return replace(t, df, "CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \\\n    go build -trimpath -ldflags=\"-s -w\" -o manager",
-				"GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \\\n    go build -trimpath -ldflags=\"-s -w\" -o manager")
+			return replace(t, df, "CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \\\n    go build -trimpath -ldflags=\"-s -w -X main.version=${VERSION}\" -o manager",
+				"GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \\\n    go build -trimpath -ldflags=\"-s -w -X main.version=${VERSION}\" -o manager")
 		},
 		want: "StaticBinary",
 	}, {
 		name: "architecture fixed",
 		edit: func(t *testing.T, df string) string {
-			return replace(t, df, "GOARCH=${TARGETARCH} \\\n    go build -trimpath -ldflags=\"-s -w\" -o manager",
-				"GOARCH=amd64 \\\n    go build -trimpath -ldflags=\"-s -w\" -o manager")
+			return replace(t, df, "GOARCH=${TARGETARCH} \\\n    go build -trimpath -ldflags=\"-s -w -X main.version=${VERSION}\" -o manager",
+				"GOARCH=amd64 \\\n    go build -trimpath -ldflags=\"-s -w -X main.version=${VERSION}\" -o manager")
 		},
 		want: "MultiArch",
 	}, {
