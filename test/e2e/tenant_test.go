@@ -331,9 +331,17 @@ func TestHostileTenantStaysInItsNamespace(t *testing.T) {
 	})
 
 	run("a tampered record in the way of the next revision blocks only this Echo, until it is deleted", func(t *testing.T) {
-		genuine := latestSignedRelease(Default, webKey)
+		// The record to tamper with is the revision of the Echo's spec,
+		// deployed: with an upgrade still to come, that one would write
+		// the next revision past the tampered record instead.
+		var genuine *corev1.Secret
 		rel := &release.Release{}
-		Expect(releaserecords.Decode(genuine.Data["release"], rel)).To(Succeed())
+		Eventually(func(g Gomega) {
+			genuine = latestSignedRelease(g, webKey)
+			g.Expect(releaserecords.Decode(genuine.Data["release"], rel)).To(Succeed())
+			g.Expect(rel.Info.Status).To(Equal(release.StatusDeployed))
+			g.Expect(rel.Config).To(HaveKeyWithValue("message", "upgraded"))
+		}, timeout, interval).Should(Succeed())
 		rel.Manifest += hostileManifest(tn.ns, victimNS, adminCM.Name)
 		genuine.Data["release"] = encodeRelease(rel)
 		Expect(tn.c.Update(ctx, genuine)).To(Succeed(), "the tenant may edit Secrets in its namespace")
