@@ -253,6 +253,27 @@ func latestSignedRelease(g Gomega, key types.NamespacedName) *corev1.Secret {
 	return latest
 }
 
+// releaseRecordsOf describes the release records of the Echo, for a
+// failure to explain: name, revision, status, whether signed, and the
+// Echo's conditions.
+func releaseRecordsOf(key types.NamespacedName) string {
+	secrets := &corev1.SecretList{}
+	if err := k8sClient.List(context.Background(), secrets, client.InNamespace(key.Namespace),
+		client.MatchingLabels(echochart.ReleaseRecordLabels(echochart.ReleaseName(key.Name)))); err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, s := range secrets.Items {
+		fmt.Fprintf(&b, "%s revision %s status %s signed %t\n", s.Name, s.Labels[echochart.ReleaseVersionLabel],
+			s.Labels["status"], s.Annotations[releasetrust.SignatureAnnotation] != "")
+	}
+	e := &echov1alpha1.Echo{}
+	if err := k8sClient.Get(context.Background(), key, e); err == nil {
+		fmt.Fprintf(&b, "generation %d, conditions %+v\n", e.Generation, e.Status.Conditions)
+	}
+	return b.String()
+}
+
 // recreatedService deletes an Echo's Service, as the tenant may, and waits
 // for drift repair to create it again: proof that the release was
 // reconciled after the attack, from records the operator trusts.
@@ -353,7 +374,7 @@ func TestHostileTenantStaysInItsNamespace(t *testing.T) {
 			g.Expect(c).NotTo(BeNil())
 			g.Expect(c.Reason).To(Equal(echov1alpha1.EchoReasonReleaseFailed))
 			g.Expect(c.Message).To(ContainSubstring("is in the way"))
-		}, timeout, interval).Should(Succeed())
+		}, timeout, interval).Should(Succeed(), func() string { return releaseRecordsOf(webKey) })
 		expectNotCreated(Default, tn.ns, victimNS)
 
 		Expect(tn.c.Delete(ctx, genuine)).To(Succeed())
