@@ -424,7 +424,11 @@ func expectLiveAPIAvailable(t *testing.T, op *operatorProcess, namespace string)
 		conds, _, _ := unstructured.NestedSlice(apiService.Object, "status", "conditions")
 		g.Expect(conds).To(ContainElement(And(HaveKeyWithValue("type", "Available"), HaveKeyWithValue("status", "True"))), "conditions: %v", conds)
 	}, timeout, interval).Should(Succeed())
-	raw, err := clientset.CoreV1().RESTClient().Get().AbsPath("/apis/live.echo.dev/v1alpha1/namespaces/" + namespace + "/echorevisions").DoRaw(ctx)
-	Expect(err).NotTo(HaveOccurred())
-	Expect(string(raw)).To(ContainSubstring(`"kind":"EchoRevisionList"`))
+	// The aggregator may answer 503 for a moment after Available, until
+	// its proxy has the Service's endpoint.
+	Eventually(func(g Gomega) {
+		raw, err := clientset.CoreV1().RESTClient().Get().AbsPath("/apis/live.echo.dev/v1alpha1/namespaces/" + namespace + "/echorevisions").DoRaw(ctx)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(string(raw)).To(ContainSubstring(`"kind":"EchoRevisionList"`))
+	}, timeout, interval).Should(Succeed())
 }
