@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -28,6 +30,9 @@ import (
 // is not deleted from under it.
 func (r *EchoBackupReconciler) reconcilePrune(ctx context.Context, b *echov1alpha1.EchoBackup) (ctrl.Result, error) {
 	requested := pruneRequested(b)
+	if err := r.ensurePruneRetainedReported(ctx, b, requested); err != nil {
+		return ctrl.Result{}, err
+	}
 	if len(requested) == 0 || b.Spec.DeletionPolicy != echov1alpha1.DeletionPolicyDelete || !backupSucceeded(*b) {
 		return ctrl.Result{}, nil
 	}
@@ -51,6 +56,32 @@ func (r *EchoBackupReconciler) reconcilePrune(ctx context.Context, b *echov1alph
 		result = sooner(result, res)
 	}
 	return result, nil
+}
+
+// ensurePruneRetainedReported says, in the Pruned condition and a Warning
+// Event, that a prune request of a backup with deletionPolicy Retain
+// deletes nothing; once the request or the policy changes, the condition
+// goes.
+func (r *EchoBackupReconciler) ensurePruneRetainedReported(ctx context.Context, b *echov1alpha1.EchoBackup, requested []string) error {
+	retained := len(requested) > 0 && b.Spec.DeletionPolicy != echov1alpha1.DeletionPolicyDelete && backupSucceeded(*b)
+	c := meta.FindStatusCondition(b.Status.Conditions, echov1alpha1.BackupConditionPruned)
+	reported := c != nil && c.Reason == echov1alpha1.BackupReasonPruneRetained
+	msg := truncateMessage(fmt.Sprintf("Annotation %s lists %s, but deletionPolicy is %s: nothing is deleted. Set spec.deletionPolicy to Delete to prune, or remove the annotation",
+		echov1alpha1.PruneAnnotation, strings.Join(requested, ","), b.Spec.DeletionPolicy))
+	if retained == reported && (!retained || c.Message == msg) {
+		return nil
+	}
+	orig := b.DeepCopy()
+	if !retained {
+		meta.RemoveStatusCondition(&b.Status.Conditions, echov1alpha1.BackupConditionPruned)
+		return r.patchStatus(ctx, orig, b)
+	}
+	setCondition(&b.Status.Conditions, b.Generation, echov1alpha1.BackupConditionPruned, metav1.ConditionFalse, echov1alpha1.BackupReasonPruneRetained, msg)
+	if err := r.patchStatus(ctx, orig, b); err != nil {
+		return err
+	}
+	r.Recorder.Event(b, corev1.EventTypeWarning, echov1alpha1.EventReasonPruneRetained, msg)
+	return nil
 }
 
 // copiesUnderway says whether a copy is still to be made or being made:

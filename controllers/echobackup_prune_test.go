@@ -232,3 +232,44 @@ func TestEchoBackupPruneWaitsForTheCopy(t *testing.T) {
 		expectGone(t, b)
 	})
 }
+
+// TestEchoBackupPruneUnderRetain: a location listed for pruning on a
+// backup whose deletionPolicy is Retain is not deleted; the backup says
+// so, in the Pruned condition and a Warning Event, until the annotation
+// goes.
+func TestEchoBackupPruneUnderRetain(t *testing.T) {
+	RegisterTestingT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	createEcho(t, newEcho(ns, "journal"))
+	completedBackup(t, ns, "kept", "journal")
+	key := types.NamespacedName{Namespace: ns, Name: "kept"}
+
+	setPrune := func(value string) {
+		Eventually(func() error {
+			got := getBackup(Default, key)
+			if value == "" {
+				delete(got.Annotations, echov1alpha1.PruneAnnotation)
+			} else {
+				metav1.SetMetaDataAnnotation(&got.ObjectMeta, echov1alpha1.PruneAnnotation, value)
+			}
+			return k8sClient.Update(ctx, got)
+		}, timeout, interval).Should(Succeed())
+	}
+	setPrune(echov1alpha1.PruneStorage)
+	Eventually(func(g Gomega) {
+		c := meta.FindStatusCondition(getBackup(g, key).Status.Conditions, echov1alpha1.BackupConditionPruned)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(echov1alpha1.BackupReasonPruneRetained))
+		g.Expect(c.Message).To(ContainSubstring("deletionPolicy is Retain"))
+		g.Expect(eventReasons(g, ns, key.Name)).To(ContainElement(echov1alpha1.EventReasonPruneRetained))
+	}, timeout, interval).Should(Succeed())
+	expectNoJob(t, ns, "kept-delete")
+	Expect(getBackup(Default, key).Status.Phase).To(Equal(echov1alpha1.PhaseCompleted))
+
+	setPrune("")
+	Eventually(func(g Gomega) {
+		g.Expect(meta.FindStatusCondition(getBackup(g, key).Status.Conditions, echov1alpha1.BackupConditionPruned)).To(BeNil())
+	}, timeout, interval).Should(Succeed())
+}

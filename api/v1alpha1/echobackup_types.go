@@ -19,7 +19,9 @@ const (
 	// BackupConditionPruned is True once the artifact in the backup's own
 	// storage (spec.storage) was deleted under its schedule's retention
 	// (PruneAnnotation), while a copy still holds it: the EchoBackup
-	// stays for its copies.
+	// stays for its copies. It is False (PruneRetained) while
+	// PruneAnnotation lists locations of a backup whose deletionPolicy is
+	// Retain, which prunes nothing.
 	BackupConditionPruned = "Pruned"
 )
 
@@ -32,6 +34,12 @@ const (
 	// EventReasonArtifactPruned: the artifact at one location was deleted
 	// under the schedule's retention.
 	EventReasonArtifactPruned = BackupReasonArtifactPruned
+	// BackupReasonPruneRetained: PruneAnnotation lists locations, but the
+	// backup's deletionPolicy is Retain: nothing is deleted.
+	BackupReasonPruneRetained = "PruneRetained"
+	// EventReasonPruneRetained: a prune request is ignored under
+	// deletionPolicy Retain.
+	EventReasonPruneRetained = BackupReasonPruneRetained
 )
 
 // PruneAnnotation on an EchoBackup with deletionPolicy Delete lists the
@@ -42,7 +50,8 @@ const (
 // at some locations only. The operator deletes a listed copy once it
 // completed, and the backup's own artifact once no copy is being made
 // from it, and records each in the status (status.copies[].phase Pruned,
-// the Pruned condition). It does nothing with deletionPolicy Retain.
+// the Pruned condition). With deletionPolicy Retain it deletes nothing and
+// says so (Pruned=False, PruneRetained).
 const PruneAnnotation = "echo.dev/prune"
 
 // The locations of PruneAnnotation.

@@ -64,6 +64,7 @@ var eventActions = map[string]string{
 	EventReasonArtifactDeleteFailed: EventActionDeletingArtifact,
 	EventReasonArtifactRetained:     EventActionDeletingArtifact,
 	EventReasonArtifactPruned:       EventActionDeletingArtifact,
+	EventReasonPruneRetained:        EventActionDeletingArtifact,
 	EventReasonCopyStarted:          EventActionCopying,
 	EventReasonCopyCompleted:        EventActionCopying,
 	EventReasonCopyFailed:           EventActionCopying,
