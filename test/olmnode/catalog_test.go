@@ -80,6 +80,8 @@ func TestCatalogInstallUpgradeUninstall(t *testing.T) {
 		runDocumented(t, documented("delete", "subscription", "echo-operator", "-n", "echo-operator"))
 		runDocumented(t, documented("delete", "csv", "echo-operator.v0.1.0", "-n", "echo-operator"))
 		runDocumented(t, documented("delete", "operatorgroup", "echo-operator", "-n", "echo-operator"))
+		runDocumented(t, documented("delete", "clusterrole", "-l",
+			"olm.owner.kind=OperatorGroup,olm.owner=echo-operator,olm.owner.namespace=echo-operator"))
 		run(t, "wait", "-n", ns, "--for=delete", "deployment/"+managerDeployment, "--timeout=180s")
 		run(t, "get", "crd", "echoes.echo.dev")
 		runDocumented(t, documented("delete", "crd", "echoes.echo.dev", "echobackups.echo.dev",

@@ -108,11 +108,19 @@ func TestInstallModes(t *testing.T) {
 		run(t, "delete", "subscription", packageName, "-n", own)
 		run(t, "delete", "csv", "--ignore-not-found", csvName(currentVersion), "-n", own)
 		run(t, "delete", "operatorgroup", "echo-operator", "-n", own)
+		for _, ns := range []string{modes[0].namespace, modes[1].namespace, own} {
+			// What OLM may leave of each OperatorGroup, as docs/install.md
+			// says to delete it.
+			run(t, "delete", "clusterrole", "-l", "olm.owner.kind=OperatorGroup,olm.owner=echo-operator,olm.owner.namespace="+ns)
+		}
 		run(t, "delete", "-n", outside, "echo/"+sample)
 		// What OLM leaves, as docs/install.md says to delete it.
 		run(t, "delete", "clusterrole", "-l", "olm.owner="+csvName(currentVersion))
+		run(t, "delete", "crd", "echoes.echo.dev", "echobackups.echo.dev",
+			"echobackupschedules.echo.dev", "echobackuplocations.echo.dev", "echorestores.echo.dev")
 		checkNoLiveAPIService(t)
 		run(t, append([]string{"delete", "namespace", "--timeout=180s"}, uniq(namespaces)...)...)
+		checkNothingLeft(t, uniq(namespaces)...)
 		// The last test of the catalog.
 		runDocumented(t, documented("delete", "catalogsource", "echo-operator-catalog", "-n", "olm"))
 	})

@@ -127,7 +127,10 @@ func poll(ctx context.Context, timeout time.Duration, what string, cond func(ctx
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
 		ok, seen, err := cond(ctx)
-		last = seen
+		if err == nil || seen != "" {
+			// An error at the deadline says nothing of what was seen.
+			last = seen
+		}
 		return ok, err
 	})
 	if err != nil {
