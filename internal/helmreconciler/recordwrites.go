@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/echo-operator/echo-operator/internal/chart"
+	"github.com/echo-operator/echo-operator/internal/releaserecords"
 	"github.com/echo-operator/echo-operator/internal/releasetrust"
 )
 
@@ -82,8 +83,14 @@ func (s *releaseStorage) Create(key string, rls *release.Release) error {
 	return s.create(key, rls)
 }
 
-// hold keeps a revision created pending until its final Update.
+// hold keeps a revision created pending until its final Update. A
+// record the operator did not write that the cache shows under the
+// revision's key refuses it at once (UntrustedRecordError), before Helm
+// applies anything of the revision: its final write could only fail.
 func (s *releaseStorage) hold(key string, rls *release.Release) error {
+	if err := s.untrustedInTheWay(key, rls.Name); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.held[key]; ok {
@@ -93,6 +100,25 @@ func (s *releaseStorage) hold(key string, rls *release.Release) error {
 		s.held = map[string]*heldRecord{}
 	}
 	s.held[key] = &heldRecord{rel: rls}
+	return nil
+}
+
+// untrustedInTheWay is an UntrustedRecordError when the cache holds a
+// record of the release under key that did not verify. The cache may lag:
+// a record it does not show yet is found by the final write instead.
+func (s *releaseStorage) untrustedInTheWay(key, name string) error {
+	if s.cache == nil {
+		return nil
+	}
+	secrets, err := releaserecords.CachedRecords(context.Background(), s.cache, s.namespace, name)
+	if err != nil {
+		return nil
+	}
+	for i := range secrets {
+		if secrets[i].Name == key && !releasetrust.CachedVerified(&secrets[i]) {
+			return &releasetrust.UntrustedRecordError{Namespace: s.namespace, Name: key}
+		}
+	}
 	return nil
 }
 

@@ -23,6 +23,7 @@ import (
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 	"github.com/echo-operator/echo-operator/internal/chart"
+	"github.com/echo-operator/echo-operator/internal/releaserecords"
 	"github.com/echo-operator/echo-operator/internal/releasetrust"
 )
 
@@ -392,5 +393,49 @@ func TestRecordWritesAreExpected(t *testing.T) {
 	}
 	if !slices.Equal(written, []int{1}) {
 		t.Errorf("expected %v, want revision 1 once written", written)
+	}
+}
+
+// TestHoldRefusesAnUntrustedRecordInTheWay: a pending revision whose key
+// the cache shows held by a record the operator did not write is refused
+// when Helm creates it, before anything of it is applied; a genuine
+// record, or one under another key, is left to the final write.
+func TestHoldRefusesAnUntrustedRecordInTheWay(t *testing.T) {
+	tampered := func(version int) *corev1.Secret {
+		// Signed, then changed, then cached: the cache's verdict is taken
+		// on the Secret as changed.
+		s := cachedRecord("web", version, release.StatusDeployed)
+		s.Data = nil
+		testSigner.Sign(s)
+		s.Labels["tampered"] = "true"
+		out, _ := releaserecords.CacheTransform(testSigner)(s)
+		return out.(*corev1.Secret)
+	}
+	for _, tc := range []struct {
+		name    string
+		cached  []*corev1.Secret
+		refused bool
+	}{
+		{name: "nothing in the way"},
+		{name: "an untrusted record in the way", cached: []*corev1.Secret{tampered(2)}, refused: true},
+		{name: "an untrusted record of another revision", cached: []*corev1.Secret{tampered(1)}},
+		{name: "a genuine record in the way", cached: []*corev1.Secret{cachedRecord("web", 2, release.StatusDeployed)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := releaseSecretsCache(t)
+			for _, s := range tc.cached {
+				b = b.WithObjects(s)
+			}
+			s := &releaseStorage{Driver: driver.NewMemory(), cache: b.Build(), namespace: "ns", pending: func(string) bool { return false }}
+			rel := &release.Release{Name: "web", Namespace: "ns", Version: 2, Info: &release.Info{Status: release.StatusPendingUpgrade}}
+			err := s.Create("sh.helm.release.v1.web.v2", rel)
+			var untrusted *releasetrust.UntrustedRecordError
+			if got := errors.As(err, &untrusted); got != tc.refused {
+				t.Fatalf("Create: %v; want refused %v", err, tc.refused)
+			}
+			if _, held := s.heldRevision("sh.helm.release.v1.web.v2"); held == tc.refused {
+				t.Errorf("held = %v, want %v", held, !tc.refused)
+			}
+		})
 	}
 }
