@@ -26,6 +26,8 @@
 //   - echobackup_status.go: its outcome in the status;
 //   - echobackup_delete.go: the artifact's deletion;
 //   - echobackup_copy.go: its copies to further storages (spec.copyTo);
+//   - echobackup_copy_retry.go: a failed copy made again on request
+//     (RetryCopyAnnotation);
 //   - echobackup_copy_delete.go: the deletion of the copies;
 //   - echobackup_prune.go: the pruning of some of its locations
 //     (PruneAnnotation).

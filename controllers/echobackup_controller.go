@@ -106,16 +106,25 @@ func (r *EchoBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 }
 
 // reconcileFinished copies a complete backup to its copies' storages
-// (echobackup_copy.go), removes the Jobs whose outcome is recorded and
-// prunes the locations PruneAnnotation lists (echobackup_prune.go). A
-// backup that finished before it had a phase gets one.
+// (echobackup_copy.go), again for the failed ones RetryCopyAnnotation
+// lists (echobackup_copy_retry.go), removes the Jobs whose outcome is
+// recorded and prunes the locations PruneAnnotation lists
+// (echobackup_prune.go). A backup that finished before it had a phase
+// gets one.
 func (r *EchoBackupReconciler) reconcileFinished(ctx context.Context, b *echov1alpha1.EchoBackup) (ctrl.Result, error) {
 	orig := b.DeepCopy()
+	retryWaiting, err := r.retryRequestedCopies(ctx, b)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	result, err := r.reconcileCopies(ctx, b)
 	if patchErr := r.patchStatus(ctx, orig, b); patchErr != nil {
 		return ctrl.Result{}, patchErr
 	}
 	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.ensureRetryRequest(ctx, b, retryWaiting); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := r.removeFinishedJob(ctx, b); err != nil {

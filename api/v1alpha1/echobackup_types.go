@@ -81,7 +81,17 @@ const (
 	EventReasonCopyStarted   = "CopyStarted"
 	EventReasonCopyCompleted = "CopyCompleted"
 	EventReasonCopyFailed    = "CopyFailed"
+	// EventReasonCopyRetried: a failed copy starts again, as
+	// RetryCopyAnnotation asked.
+	EventReasonCopyRetried = "CopyRetried"
 )
+
+// RetryCopyAnnotation on a complete EchoBackup lists copies (names of
+// spec.copyTo, comma-separated) to make again once they failed: each one
+// listed whose phase is Failed starts again from Pending, with a new Job,
+// once the failed one is gone. The operator then removes the annotation;
+// a name that is not a failed copy is dropped from it without effect.
+const RetryCopyAnnotation = "echo.dev/retry-copy"
 
 // Reasons of EchoBackup conditions.
 const (

@@ -68,6 +68,7 @@ var eventActions = map[string]string{
 	EventReasonCopyStarted:          EventActionCopying,
 	EventReasonCopyCompleted:        EventActionCopying,
 	EventReasonCopyFailed:           EventActionCopying,
+	EventReasonCopyRetried:          EventActionCopying,
 
 	EventReasonScheduledBackup:  EventActionScheduling,
 	EventReasonInvalidSchedule:  EventActionScheduling,

@@ -63,17 +63,32 @@ func runMinIOServer(t *testing.T, m minioServer) *minio.Client {
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: minioPod(secret.Name)},
 		},
 	}
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "minio", Namespace: ns},
-		Spec:       corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Name: "s3", Port: 9000, TargetPort: intstr.FromInt32(9000)}}},
-	}
+	svc := minioService(m)
 	for _, obj := range []client.Object{secret, deploy, svc} {
 		if err := k8sClient.Create(ctx, obj); err != nil {
 			t.Fatalf("creating %s: %v", obj.GetName(), err)
 		}
 	}
+	return makeMinIOBucket(t, m)
+}
+
+// minioService is the Service of the MinIO m.
+func minioService(m minioServer) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "minio", Namespace: m.namespace},
+		Spec:       corev1.ServiceSpec{Selector: map[string]string{"app": "minio"}, Ports: []corev1.ServicePort{{Name: "s3", Port: 9000, TargetPort: intstr.FromInt32(9000)}}},
+	}
+}
+
+// makeMinIOBucket waits for the MinIO m's pod to be ready and creates its
+// bucket, which an empty data directory lacks, at the pod's address on
+// the node's bridge. It returns a client of that address.
+func makeMinIOBucket(t *testing.T, m minioServer) *minio.Client {
+	t.Helper()
+	ctx := context.Background()
+	ns := m.namespace
 	kubectl(t, "rollout", "status", "-n", ns, "deployment/minio", "--timeout=180s")
-	pods, err := clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=minio"})
+	pods, err := clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=minio", FieldSelector: "status.phase=Running"})
 	if err != nil || len(pods.Items) != 1 {
 		t.Fatalf("MinIO's pods: %v, %v", pods, err)
 	}

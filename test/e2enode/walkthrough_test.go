@@ -22,7 +22,9 @@ const walkthroughDoc = "backup-restore.md"
 // `kubectl echo status` says so; with the second MinIO gone, the next
 // backup completes and its copy fails, which `kubectl echo status`,
 // `kubectl echo logs --copy` and the alert EchoBackupCopyFailed, in a real
-// Prometheus scraping the operator's pods, all tell. The restore test
+// Prometheus scraping the operator's pods, all tell; with it back, the
+// failed copy made again on request completes and the alert resolves.
+// The restore test
 // never touches the source Echo: its journal is still journal.
 func checkWalkthrough(t *testing.T, ns, journalPath, journal string) {
 	user := docsUser{ns: ns, pluginDir: buildPlugin(t)}
@@ -57,10 +59,11 @@ func checkWalkthrough(t *testing.T, ns, journalPath, journal string) {
 		}
 	})
 
+	var backup string
 	t.Run("the second location breaks", func(t *testing.T) {
 		stopOffsiteMinIO(t)
 		user.run(t, documented("echo", "backup", "journal", "--schedule", "journal-nightly", "--wait").With(names...))
-		backup := strings.TrimSpace(kubectl(t, "get", "-n", ns, "echo/echo-sample-persistent", "-o", "jsonpath={.status.lastSuccessfulBackup.name}"))
+		backup = strings.TrimSpace(kubectl(t, "get", "-n", ns, "echo/echo-sample-persistent", "-o", "jsonpath={.status.lastSuccessfulBackup.name}"))
 		// The Job retries an unreachable store twice.
 		awaitCopyPhase(t, ns, backup, "Failed", 5*time.Minute)
 		checkFailedCopy(t, ns, backup)
@@ -81,6 +84,24 @@ func checkWalkthrough(t *testing.T, ns, journalPath, journal string) {
 		}
 		awaitFiring(t, prom, "EchoBackupCopyFailed", map[string]string{"namespace": ns, "echo": "echo-sample-persistent", "copy": "offsite"})
 	})
+
+	t.Run("the second location is back and the failed copy is made again", func(t *testing.T) {
+		if backup == "" {
+			t.Skip("no backup with a failed copy")
+		}
+		startOffsiteMinIO(t)
+		user.run(t, documented("annotate", "echobackup", "BACKUP", "echo.dev/retry-copy=offsite").With("BACKUP", backup))
+		user.run(t, documented("wait", "echobackup", "BACKUP", "--for=condition=Copied", "--timeout=15m").With("BACKUP", backup))
+		status := user.run(t, documented("echo", "status", "journal").With(names...))
+		t.Logf("kubectl echo status journal:\n%s", status)
+		if !strings.Contains(status, "Last backup's copies:  offsite Completed (Copied)") {
+			t.Errorf("kubectl echo status does not show the copy made again")
+		}
+		if got := backupField(t, ns, backup, "{.metadata.annotations.echo\\.dev/retry-copy}"); got != "" {
+			t.Errorf("the request stays on the backup: %q", got)
+		}
+		awaitResolved(t, prom, "EchoBackupCopyFailed", map[string]string{"namespace": ns, "echo": "echo-sample-persistent", "copy": "offsite"})
+	})
 }
 
 // stopOffsiteMinIO stops the second MinIO and deletes its Service: a
@@ -91,6 +112,18 @@ func stopOffsiteMinIO(t *testing.T) {
 	kubectl(t, "scale", "-n", offsiteMinIO.namespace, "deployment/minio", "--replicas=0")
 	kubectl(t, "wait", "-n", offsiteMinIO.namespace, "--for=delete", "pod", "-l", "app=minio", "--timeout=120s")
 	kubectl(t, "delete", "-n", offsiteMinIO.namespace, "service/minio", "--wait=true")
+}
+
+// startOffsiteMinIO starts the second MinIO stopped by stopOffsiteMinIO
+// again, behind a new Service, with its bucket made again on its empty
+// data directory.
+func startOffsiteMinIO(t *testing.T) {
+	t.Helper()
+	kubectl(t, "scale", "-n", offsiteMinIO.namespace, "deployment/minio", "--replicas=1")
+	if err := k8sClient.Create(context.Background(), minioService(offsiteMinIO)); err != nil {
+		t.Fatalf("creating the Service of the second MinIO: %v", err)
+	}
+	makeMinIOBucket(t, offsiteMinIO)
 }
 
 // checkFailedCopy checks what a backup whose copy offsite could not reach
@@ -122,6 +155,20 @@ func checkFailedCopy(t *testing.T, ns, backup string) {
 // include labels.
 func awaitFiring(t *testing.T, prom *promserver.Server, name string, labels map[string]string) {
 	t.Helper()
+	awaitAlert(t, prom, name, labels, true)
+}
+
+// awaitResolved waits until Prometheus holds no alert name, firing or
+// pending, whose labels include labels.
+func awaitResolved(t *testing.T, prom *promserver.Server, name string, labels map[string]string) {
+	t.Helper()
+	awaitAlert(t, prom, name, labels, false)
+}
+
+// awaitAlert waits until the alert name with labels fires, or until
+// Prometheus holds it no more.
+func awaitAlert(t *testing.T, prom *promserver.Server, name string, labels map[string]string, firing bool) {
+	t.Helper()
 	var seen []promserver.Alert
 	err := wait.PollUntilContextTimeout(context.Background(), time.Second, 2*time.Minute, true, func(context.Context) (bool, error) {
 		alerts, err := prom.Alerts()
@@ -129,16 +176,21 @@ func awaitFiring(t *testing.T, prom *promserver.Server, name string, labels map[
 			return false, nil
 		}
 		seen = alerts
+		held := false
 		for _, a := range alerts {
-			if a.Labels["alertname"] == name && a.State == "firing" && hasLabels(a.Labels, labels) {
+			if a.Labels["alertname"] != name || !hasLabels(a.Labels, labels) {
+				continue
+			}
+			if firing && a.State == "firing" {
 				t.Logf("%s fires: %s", name, a.Annotations["summary"])
 				return true, nil
 			}
+			held = true
 		}
-		return false, nil
+		return !firing && !held, nil
 	})
 	if err != nil {
-		t.Fatalf("%s with %v does not fire; Prometheus holds %+v", name, labels, seen)
+		t.Fatalf("%s with %v: firing=%v not reached; Prometheus holds %+v", name, labels, firing, seen)
 	}
 }
 
