@@ -22,27 +22,16 @@ func TestEchoBackupRetryCopy(t *testing.T) {
 	RegisterTestingT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
-	createEcho(t, newEcho(ns, "journal"))
-	createOffsiteLocation(t, ns)
 	b := newBackup(ns, "nightly-r", "journal")
-	b.Spec.CopyTo = []echov1alpha1.BackupCopy{copyTo("offsite", "offsite")}
-	completeBackup(t, b)
+	failed := completeCopiedBackup(t, b)
 	key := client.ObjectKeyFromObject(b)
-	failed := waitJob(t, ns, "nightly-r-copy-offsite")
 	finishMoverJob(t, failed, `{"error":"copy to s3://offsite-bucket/x: Unavailable: no such host","reason":"Unavailable","retryable":true}`, false)
 	Eventually(func(g Gomega) *echov1alpha1.BackupCopyStatus {
 		return copyOf(getBackup(g, key), "offsite")
 	}, timeout, interval).Should(And(Not(BeNil()), HaveField("Phase", echov1alpha1.PhaseFailed)))
 	expectGone(t, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: failed.Name}})
 
-	annotate := func(value string) {
-		Eventually(func() error {
-			got := getBackup(Default, key)
-			metav1.SetMetaDataAnnotation(&got.ObjectMeta, echov1alpha1.RetryCopyAnnotation, value)
-			return k8sClient.Update(ctx, got)
-		}, timeout, interval).Should(Succeed())
-	}
-	annotate("offsite,elsewhere")
+	setBackupAnnotation(key, echov1alpha1.RetryCopyAnnotation, "offsite,elsewhere")
 	retried := &batchv1.Job{}
 	Eventually(func(g Gomega) {
 		g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: failed.Name}, retried)).To(Succeed())
@@ -69,7 +58,7 @@ func TestEchoBackupRetryCopy(t *testing.T) {
 
 	t.Run("a copy that completed is not made again", func(t *testing.T) {
 		RegisterTestingT(t)
-		annotate("offsite")
+		setBackupAnnotation(key, echov1alpha1.RetryCopyAnnotation, "offsite")
 		Eventually(func(g Gomega) map[string]string {
 			return getBackup(g, key).Annotations
 		}, timeout, interval).ShouldNot(HaveKey(echov1alpha1.RetryCopyAnnotation))

@@ -30,6 +30,32 @@ func createOffsiteLocation(t *testing.T, ns string) {
 	Expect(k8sClient.Create(context.Background(), newLocation(ns, "offsite"))).To(Succeed())
 }
 
+// completeCopiedBackup creates the Echo b backs up and the location
+// offsite in b's namespace, then b, copied there; it completes b and
+// returns the Job of its copy.
+func completeCopiedBackup(t *testing.T, b *echov1alpha1.EchoBackup) *batchv1.Job {
+	t.Helper()
+	createEcho(t, newEcho(b.Namespace, b.Spec.EchoName))
+	createOffsiteLocation(t, b.Namespace)
+	b.Spec.CopyTo = []echov1alpha1.BackupCopy{copyTo("offsite", "offsite")}
+	completeBackup(t, b)
+	return waitJob(t, b.Namespace, b.Name+"-copy-offsite")
+}
+
+// setBackupAnnotation sets the annotation name of the EchoBackup key to
+// value, or removes it when value is empty.
+func setBackupAnnotation(key client.ObjectKey, name, value string) {
+	Eventually(func() error {
+		got := getBackup(Default, key)
+		if value == "" {
+			delete(got.Annotations, name)
+		} else {
+			metav1.SetMetaDataAnnotation(&got.ObjectMeta, name, value)
+		}
+		return k8sClient.Update(context.Background(), got)
+	}, timeout, interval).Should(Succeed())
+}
+
 // copyOf is the status of the copy name of the backup, nil when absent.
 func copyOf(b *echov1alpha1.EchoBackup, name string) *echov1alpha1.BackupCopyStatus {
 	for i := range b.Status.Copies {
@@ -181,12 +207,8 @@ func TestEchoRestoreFromACopy(t *testing.T) {
 	RegisterTestingT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
-	createEcho(t, newEcho(ns, "journal"))
-	createOffsiteLocation(t, ns)
 	b := newBackup(ns, "nightly-4", "journal")
-	b.Spec.CopyTo = []echov1alpha1.BackupCopy{copyTo("offsite", "offsite")}
-	completeBackup(t, b)
-	copyJob := waitJob(t, ns, "nightly-4-copy-offsite")
+	copyJob := completeCopiedBackup(t, b)
 
 	restoreFrom := func(name, copyName string) client.ObjectKey {
 		rs := &echov1alpha1.EchoRestore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
@@ -223,12 +245,8 @@ func TestEchoRestoreFromACopy(t *testing.T) {
 func TestEchoBackupDeleteDeletesEveryCopy(t *testing.T) {
 	RegisterTestingT(t)
 	ns := newNamespace(t)
-	createEcho(t, newEcho(ns, "journal"))
-	createOffsiteLocation(t, ns)
 	b := newDeleteBackup(ns, "nightly-5", "journal")
-	b.Spec.CopyTo = []echov1alpha1.BackupCopy{copyTo("offsite", "offsite")}
-	completeBackup(t, b)
-	finishMoverJob(t, waitJob(t, ns, "nightly-5-copy-offsite"),
+	finishMoverJob(t, completeCopiedBackup(t, b),
 		`{"size":10,"checksum":"sha256:ab","location":"s3://offsite-bucket/team-a/`+ns+`/journal/nightly-5","files":1}`, true)
 	Eventually(func(g Gomega) *echov1alpha1.BackupCopyStatus {
 		return copyOf(getBackup(g, client.ObjectKeyFromObject(b)), "offsite")

@@ -160,11 +160,7 @@ func TestEchoBackupPruneOfACopy(t *testing.T) {
 	b := startScheduledBackup(t, types.NamespacedName{Namespace: ns, Name: "none"}, tmpl, "weekly-1", clock.Now())
 	bkey := client.ObjectKeyFromObject(b)
 
-	Eventually(func() error {
-		got := getBackup(Default, bkey)
-		got.Annotations[echov1alpha1.PruneAnnotation] = echov1alpha1.PruneCopyPrefix + "offsite"
-		return k8sClient.Update(ctx, got)
-	}, timeout, interval).Should(Succeed())
+	setBackupAnnotation(bkey, echov1alpha1.PruneAnnotation, echov1alpha1.PruneCopyPrefix+"offsite")
 	job := waitJob(t, ns, "weekly-1-delete-offsite")
 	Expect(job.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--s3-bucket=offsite-bucket"))
 	finishMoverJob(t, job, deleteSucceeded, true)
@@ -199,21 +195,12 @@ func TestEchoBackupPruneOfACopy(t *testing.T) {
 // the copy, nor the backup's own artifact the copy reads.
 func TestEchoBackupPruneWaitsForTheCopy(t *testing.T) {
 	RegisterTestingT(t)
-	ctx := context.Background()
 	ns := newNamespace(t)
-	createEcho(t, newEcho(ns, "journal"))
-	createOffsiteLocation(t, ns)
 	b := newDeleteBackup(ns, "busy-1", "journal")
-	b.Spec.CopyTo = []echov1alpha1.BackupCopy{copyTo("offsite", "offsite")}
-	completeBackup(t, b)
+	copyJob := completeCopiedBackup(t, b)
 	bkey := client.ObjectKeyFromObject(b)
-	copyJob := waitJob(t, ns, "busy-1-copy-offsite")
 
-	Eventually(func() error {
-		got := getBackup(Default, bkey)
-		got.Annotations = map[string]string{echov1alpha1.PruneAnnotation: echov1alpha1.PruneStorage + "," + echov1alpha1.PruneCopyPrefix + "offsite"}
-		return k8sClient.Update(ctx, got)
-	}, timeout, interval).Should(Succeed())
+	setBackupAnnotation(bkey, echov1alpha1.PruneAnnotation, echov1alpha1.PruneStorage+","+echov1alpha1.PruneCopyPrefix+"offsite")
 	expectNoJob(t, ns, "busy-1-delete-offsite")
 	expectNoJob(t, ns, "busy-1-delete")
 
@@ -239,24 +226,12 @@ func TestEchoBackupPruneWaitsForTheCopy(t *testing.T) {
 // goes.
 func TestEchoBackupPruneUnderRetain(t *testing.T) {
 	RegisterTestingT(t)
-	ctx := context.Background()
 	ns := newNamespace(t)
 	createEcho(t, newEcho(ns, "journal"))
 	completedBackup(t, ns, "kept", "journal")
 	key := types.NamespacedName{Namespace: ns, Name: "kept"}
 
-	setPrune := func(value string) {
-		Eventually(func() error {
-			got := getBackup(Default, key)
-			if value == "" {
-				delete(got.Annotations, echov1alpha1.PruneAnnotation)
-			} else {
-				metav1.SetMetaDataAnnotation(&got.ObjectMeta, echov1alpha1.PruneAnnotation, value)
-			}
-			return k8sClient.Update(ctx, got)
-		}, timeout, interval).Should(Succeed())
-	}
-	setPrune(echov1alpha1.PruneStorage)
+	setBackupAnnotation(key, echov1alpha1.PruneAnnotation, echov1alpha1.PruneStorage)
 	Eventually(func(g Gomega) {
 		c := meta.FindStatusCondition(getBackup(g, key).Status.Conditions, echov1alpha1.BackupConditionPruned)
 		g.Expect(c).NotTo(BeNil())
@@ -268,7 +243,7 @@ func TestEchoBackupPruneUnderRetain(t *testing.T) {
 	expectNoJob(t, ns, "kept-delete")
 	Expect(getBackup(Default, key).Status.Phase).To(Equal(echov1alpha1.PhaseCompleted))
 
-	setPrune("")
+	setBackupAnnotation(key, echov1alpha1.PruneAnnotation, "")
 	Eventually(func(g Gomega) {
 		g.Expect(meta.FindStatusCondition(getBackup(g, key).Status.Conditions, echov1alpha1.BackupConditionPruned)).To(BeNil())
 	}, timeout, interval).Should(Succeed())
