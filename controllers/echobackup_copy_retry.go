@@ -22,13 +22,7 @@ import (
 
 // retryRequested are the copy names RetryCopyAnnotation lists.
 func retryRequested(b *echov1alpha1.EchoBackup) []string {
-	var out []string
-	for _, name := range strings.Split(b.Annotations[echov1alpha1.RetryCopyAnnotation], ",") {
-		if name = strings.TrimSpace(name); name != "" && !slices.Contains(out, name) {
-			out = append(out, name)
-		}
-	}
-	return out
+	return annotationList(b, echov1alpha1.RetryCopyAnnotation)
 }
 
 // retryRequestedCopies starts each failed copy the request lists again,

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	echov1alpha1 "github.com/echo-operator/echo-operator/api/v1alpha1"
 )
@@ -131,10 +132,16 @@ func backupPruned(b *echov1alpha1.EchoBackup) bool {
 
 // pruneRequested are the locations PruneAnnotation lists.
 func pruneRequested(b *echov1alpha1.EchoBackup) []string {
+	return annotationList(b, echov1alpha1.PruneAnnotation)
+}
+
+// annotationList is the comma-separated list the annotation key of o
+// holds, without blanks or repeats.
+func annotationList(o metav1.Object, key string) []string {
 	var out []string
-	for _, l := range strings.Split(b.Annotations[echov1alpha1.PruneAnnotation], ",") {
-		if l = strings.TrimSpace(l); l != "" && !slices.Contains(out, l) {
-			out = append(out, l)
+	for _, v := range strings.Split(o.GetAnnotations()[key], ",") {
+		if v = strings.TrimSpace(v); v != "" && !slices.Contains(out, v) {
+			out = append(out, v)
 		}
 	}
 	return out
