@@ -304,13 +304,15 @@ func backupJobNotOwnedMessage(b *echov1alpha1.EchoBackup, refused *jobNotOwned) 
 // backup through their owner reference, delete Jobs, which have none,
 // through their label; an Echo whose restore hold changes maps to its
 // unfinished backups through a cache index (IndexFields); an opted-in
-// Secret to the backups of its namespace that wait for one.
+// Secret to the backups of its namespace that wait for one, or whose copy
+// does.
 func (r *EchoBackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.JobSigner == nil {
 		return errNoJobSigner
 	}
-	if err := indexSecretWaiters(context.Background(), mgr.GetFieldIndexer(), &echov1alpha1.EchoBackup{}, func(o client.Object) []metav1.Condition {
-		return o.(*echov1alpha1.EchoBackup).Status.Conditions
+	if err := indexSecretWaiters(context.Background(), mgr.GetFieldIndexer(), &echov1alpha1.EchoBackup{}, func(o client.Object) bool {
+		b := o.(*echov1alpha1.EchoBackup)
+		return unfinished(b.Status.Conditions) || copyWaitsForSecret(b)
 	}); err != nil {
 		return err
 	}

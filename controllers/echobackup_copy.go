@@ -27,11 +27,6 @@ import (
 
 const copyDeadline = int64(3600)
 
-// copySecretPoll is how often a copy waiting for a storage Secret looks
-// again: the Secret watch wakes only unfinished backups, and the backup
-// of a copy is complete.
-const copySecretPoll = 10 * time.Second
-
 // copyJobName is the name of the Job copying b to its copy name.
 func copyJobName(b *echov1alpha1.EchoBackup, name string) string {
 	return names.CopyJob(b.Name, name)
@@ -77,6 +72,14 @@ func copyStatus(b *echov1alpha1.EchoBackup, name string) *echov1alpha1.BackupCop
 	b.Status.Copies = append(b.Status.Copies, echov1alpha1.BackupCopyStatus{Name: name, Phase: echov1alpha1.PhasePending,
 		Reason: echov1alpha1.CopyReasonWaitingForBackup})
 	return &b.Status.Copies[len(b.Status.Copies)-1]
+}
+
+// copyWaitsForSecret says whether a copy of b waits for a storage Secret
+// to exist with the label: the Secret's event wakes b.
+func copyWaitsForSecret(b *echov1alpha1.EchoBackup) bool {
+	return slices.ContainsFunc(b.Status.Copies, func(c echov1alpha1.BackupCopyStatus) bool {
+		return c.Phase == echov1alpha1.PhasePending && c.Reason == echov1alpha1.ReasonSecretNotFound
+	})
 }
 
 // copyFinished says whether the copy's outcome is recorded for good; a
@@ -148,8 +151,8 @@ func (r *EchoBackupReconciler) reconcileCopy(ctx context.Context, b *echov1alpha
 
 // copyRefused records why a copy's Job is not created: a Secret yet to
 // exist keeps the copy Pending, with a Warning Event when it starts to
-// wait, and brings it back after copySecretPoll; a refusal fails it,
-// saying what to fix; any other error is returned.
+// wait, until the Secret's event brings it back (copyWaitsForSecret); a
+// refusal fails it, saying what to fix; any other error is returned.
 func (r *EchoBackupReconciler) copyRefused(b *echov1alpha1.EchoBackup, name string, st *echov1alpha1.BackupCopyStatus, err error) (ctrl.Result, error) {
 	if missing, ok := asSecretsNotFound(err); ok {
 		msg := missing.message("the copy starts once they exist with the label")
@@ -157,7 +160,7 @@ func (r *EchoBackupReconciler) copyRefused(b *echov1alpha1.EchoBackup, name stri
 			r.Recorder.Eventf(b, corev1.EventTypeWarning, echov1alpha1.EventReasonSecretNotFound, "Copy %s: %s", name, msg)
 		}
 		st.Phase, st.Reason, st.Message = echov1alpha1.PhasePending, echov1alpha1.ReasonSecretNotFound, truncateMessage(msg)
-		return ctrl.Result{RequeueAfter: copySecretPoll}, nil
+		return ctrl.Result{}, nil
 	}
 	if refused, ok := asJobNotOwned(err); ok {
 		r.failCopy(b, st, echov1alpha1.ReasonJobNotOwned, refused.message("EchoBackup "+b.Name, "then copy under a new EchoBackup"))

@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -413,8 +412,8 @@ func (r *EchoRestoreReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}); err != nil {
 		return fmt.Errorf("indexing Echoes by the restore holding them: %w", err)
 	}
-	if err := indexSecretWaiters(ctx, indexer, &echov1alpha1.EchoRestore{}, func(o client.Object) []metav1.Condition {
-		return o.(*echov1alpha1.EchoRestore).Status.Conditions
+	if err := indexSecretWaiters(ctx, indexer, &echov1alpha1.EchoRestore{}, func(o client.Object) bool {
+		return unfinished(o.(*echov1alpha1.EchoRestore).Status.Conditions)
 	}); err != nil {
 		return err
 	}

@@ -62,13 +62,11 @@ func NewStorageSecretCache(cfg *rest.Config, scheme *runtime.Scheme, mapper meta
 	return c, nil
 }
 
-// indexSecretWaiters registers secretWaitField on obj's kind, whose
-// conditions conditions reads: Complete and Failed, alike for backups and
-// restores.
-func indexSecretWaiters(ctx context.Context, indexer client.FieldIndexer, obj client.Object, conditions func(client.Object) []metav1.Condition) error {
+// indexSecretWaiters registers secretWaitField on obj's kind, for the
+// objects waiting says may wait for a storage Secret.
+func indexSecretWaiters(ctx context.Context, indexer client.FieldIndexer, obj client.Object, waiting func(client.Object) bool) error {
 	err := indexer.IndexField(ctx, obj, secretWaitField, func(o client.Object) []string {
-		conds := conditions(o)
-		if meta.IsStatusConditionTrue(conds, echov1alpha1.BackupConditionComplete) || meta.IsStatusConditionTrue(conds, echov1alpha1.BackupConditionFailed) {
+		if !waiting(o) {
 			return nil
 		}
 		return []string{"true"}
@@ -77,6 +75,14 @@ func indexSecretWaiters(ctx context.Context, indexer client.FieldIndexer, obj cl
 		return fmt.Errorf("indexing %T by the Secret it waits for: %w", obj, err)
 	}
 	return nil
+}
+
+// unfinished says whether conditions, alike for backups and restores,
+// have neither Complete nor Failed True: the object may still wait for a
+// storage Secret.
+func unfinished(conditions []metav1.Condition) bool {
+	return !meta.IsStatusConditionTrue(conditions, echov1alpha1.BackupConditionComplete) &&
+		!meta.IsStatusConditionTrue(conditions, echov1alpha1.BackupConditionFailed)
 }
 
 // storageSecretSource is the events of opted-in Secrets in secrets,
