@@ -77,27 +77,11 @@ func (r *EchoBackupReconciler) deleteCopy(ctx context.Context, b *echov1alpha1.E
 				"or remove the finalizer of the EchoBackup to let it go and keep the artifacts"))
 		return ctrl.Result{RequeueAfter: artifactDeleteBackoff}, nil
 	}
-	switch {
-	case err != nil:
-		return ctrl.Result{}, err
-	case job == nil:
-		return r.startCopyDeleteJob(ctx, b, name)
-	case !job.DeletionTimestamp.IsZero():
-		return ctrl.Result{}, nil
-	}
-	if err := r.recordDeleteJob(ctx, b, job); err != nil {
+	if err != nil {
 		return ctrl.Result{}, err
 	}
-	out, err := readMoverJob(ctx, r.Client, r.APIReader, job, r.Clock.Now(), nil)
-	switch {
-	case err != nil:
-		return ctrl.Result{}, err
-	case out.outcome == moverSucceeded:
-		return ctrl.Result{}, done(ctx, b, name, job)
-	case out.outcome == moverFailed:
-		return r.retryDeleteJob(ctx, b, job, out)
-	}
-	return ctrl.Result{}, nil
+	return r.moveDeleteJobOn(ctx, b, job, func() (ctrl.Result, error) { return r.startCopyDeleteJob(ctx, b, name) },
+		func(job *batchv1.Job) error { return done(ctx, b, name, job) })
 }
 
 // stopCopyJob removes the copy's Job, so that it writes nothing after the

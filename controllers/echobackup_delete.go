@@ -97,14 +97,24 @@ func (r *EchoBackupReconciler) deleteArtifact(ctx context.Context, b *echov1alph
 	if refused, ok := asJobNotOwned(err); ok {
 		return r.deleteJobNotOwned(ctx, b, refused)
 	}
-	switch {
-	case err != nil:
+	if err != nil {
 		return ctrl.Result{}, err
+	}
+	return r.moveDeleteJobOn(ctx, b, job, func() (ctrl.Result, error) { return r.startDeleteJob(ctx, b) },
+		func(job *batchv1.Job) error { return done(ctx, b, job) })
+}
+
+// moveDeleteJobOn moves one delete Job of b on, the artifact's or a
+// copy's: with none, start creates it; one on its way out, a failed
+// attempt, is waited for (its removal brings the next reconcile, which
+// starts the next attempt); one that succeeded is done; one that failed is
+// retried (retryDeleteJob).
+func (r *EchoBackupReconciler) moveDeleteJobOn(ctx context.Context, b *echov1alpha1.EchoBackup, job *batchv1.Job,
+	start func() (ctrl.Result, error), done func(*batchv1.Job) error) (ctrl.Result, error) {
+	switch {
 	case job == nil:
-		return r.startDeleteJob(ctx, b)
+		return start()
 	case !job.DeletionTimestamp.IsZero():
-		// A failed attempt on its way out: its removal brings the next
-		// reconcile, which starts the next attempt.
 		return ctrl.Result{}, nil
 	}
 	if err := r.recordDeleteJob(ctx, b, job); err != nil {
@@ -115,7 +125,7 @@ func (r *EchoBackupReconciler) deleteArtifact(ctx context.Context, b *echov1alph
 	case err != nil:
 		return ctrl.Result{}, err
 	case out.outcome == moverSucceeded:
-		return ctrl.Result{}, done(ctx, b, job)
+		return ctrl.Result{}, done(job)
 	case out.outcome == moverFailed:
 		return r.retryDeleteJob(ctx, b, job, out)
 	}
