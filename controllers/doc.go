@@ -59,6 +59,8 @@
 //     operator created for its owner (recorded by UID or signed);
 //   - datamover_job.go: the data mover's pod, storage and failure policy;
 //   - datamover_placement.go: its resources and scheduling, from spec.mover;
+//   - datamover_scheduling.go: a data mover pod no node takes, reported in
+//     the status of its backup, copy or restore;
 //   - moverlog.go: the end of a finished Job's mover log, kept in the
 //     status (pods/log, read once);
 //   - finalizers.go: adding and removing a finalizer;

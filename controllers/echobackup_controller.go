@@ -270,9 +270,9 @@ func (r *EchoBackupReconciler) observeJob(ctx context.Context, b *echov1alpha1.E
 	}
 	switch {
 	case out.outcome == moverRunning:
-		r.running(b, job)
+		r.running(b, job, out.unschedulable)
 	case out.outcome == moverAwaitingResult:
-		r.running(b, job)
+		r.running(b, job, "")
 		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
 	case out.outcome == moverFailed && out.failure != nil:
 		r.fail(b, backupFailureReason(out.failure.Reason), out.failure.Error)
@@ -321,6 +321,7 @@ func (r *EchoBackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&echov1alpha1.EchoBackup{}).
 		Owns(&batchv1.Job{}).
 		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(deleteJobBackup)).
+		Watches(&corev1.Pod{}, moverPodOwner(echov1alpha1.BackupLabel), builder.WithPredicates(podSchedulingChanged)).
 		Watches(&echov1alpha1.Echo{}, handler.EnqueueRequestsFromMapFunc(r.heldBackups),
 			builder.WithPredicates(predicate.AnnotationChangedPredicate{})).
 		WithOptions(controllerOptions(2))

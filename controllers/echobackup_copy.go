@@ -191,6 +191,12 @@ func (r *EchoBackupReconciler) observeCopyJob(ctx context.Context, b *echov1alph
 		moverLogReader{cache: r.Client, api: r.APIReader, logs: r.PodLogs}.ensureMoverLog(ctx, &st.MoverLog, job)
 	}
 	switch {
+	case out.outcome == moverRunning && out.unschedulable != "":
+		msg := unschedulableMessage(job, out.unschedulable)
+		if st.Reason != echov1alpha1.ReasonMoverUnschedulable {
+			r.Recorder.Eventf(b, corev1.EventTypeWarning, echov1alpha1.EventReasonMoverUnschedulable, "Copy %s: %s", st.Name, msg)
+		}
+		st.Phase, st.Reason, st.Message = echov1alpha1.PhasePending, echov1alpha1.ReasonMoverUnschedulable, truncateMessage(msg)
 	case out.outcome == moverRunning, out.outcome == moverAwaitingResult:
 		st.Phase, st.Reason = echov1alpha1.PhaseRunning, echov1alpha1.CopyReasonCopying
 		st.Message = fmt.Sprintf("Job %s is copying the backup", job.Name)

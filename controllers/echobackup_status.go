@@ -32,9 +32,10 @@ func backupFailureReason(moverReason moverprotocol.Reason) string {
 	}
 }
 
-// running says the backup's Job is under way.
-func (r *EchoBackupReconciler) running(b *echov1alpha1.EchoBackup, job *batchv1.Job) {
-	setCondition(&b.Status.Conditions, b.Generation, echov1alpha1.BackupConditionComplete, metav1.ConditionFalse, echov1alpha1.BackupReasonBackingUp,
+// running says the backup's Job is under way, or that its pod waits for a
+// node (setMoverProgress).
+func (r *EchoBackupReconciler) running(b *echov1alpha1.EchoBackup, job *batchv1.Job, unschedulable string) {
+	setMoverProgress(r.Recorder, b, &b.Status.Conditions, job, unschedulable, echov1alpha1.BackupReasonBackingUp,
 		fmt.Sprintf("Job %s is backing up Echo %s", job.Name, b.Spec.EchoName))
 }
 

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -283,11 +284,9 @@ func (r *EchoRestoreReconciler) inspectArtifact(ctx context.Context, rs *echov1a
 		return nil, ctrl.Result{}, err
 	}
 	inspection := &moverprotocol.Inspection{}
-	done, result, err := r.jobOutcome(ctx, rs, job, moverprotocol.Inspect, inspection)
+	done, result, err := r.jobOutcome(ctx, rs, job, moverprotocol.Inspect, inspection,
+		echov1alpha1.RestoreReasonInspecting, fmt.Sprintf("Job %s is checking the backup %s", job.Name, src.key))
 	if err != nil || !done {
-		if err == nil && !restoreFinished(rs) {
-			r.progress(rs, echov1alpha1.RestoreReasonInspecting, fmt.Sprintf("Job %s is checking the backup %s", job.Name, src.key))
-		}
 		return nil, result, err
 	}
 	return inspection, ctrl.Result{}, nil
@@ -315,11 +314,9 @@ func (r *EchoRestoreReconciler) restoreData(ctx context.Context, rs *echov1alpha
 		return ctrl.Result{}, err
 	}
 	var res moverprotocol.Archive
-	done, result, err := r.jobOutcome(ctx, rs, job, moverprotocol.Restore, &res)
+	done, result, err := r.jobOutcome(ctx, rs, job, moverprotocol.Restore, &res,
+		echov1alpha1.RestoreReasonRestoringData, fmt.Sprintf("Job %s is restoring the data of Echo %s", job.Name, echo.Name))
 	if err != nil || !done {
-		if err == nil && !restoreFinished(rs) {
-			r.progress(rs, echov1alpha1.RestoreReasonRestoringData, fmt.Sprintf("Job %s is restoring the data of Echo %s", job.Name, echo.Name))
-		}
 		return result, err
 	}
 	message := fmt.Sprintf("Restored %d files (%d bytes) into claim %s", res.Files, res.Size, dataClaimName(echo))
@@ -358,11 +355,13 @@ func (r *EchoRestoreReconciler) ensureJob(ctx context.Context, rs *echov1alpha1.
 }
 
 // jobOutcome reads what one of the restore's Jobs came to: done once it
-// succeeded, with the data mover's result decoded into result. A failed
-// Job fails the restore with what to fix. The end of the mover's log of a
-// finished Job is kept in the status, in place of an earlier Job's.
+// succeeded, with the data mover's result decoded into result. A Job under
+// way is the restore's progress (reason and message), or says that its
+// pod waits for a node (setMoverProgress). A failed Job fails the restore
+// with what to fix. The end of the mover's log of a finished Job is kept
+// in the status, in place of an earlier Job's.
 func (r *EchoRestoreReconciler) jobOutcome(ctx context.Context, rs *echov1alpha1.EchoRestore, job *batchv1.Job,
-	step moverprotocol.Command, result any) (done bool, _ ctrl.Result, _ error) {
+	step moverprotocol.Command, result any, reason, message string) (done bool, _ ctrl.Result, _ error) {
 	out, err := readMoverJob(ctx, r.Client, r.APIReader, job, r.Clock.Now(), result)
 	if err != nil {
 		return false, ctrl.Result{}, err
@@ -373,7 +372,14 @@ func (r *EchoRestoreReconciler) jobOutcome(ctx context.Context, rs *echov1alpha1
 	switch out.outcome {
 	case moverSucceeded:
 		return true, ctrl.Result{}, nil
+	case moverRunning:
+		if !restoreFinished(rs) {
+			setMoverProgress(r.Recorder, rs, &rs.Status.Conditions, job, out.unschedulable, reason, message)
+		}
 	case moverAwaitingResult:
+		if !restoreFinished(rs) {
+			r.progress(rs, reason, message)
+		}
 		return false, ctrl.Result{RequeueAfter: 5 * time.Second}, nil
 	case moverFailed:
 		if out.failure != nil {
@@ -422,6 +428,7 @@ func (r *EchoRestoreReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(controllerOptions(1)).
 		For(&echov1alpha1.EchoRestore{}).
 		Owns(&batchv1.Job{}).
+		Watches(&corev1.Pod{}, moverPodOwner(echov1alpha1.RestoreLabel), builder.WithPredicates(podSchedulingChanged)).
 		Watches(&echov1alpha1.EchoBackup{}, r.restoresBy(restoreBackupField, func(o client.Object) string { return o.GetName() })).
 		Watches(&echov1alpha1.Echo{}, r.restoresBy(restoreEchoField, func(o client.Object) string { return o.GetName() })).
 		Watches(&echov1alpha1.Echo{}, handler.EnqueueRequestsFromMapFunc(holdingRestore)).

@@ -339,6 +339,9 @@ type moverJobResult struct {
 	failure *moverprotocol.Failure
 	// jobMessage is the failed Job's own account.
 	jobMessage string
+	// unschedulable is, for a running Job, the scheduler's account of why
+	// its pod waits for a node (podUnschedulable); empty when it does not.
+	unschedulable string
 }
 
 // moverReason is the reason the mover reported, empty when it left none.
@@ -366,7 +369,7 @@ const reasonUnreadable moverprotocol.Reason = "Unreadable"
 func readMoverJob(ctx context.Context, cache, api client.Reader, job *batchv1.Job, now time.Time, result any) (moverJobResult, error) {
 	complete, failed := jobFinished(job)
 	if !complete && !failed {
-		return moverJobResult{outcome: moverRunning}, nil
+		return moverJobResult{outcome: moverRunning, unschedulable: podUnschedulable(ctx, cache, job)}, nil
 	}
 	if complete && result == nil {
 		return moverJobResult{outcome: moverSucceeded}, nil

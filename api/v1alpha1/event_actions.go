@@ -37,6 +37,9 @@ const (
 	// has the name of a backup's or restore's Job but that echo-operator
 	// did not create for it.
 	EventActionCheckingJobOwner = "CheckingJobOwner"
+	// EventActionPlacingDataMover is the action of waiting for a node to
+	// take the pod of a backup's or restore's data mover.
+	EventActionPlacingDataMover = "PlacingDataMover"
 	// EventActionReconciling is the action of the reasons this package
 	// does not define: those the Helm library records itself, such as
 	// ValueOverridden.
@@ -103,6 +106,8 @@ var eventActions = map[string]string{
 	EventReasonEndpointNotAllowed: EventActionCheckingStorageSecrets,
 
 	EventReasonJobNotOwned: EventActionCheckingJobOwner,
+
+	EventReasonMoverUnschedulable: EventActionPlacingDataMover,
 }
 
 // EventAction returns the action of the Events of a reason:

@@ -16,7 +16,8 @@ type Phase string
 const (
 	// PhasePending: not started yet, waiting for something the reason
 	// names (a restore holding the Echo, a backup still running, a
-	// storage Secret that does not exist yet).
+	// storage Secret that does not exist yet, a node for the data mover's
+	// pod).
 	PhasePending Phase = "Pending"
 	// PhaseRunning: its Job or its steps are under way.
 	PhaseRunning Phase = "Running"
@@ -54,10 +55,10 @@ func PhaseOf(conditions []metav1.Condition, waiting ...string) (Phase, string) {
 
 // BackupPhase is the phase of an EchoBackup with these conditions.
 func BackupPhase(conditions []metav1.Condition) (Phase, string) {
-	return PhaseOf(conditions, BackupReasonWaitingForRestore, ReasonSecretNotFound)
+	return PhaseOf(conditions, BackupReasonWaitingForRestore, ReasonSecretNotFound, ReasonMoverUnschedulable)
 }
 
 // RestorePhase is the phase of an EchoRestore with these conditions.
 func RestorePhase(conditions []metav1.Condition) (Phase, string) {
-	return PhaseOf(conditions, RestoreReasonWaitingForBackup, RestoreReasonWaitingForRestore, ReasonSecretNotFound)
+	return PhaseOf(conditions, RestoreReasonWaitingForBackup, RestoreReasonWaitingForRestore, ReasonSecretNotFound, ReasonMoverUnschedulable)
 }

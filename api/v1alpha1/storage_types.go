@@ -50,6 +50,17 @@ const EventReasonIdentityNotOptedIn = ReasonIdentityNotOptedIn
 // the work back.
 const ReasonSecretNotFound = "SecretNotFound"
 
+// ReasonMoverUnschedulable is the condition reason (Complete=False, phase
+// Pending) of a backup or restore whose data mover pod the scheduler
+// cannot place, and of a copy's status: the message gives the
+// scheduler's account. The Job runs once a node can take the pod; the
+// mover's placement (spec.mover, its location's) is what to check.
+const ReasonMoverUnschedulable = "MoverUnschedulable"
+
+// EventReasonMoverUnschedulable (Warning) is recorded on the backup or
+// restore when its data mover pod starts to wait for a node.
+const EventReasonMoverUnschedulable = ReasonMoverUnschedulable
+
 // EventReasonSecretNotFound (Warning) is recorded on the backup or
 // restore when it starts to wait for a Secret, and on each attempt to
 // delete an artifact whose storage Secret is missing.

@@ -13,15 +13,18 @@ import (
 // TestBackupAndRestoreInContainers backs up the persistent sample Echo as
 // docs/backup-restore.md shows: the mover Jobs run as containers that
 // mount the Echo's claim, one writing to MinIO, running as a pod behind
-// the Service the samples name, the other to a claim. A restore into a new
-// Echo brings back the journal the echo server wrote before the backup,
-// byte for byte, read through its HTTP API; so does one from a backup
+// the Service the samples name, the other to a claim; one whose data mover
+// asks for a node label no node has waits, saying so with the real
+// scheduler's account. A restore into a new Echo brings back the journal
+// the echo server wrote before the backup, byte for byte, read through its
+// HTTP API; so does one from a backup
 // that MinIO's KMS encrypted as the Job wrote it (SSE-KMS), and from a
 // copy in a second MinIO (checkCopies). The docs' walk-through then runs
 // with both stores (checkWalkthrough): a schedule's backup, its copy and a
 // restore test into a scratch Echo with real Jobs and pods, which proves
-// the data reads back as backed up; then the second store breaks. Deleting the Echo with a final backup
-// configured takes that backup before anything goes.
+// the data reads back as backed up; then the second store breaks, and once
+// it is back the failed copy is made again. Deleting the Echo with a final
+// backup configured takes that backup before anything goes.
 func TestBackupAndRestoreInContainers(t *testing.T) {
 	s3 := runMinIO(t)
 	ns := restrictedNamespace(t, "journal")
@@ -55,6 +58,25 @@ func TestBackupAndRestoreInContainers(t *testing.T) {
 		kubectl(t, "label", "-n", ns, "pvc", "backups", "echo.dev/backup-storage=true")
 		kubectlApply(t, ns, pvcBackupYAML)
 		kubectl(t, "wait", "-n", ns, "--for=condition=Complete", "echobackup/to-claim", "--timeout=300s")
+	})
+	t.Run("a data mover pod no node takes", func(t *testing.T) {
+		kubectlApply(t, ns, unplaceableBackupYAML)
+		kubectl(t, "wait", "-n", ns, "--for=jsonpath={.status.reason}=MoverUnschedulable", "echobackup/unplaceable", "--timeout=120s")
+		if phase := backupField(t, ns, "unplaceable", "{.status.phase}"); phase != "Pending" {
+			t.Errorf("the backup whose pod no node takes is %s, want Pending", phase)
+		}
+		// The real scheduler's own account, and what to check.
+		msg := backupField(t, ns, "unplaceable", `{.status.conditions[?(@.type=="Complete")].message}`)
+		for _, want := range []string{"didn't match Pod's node affinity/selector", "spec.mover"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("the backup's Complete condition does not say %q: %s", want, msg)
+			}
+		}
+		events := kubectl(t, "get", "events", "-n", ns, "--field-selector", "involvedObject.name=unplaceable,reason=MoverUnschedulable", "-o", "name")
+		if strings.TrimSpace(events) == "" {
+			t.Errorf("no MoverUnschedulable Event on the backup")
+		}
+		kubectl(t, "delete", "-n", ns, "echobackup/unplaceable", "--timeout=120s")
 	})
 	t.Run("restore into a new Echo", func(t *testing.T) {
 		kubectlApply(t, ns, restoreYAML)
@@ -182,6 +204,23 @@ spec:
     persistentVolumeClaim:
       claimName: backups
       subPath: echo
+`
+
+// unplaceableBackupYAML is a backup whose data mover asks for a node label
+// no node has.
+const unplaceableBackupYAML = `apiVersion: echo.dev/v1alpha1
+kind: EchoBackup
+metadata:
+  name: unplaceable
+spec:
+  echoName: echo-sample-persistent
+  storage:
+    persistentVolumeClaim:
+      claimName: backups
+      subPath: unplaceable
+  mover:
+    nodeSelector:
+      node-role.example.com/storage: ""
 `
 
 const restoreYAML = `apiVersion: echo.dev/v1alpha1
