@@ -185,15 +185,20 @@ type startupResult struct {
 	ReconciledSeconds float64 `json:"reconciledSeconds"`
 	Reconciles        float64 `json:"reconciles"`
 	TimedOut          bool    `json:"timedOut,omitempty"`
-	// WindowSeconds is the window of the counts below: from the start to
-	// N reconciles plus a grace period.
-	WindowSeconds float64 `json:"windowSeconds"`
 	// Releases is the number of release Secrets; ReleaseChanges lists
 	// those added, removed or changed over the restart.
 	Releases          int      `json:"releases"`
 	ReleasesUnchanged bool     `json:"releasesUnchanged"`
 	ReleaseChanges    []string `json:"releaseChanges,omitempty"`
-	// Writes to Secrets and Deployments in the window, net of baseline.
+	// The window runs from the start to N reconciles plus a grace period.
+	processWindow
+}
+
+// processWindow is what the new manager process did from its start to the
+// end of a measurement (WindowSeconds later): the requests it made, its
+// writes to Secrets and Deployments net of baseline, and what it used.
+type processWindow struct {
+	WindowSeconds    float64        `json:"windowSeconds"`
 	SecretWrites     float64        `json:"secretWrites"`
 	DeploymentWrites float64        `json:"deploymentWrites"`
 	Requests         *requestWindow `json:"requests"`
@@ -221,13 +226,8 @@ type upgradeResult struct {
 	// PeakRollouts the most of them rolling at once.
 	Rollouts     int `json:"rollouts"`
 	PeakRollouts int `json:"peakRollouts"`
-	// WindowSeconds is the window of the counts below: from the start to
-	// DoneSeconds plus a grace period.
-	WindowSeconds    float64        `json:"windowSeconds"`
-	SecretWrites     float64        `json:"secretWrites"`
-	DeploymentWrites float64        `json:"deploymentWrites"`
-	Requests         *requestWindow `json:"requests"`
-	Process          usage          `json:"process"`
+	// The window runs from the start to DoneSeconds plus a grace period.
+	processWindow
 }
 
 // readResults reads a results file.

@@ -368,6 +368,19 @@ func (r *run) counters(ctx context.Context) (counters, error) {
 	return c, nil
 }
 
+// processWindow measures the manager process from its start to the
+// snapshot last, against the snapshot first taken at its start.
+func (r *run) processWindow(first, last counters) processWindow {
+	raw := last.api.sub(first.api)
+	return processWindow{
+		WindowSeconds:    last.at.Sub(r.proc.started).Seconds(),
+		SecretWrites:     raw.total(objectWritesTo("secrets")),
+		DeploymentWrites: raw.total(objectWritesTo("deployments")),
+		Requests:         r.requestWindow(first, last),
+		Process:          r.sampler.window(r.proc.started, last.at),
+	}
+}
+
 // requestWindow reports the requests between two snapshots.
 func (r *run) requestWindow(before, after counters) *requestWindow {
 	secs := after.at.Sub(before.at).Seconds()

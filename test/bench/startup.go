@@ -58,18 +58,13 @@ func (r *run) startup(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	res.WindowSeconds = last.at.Sub(r.proc.started).Seconds()
-	res.Requests = r.requestWindow(first, last)
-	raw := last.api.sub(first.api)
-	res.SecretWrites = raw.total(objectWritesTo("secrets"))
-	res.DeploymentWrites = raw.total(objectWritesTo("deployments"))
+	res.processWindow = r.processWindow(first, last)
 	after, err := r.releases(ctx)
 	if err != nil {
 		return err
 	}
 	res.ReleaseChanges = diffReleases(before, after)
 	res.ReleasesUnchanged = len(res.ReleaseChanges) == 0
-	res.Process = r.sampler.window(r.proc.started, last.at)
 	r.log.Printf("restart: %d release Secrets changed, %.0f Secret and %.0f Deployment writes",
 		len(res.ReleaseChanges), res.SecretWrites, res.DeploymentWrites)
 	return waitErr

@@ -110,14 +110,9 @@ func (r *run) upgradeOperator(ctx context.Context, name string, o upgradechart.O
 	if err != nil {
 		return err
 	}
-	res.WindowSeconds = last.at.Sub(r.proc.started).Seconds()
-	res.Requests = r.requestWindow(first, last)
-	raw := last.api.sub(first.api)
-	res.SecretWrites = raw.total(objectWritesTo("secrets"))
-	res.DeploymentWrites = raw.total(objectWritesTo("deployments"))
+	res.processWindow = r.processWindow(first, last)
 	res.RevisionsWritten, res.RecordsRewritten = countReleaseChanges(before, after)
 	res.Rollouts, res.PeakRollouts = rollouts.counts()
-	res.Process = r.sampler.window(r.proc.started, last.at)
 	r.log.Printf("upgrade, %s: %d revisions written, %d records rewritten, %d rollouts (at most %d at once), done after %.2fs",
 		name, res.RevisionsWritten, res.RecordsRewritten, res.Rollouts, res.PeakRollouts, res.DoneSeconds)
 	return waitErr

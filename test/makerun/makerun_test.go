@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/echo-operator/echo-operator/test/harness/freeport"
+
 	"github.com/echo-operator/echo-operator/test/harness/realnode"
 	"github.com/echo-operator/echo-operator/test/harness/simcluster"
 )
@@ -41,7 +43,7 @@ var readyLine = regexp.MustCompile(`echo-sample answers: curl (http://127\.0\.0\
 // SIGINT to the whole process group, as Ctrl-C does, and checks that the
 // run left nothing on the host.
 func TestMakeRunForwardOutlivesRolloutsAndCtrlCLeavesNothing(t *testing.T) {
-	port, err := freePort()
+	port, err := freeport.Port()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -152,14 +151,4 @@ func (r *makeRun) interrupt() error {
 		<-r.exited
 		return fmt.Errorf("make run did not stop within %s of Ctrl-C: killed; its output ends with:\n%s", stopWait, r.tail(20))
 	}
-}
-
-// freePort is a local port nothing listens on.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/echo-operator/echo-operator/test/harness/freeport"
+
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
@@ -59,7 +61,7 @@ func StartRegistry(ctx context.Context, binary, dir string) (*Registry, error) {
 }
 
 func startRegistry(ctx context.Context, binary, dir string) (*Registry, error) {
-	port, err := freePort()
+	port, err := freeport.Port()
 	if err != nil {
 		return nil, err
 	}
@@ -100,13 +102,3 @@ func startRegistry(ctx context.Context, binary, dir string) (*Registry, error) {
 
 // Stop stops the registry; its storage stays.
 func (r *Registry) Stop() error { return r.d.stop() }
-
-// freePort is a port of 127.0.0.1 that nothing listened on a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -16,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/echo-operator/echo-operator/test/harness/freeport"
 
 	"sigs.k8s.io/yaml"
 
@@ -46,7 +47,7 @@ func Start(tb testing.TB, dir, config string) *Server {
 	if err := os.WriteFile(configPath, []byte(config), 0o600); err != nil {
 		tb.Fatal(err)
 	}
-	port, err := freePort()
+	port, err := freeport.Port()
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -198,15 +199,6 @@ func (s *Server) get(path string, out any) error {
 		return fmt.Errorf("GET %s: %s", path, envelope.Error)
 	}
 	return json.Unmarshal(envelope.Data, out)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // RuleFile turns a PrometheusRule manifest (the Prometheus Operator's

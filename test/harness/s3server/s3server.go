@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/echo-operator/echo-operator/test/harness/freeport"
+
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
@@ -450,12 +452,8 @@ func (s *Server) stop(tb testing.TB) {
 // freePort returns a TCP port on host that was free a moment ago.
 func freePort(tb testing.TB, host string) int {
 	tb.Helper()
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	port, err := freeport.On(host)
 	if err != nil {
-		tb.Fatalf("find a free port: %v", err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	if err := l.Close(); err != nil {
 		tb.Fatalf("find a free port: %v", err)
 	}
 	return port
