@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"testing"
 
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage"
+
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +20,31 @@ import (
 	"github.com/echo-operator/echo-operator/internal/releasetrust"
 )
 
+// rolledOutRelease creates the Echo key, waits for its rollout and returns
+// the storage of its namespace's releases and its deployed revision, which
+// carries label.
+func rolledOutRelease(t *testing.T, key types.NamespacedName, label string) (*storage.Storage, *release.Release) {
+	t.Helper()
+	createEcho(t, newEcho(key.Namespace, key.Name))
+	rollOut(t, key)
+	st := releaseStorage(key.Namespace)
+	deployed, err := st.Last(key.Name)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(deployed.Labels).To(HaveKey(label), "a new release is labelled with %s", label)
+	return st, deployed
+}
+
+// expectRelabelled waits until the release key is labelled with the
+// render fingerprint fp again, at the revision it had: not upgraded.
+func expectRelabelled(st *storage.Storage, key types.NamespacedName, version int, fp string) {
+	Eventually(func(g Gomega) map[string]string {
+		last, err := st.Last(key.Name)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(last.Version).To(Equal(version), "the release is not upgraded")
+		return last.Labels
+	}, timeout, interval).Should(HaveKeyWithValue(releaserecords.FingerprintLabel, fp))
+}
+
 // A release deployed before render fingerprints (by an older operator)
 // renders to the same manifest: it is labelled with its fingerprint, not
 // upgraded, and reconciles of it then take the cached path.
@@ -24,26 +52,14 @@ func TestEchoAdoptsAReleaseWithoutFingerprint(t *testing.T) {
 	RegisterTestingT(t)
 	ns := newNamespace(t)
 	key := types.NamespacedName{Namespace: ns, Name: "older"}
-	createEcho(t, newEcho(ns, key.Name))
-	rollOut(t, key)
-
-	st := releaseStorage(ns)
-	deployed, err := st.Last(key.Name)
-	Expect(err).NotTo(HaveOccurred())
-	Expect(deployed.Labels).To(HaveKey(releaserecords.FingerprintLabel), "a new release is labelled with its fingerprint")
+	st, deployed := rolledOutRelease(t, key, releaserecords.FingerprintLabel)
 	fp := deployed.Labels[releaserecords.FingerprintLabel]
 
 	// What an older operator left: the same release, without the label.
 	// Rewriting the release Secret starts a reconcile.
 	delete(deployed.Labels, releaserecords.FingerprintLabel)
 	Expect(st.Update(deployed)).To(Succeed())
-
-	Eventually(func(g Gomega) map[string]string {
-		last, err := st.Last(key.Name)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(last.Version).To(Equal(deployed.Version), "the release is not upgraded")
-		return last.Labels
-	}, timeout, interval).Should(HaveKeyWithValue(releaserecords.FingerprintLabel, fp))
+	expectRelabelled(st, key, deployed.Version, fp)
 
 	// From then on an unchanged Echo sends no request.
 	helmRuns := reconcileCount("echo-controller")
@@ -65,13 +81,7 @@ func TestEchoKeepsItsRevisionWhenOnlyTheChartChanged(t *testing.T) {
 	RegisterTestingT(t)
 	ns := newNamespace(t)
 	key := types.NamespacedName{Namespace: ns, Name: "upgraded-operator"}
-	createEcho(t, newEcho(ns, key.Name))
-	rollOut(t, key)
-
-	st := releaseStorage(ns)
-	deployed, err := st.Last(key.Name)
-	Expect(err).NotTo(HaveOccurred())
-	Expect(deployed.Labels).To(HaveKey(releaserecords.ValuesLabel), "a new release is labelled with its values' fingerprint")
+	st, deployed := rolledOutRelease(t, key, releaserecords.ValuesLabel)
 	fp := deployed.Labels[releaserecords.FingerprintLabel]
 	dep := &appsv1.Deployment{}
 	Expect(k8sClient.Get(context.Background(), key, dep)).To(Succeed())
@@ -89,13 +99,7 @@ func TestEchoKeepsItsRevisionWhenOnlyTheChartChanged(t *testing.T) {
 	signer.Sign(record)
 	_, err = secrets.Update(ctx, record, metav1.UpdateOptions{})
 	Expect(err).NotTo(HaveOccurred())
-
-	Eventually(func(g Gomega) map[string]string {
-		last, err := st.Last(key.Name)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(last.Version).To(Equal(deployed.Version), "the release is not upgraded")
-		return last.Labels
-	}, timeout, interval).Should(HaveKeyWithValue(releaserecords.FingerprintLabel, fp))
+	expectRelabelled(st, key, deployed.Version, fp)
 	after := &appsv1.Deployment{}
 	Expect(k8sClient.Get(context.Background(), key, after)).To(Succeed())
 	Expect(after.Generation).To(Equal(dep.Generation), "the Deployment was not written")
